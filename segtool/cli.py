@@ -1,0 +1,172 @@
+"""The segtool command line: argument parsing and rendering only.
+
+Every command calls a library function in ``segtool.ops`` that returns data.
+Heavy modules are imported inside commands so a cold start stays fast.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import List, Optional
+
+import typer
+
+from segtool.errors import SegtoolError
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    rich_markup_mode=None,
+    help="Forensic toolkit for Kafka and RocketMQ storage files. Inputs are only ever read.",
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+EXIT_CLEAN, EXIT_PROBLEMS, EXIT_UNREADABLE = 0, 1, 2
+
+
+class _State:
+    debug = False
+    quiet = False
+
+
+@app.callback()
+def _main(
+    debug: bool = typer.Option(False, "--debug", help="Show Python tracebacks for errors."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bars."),
+):
+    _State.debug = debug
+    _State.quiet = quiet
+
+
+def _fail(message: str, code: int = EXIT_UNREADABLE) -> None:
+    sys.stderr.write(f"segtool: {message}\n")
+    raise typer.Exit(code)
+
+
+class _LineWriter:
+    """Buffered stdout writer: one write call per many lines."""
+
+    def __init__(self, stream=None, limit: int = 2000):
+        self.stream = stream or sys.stdout
+        self.lines: list[str] = []
+        self.limit = limit
+
+    def __call__(self, line: str) -> None:
+        self.lines.append(line)
+        if len(self.lines) >= self.limit:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.lines:
+            self.stream.write("\n".join(self.lines))
+            self.stream.write("\n")
+            self.lines.clear()
+        self.stream.flush()
+
+
+@app.command()
+def dump(
+    paths: List[str] = typer.Argument(..., help="Files or directories (every file below a directory)."),
+    format: str = typer.Option("text", "--format", "-f", help="text, json (JSON Lines) or kafka."),
+    deep_iteration: bool = typer.Option(False, "--deep-iteration", help="kafka: list every record."),
+    print_data_log: bool = typer.Option(False, "--print-data-log", help="kafka: print keys and values."),
+    verify_index_only: bool = typer.Option(False, "--verify-index-only", help="kafka: check index against log, print no entries."),
+    index_sanity_check: bool = typer.Option(False, "--index-sanity-check", help="kafka: the broker's start-up index check."),
+    offsets_decoder: bool = typer.Option(False, "--offsets-decoder", help="kafka: decode __consumer_offsets records."),
+    max_bytes: int = typer.Option(2**31 - 1, "--max-bytes", help="kafka: read at most this many bytes of each .log."),
+    max_message_size: int = typer.Option(5 * 1024 * 1024, "--max-message-size", help="kafka: largest batch an index entry may point to."),
+    shallow: bool = typer.Option(False, "--shallow", help="text/json: batches only, no records."),
+    decompress_cap: int = typer.Option(256 * 1024 * 1024, "--decompress-cap", help="Largest decompressed batch, bytes."),
+):
+    """Decode files: Kafka segments, indexes, snapshots, checkpoints; RocketMQ CommitLog, ConsumeQueue, IndexFile.
+
+    Examples:
+
+      segtool dump data/orders-0/00000000000000000000.log
+
+      segtool dump --format kafka --deep-iteration --print-data-log data/orders-0/00000000000000000000.log
+
+      segtool dump --format json store/consumequeue/TopicA/0
+    """
+    if format == "kafka":
+        from segtool.formats.detect import expand_paths
+        from segtool.ops.kafka_dump_log import KafkaDumpOptions, run_kafka_dump
+
+        options = KafkaDumpOptions(
+            deep_iteration=deep_iteration,
+            print_data_log=print_data_log,
+            verify_index_only=verify_index_only,
+            index_sanity_check=index_sanity_check,
+            offsets_decoder=offsets_decoder,
+            max_bytes=max_bytes,
+            max_message_size=max_message_size,
+            decompress_cap=decompress_cap,
+        )
+        try:
+            files = expand_paths(paths)
+        except SegtoolError as exc:
+            _fail(str(exc))
+        out = _LineWriter()
+        code = run_kafka_dump(files, options, out, _err_line_after(out))
+        out.flush()
+        raise typer.Exit(code)
+    if format not in ("text", "json"):
+        _fail(f"unknown --format {format!r}: use text, json or kafka")
+    from segtool.formats.detect import expand_paths
+    from segtool.ops.dump import dump_paths
+    from segtool.ops.render import render_text_item
+
+    files = expand_paths(paths)
+    out = _LineWriter()
+    problems = False
+    for item in dump_paths(files, deep=not shallow, cap=decompress_cap):
+        if item["type"] in ("error", "trailing_bytes"):
+            problems = True
+        if format == "json":
+            out(json.dumps(item, ensure_ascii=False))
+        else:
+            out(render_text_item(item))
+    out.flush()
+    raise typer.Exit(EXIT_PROBLEMS if problems else EXIT_CLEAN)
+
+
+def _err_line_after(out: _LineWriter):
+    def emit(line: str) -> None:
+        out.flush()
+        sys.stderr.write(line + "\n")
+
+    return emit
+
+
+def main() -> None:
+    """Console entry point: one-line errors and exit code 2 instead of tracebacks."""
+    try:
+        app(standalone_mode=False)
+    except typer.Exit as exc:
+        sys.exit(exc.exit_code)
+    except SegtoolError as exc:
+        if _State.debug:
+            raise
+        sys.stderr.write(f"segtool: {exc}\n")
+        sys.exit(EXIT_UNREADABLE)
+    except BrokenPipeError:
+        sys.exit(EXIT_CLEAN)
+    except KeyboardInterrupt:
+        sys.exit(130)
+    except Exception as exc:  # the last line of defence: never a traceback unless asked
+        import click
+
+        if isinstance(exc, click.exceptions.ClickException):
+            exc.show()
+            sys.exit(EXIT_UNREADABLE)
+        if isinstance(exc, click.exceptions.Abort):
+            sys.exit(130)
+        if _State.debug:
+            raise
+        sys.stderr.write(f"segtool: internal error: {type(exc).__name__}: {exc} (run with --debug for details)\n")
+        sys.exit(EXIT_UNREADABLE)
+
+
+if __name__ == "__main__":
+    main()

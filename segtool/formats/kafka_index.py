@@ -1,0 +1,686 @@
+"""Kafka segment indexes: ``.index``, ``.timeindex`` and ``.txnindex``.
+
+The construct ``Struct`` of each entry below is the one declaration of its
+layout; ``fastdecode.compile_fixed`` derives from it the ``struct.Struct`` used
+for single entries and the numpy dtype used for read-only memory-mapped views of
+whole files.  ``tests/test_kafka_state.py`` checks that construct and the
+derived decoders agree on every index file of the corpus.
+
+The class design follows Kafka's ``AbstractIndex`` -> ``OffsetIndex`` /
+``TimeIndex`` split (storage/.../internals/log/AbstractIndex.java, OffsetIndex.java,
+TimeIndex.java): the file mapping, entry counting, Kafka's cache-friendly binary
+search and the ``DumpLogSegments`` stopping rule live once in ``AbstractIndex``;
+each subclass declares its entry layout and what its key and value are.
+
+Two entry counts are exposed, because Kafka itself uses two:
+
+* ``entries`` -- the *broker view*.  ``AbstractIndex`` maps a pre-existing file
+  and sets ``position = roundDownToExactMultiple(length, entrySize)``;
+  ``entries = position / entrySize``.  A file the broker still had preallocated
+  (zero-filled tail) therefore counts every slot, zeros included.
+* ``dump_entries`` -- the *kafka-dump-log view*.  ``DumpLogSegments.dumpIndex`` /
+  ``dumpTimeIndex`` walk ``0 until index.entries`` and stop at the first slot
+  ``i > 0`` whose absolute offset equals the base offset (relative offset 0):
+  "since it is a sparse file, in the event of a crash there may be many zero
+  entries, stop if we see one".
+
+``.txnindex`` (TransactionIndex.java / AbortedTxn.java) is not preallocated: it
+is read as consecutive 34-byte entries while at least 34 bytes remain; a shorter
+tail is ignored.
+
+Files are evidence: they are only ever opened read-only (``np.memmap`` mode
+``"r"``), so read-only files and read-only mounts work.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import ClassVar, Iterator, NamedTuple
+
+import construct as cs
+import numpy as np
+
+from segtool.errors import CorruptData, UnreadableInput
+from segtool.formats.fastdecode import FixedLayout, compile_fixed
+
+# --------------------------------------------------------------------------
+# Entry schemas
+# --------------------------------------------------------------------------
+
+OFFSET_INDEX_ENTRY = cs.Struct(
+    # OffsetIndex.java, ENTRY_SIZE = 8.  Offset stored relative to the segment's
+    # base offset (the number in the file name): absolute = base + relative.
+    "relative_offset" / cs.Int32sb,
+    # Byte position in the .log of the batch whose *last* offset is the indexed
+    # offset (LogSegment.append indexes a batch by its last offset).
+    "position" / cs.Int32sb,
+)
+
+TIME_INDEX_ENTRY = cs.Struct(
+    # TimeIndex.java, ENTRY_SIZE = 12.  The largest timestamp seen up to and
+    # including the batch ending at the indexed offset (ms since the epoch;
+    # RecordBatch.NO_TIMESTAMP = -1 when none).
+    "timestamp" / cs.Int64sb,
+    # Offset relative to the segment's base offset, as in the offset index.
+    "relative_offset" / cs.Int32sb,
+)
+
+TXN_INDEX_ENTRY = cs.Struct(
+    # AbortedTxn.java, TOTAL_SIZE = 34.  Written as a short, CURRENT_VERSION = 0.
+    # NB: AbortedTxn.version() reads it back with buffer.get(0), i.e. only the
+    # first (high) byte, sign-extended; see ``kafka_version``.
+    "version" / cs.Int16sb,
+    # Producer whose transaction was aborted.
+    "producer_id" / cs.Int64sb,
+    # First offset of the aborted transaction (may lie in an earlier segment).
+    "first_offset" / cs.Int64sb,
+    # Offset of the ABORT control marker's batch that ended the transaction.
+    "last_offset" / cs.Int64sb,
+    # Last stable offset of the partition when the abort was written.
+    "last_stable_offset" / cs.Int64sb,
+)
+
+OFFSET_INDEX_LAYOUT: FixedLayout = compile_fixed(OFFSET_INDEX_ENTRY)
+TIME_INDEX_LAYOUT: FixedLayout = compile_fixed(TIME_INDEX_ENTRY)
+TXN_INDEX_LAYOUT: FixedLayout = compile_fixed(TXN_INDEX_ENTRY)
+
+OFFSET_INDEX_DTYPE: np.dtype = OFFSET_INDEX_LAYOUT.numpy_dtype()
+TIME_INDEX_DTYPE: np.dtype = TIME_INDEX_LAYOUT.numpy_dtype()
+TXN_INDEX_DTYPE: np.dtype = TXN_INDEX_LAYOUT.numpy_dtype()
+
+NO_TIMESTAMP = -1  # RecordBatch.NO_TIMESTAMP
+ABORTED_TXN_CURRENT_VERSION = 0  # AbortedTxn.CURRENT_VERSION
+
+INDEX_SUFFIX = ".index"
+TIME_INDEX_SUFFIX = ".timeindex"
+TXN_INDEX_SUFFIX = ".txnindex"
+
+
+# --------------------------------------------------------------------------
+# Errors that carry Kafka's own wording
+# --------------------------------------------------------------------------
+
+
+class KafkaReportedError(CorruptData):
+    """A problem Kafka's tools report with a known exception class and message.
+
+    ``kafka_message`` is the exact text Kafka prints (``e.getMessage``), with the
+    file shown as the caller named it; ``java_class`` the exception Kafka throws,
+    so a caller can render ``Exception in thread "main" <java_class>: <message>``.
+    """
+
+    java_class = "org.apache.kafka.common.KafkaException"
+
+    def __init__(self, kafka_message: str, path=None, offset: int | None = None,
+                 java_class: str | None = None):
+        super().__init__(kafka_message, str(path) if path is not None else None, offset)
+        self.kafka_message = kafka_message
+        if java_class is not None:
+            self.java_class = java_class
+
+
+class CorruptIndex(KafkaReportedError):
+    """``AbstractIndex.sanityCheck`` failed (Kafka's CorruptIndexException)."""
+
+    java_class = "org.apache.kafka.storage.internals.log.CorruptIndexException"
+
+
+# --------------------------------------------------------------------------
+# Shared helpers
+# --------------------------------------------------------------------------
+
+_JAVA_LONG = re.compile(r"[+-]?\d+")
+
+
+def base_offset_from_name(path) -> int:
+    """The segment base offset encoded in a file name (``UnifiedLog.offsetFromFileName``).
+
+    Kafka takes the name up to the first ``.`` and parses it as a long.
+    """
+    name = Path(path).name
+    head = name.split(".", 1)[0]
+    if not _JAVA_LONG.fullmatch(head):
+        raise UnreadableInput(f"file name {name!r} does not start with a segment base offset",
+                              str(path))
+    value = int(head)
+    if not -(1 << 63) <= value < (1 << 63):
+        raise UnreadableInput(f"base offset in file name {name!r} is out of range", str(path))
+    return value
+
+
+def _file_size(path) -> int:
+    try:
+        st = os.stat(path)
+    except OSError as e:
+        raise UnreadableInput(f"cannot read: {e.strerror or e}", str(path)) from None
+    if not os.path.isfile(path):
+        raise UnreadableInput("not a regular file", str(path))
+    return st.st_size
+
+
+def map_entries(path, dtype: np.dtype, count: int | None = None) -> np.ndarray:
+    """A read-only memory-mapped structured array of whole entries of ``path``.
+
+    ``count`` defaults to ``file size // dtype.itemsize`` (a partial trailing
+    entry is left out, as Kafka's ``roundDownToExactMultiple`` does).  The array
+    keeps the mapping alive; it is a plain ``np.ndarray`` view (no write access).
+    """
+    size = _file_size(path)
+    n = size // dtype.itemsize if count is None else count
+    if n < 0 or n * dtype.itemsize > size:
+        raise ValueError(f"{count} entries of {dtype.itemsize} bytes exceed the file size {size}")
+    if n == 0:
+        return np.zeros(0, dtype=dtype)
+    try:
+        mm = np.memmap(path, dtype=dtype, mode="r", shape=(n,))
+    except OSError as e:
+        raise UnreadableInput(f"cannot map: {e.strerror or e}", str(path)) from None
+    return mm.view(np.ndarray)
+
+
+# --------------------------------------------------------------------------
+# Offset and time indexes
+# --------------------------------------------------------------------------
+
+
+class OffsetPosition(NamedTuple):
+    """OffsetIndex entry with the offset made absolute (Kafka's OffsetPosition)."""
+
+    offset: int
+    position: int
+
+
+class TimestampOffset(NamedTuple):
+    """TimeIndex entry with the offset made absolute (Kafka's TimestampOffset)."""
+
+    timestamp: int
+    offset: int
+
+
+class AbstractIndex:
+    """Read-only view of a Kafka offset or time index file.
+
+    Subclasses set ``ENTRY`` (the construct schema), ``LAYOUT``/``DTYPE`` (derived
+    from it), ``SUFFIX``, and which fields are the search key and value.
+    """
+
+    ENTRY: ClassVar[cs.Struct]
+    LAYOUT: ClassVar[FixedLayout]
+    DTYPE: ClassVar[np.dtype]
+    SUFFIX: ClassVar[str]
+    KIND: ClassVar[str]
+
+    def __init__(self, path, base_offset: int | None = None):
+        self.path = Path(path)
+        self.base_offset = base_offset_from_name(path) if base_offset is None else int(base_offset)
+        self.length = _file_size(path)
+        self._array: np.ndarray | None = None
+        self._keys: np.ndarray | None = None
+        self._values: np.ndarray | None = None
+        self._dump_entries: int | None = None
+
+    # -- sizes -------------------------------------------------------------
+
+    @classmethod
+    def entry_size(cls) -> int:
+        return cls.LAYOUT.size
+
+    @property
+    def entries(self) -> int:
+        """Broker view: ``roundDownToExactMultiple(length, entrySize) / entrySize``."""
+        return self.length // self.entry_size()
+
+    @property
+    def max_entries(self) -> int:
+        """``mmap.limit() / entrySize``; equal to ``entries`` for a file opened read-only."""
+        return self.length // self.entry_size()
+
+    @property
+    def trailing_bytes(self) -> int:
+        """Bytes after the last whole entry (a sanity-check failure in Kafka)."""
+        return self.length % self.entry_size()
+
+    @property
+    def array(self) -> np.ndarray:
+        """Raw entries (relative offsets, as stored) of the broker view, memory-mapped."""
+        if self._array is None:
+            self._array = map_entries(self.path, self.DTYPE, self.entries)
+        return self._array
+
+    @property
+    def dump_entries(self) -> int:
+        """kafka-dump-log view: entries before the first slot ``i > 0`` whose offset is the base offset."""
+        if self._dump_entries is None:
+            rel = self.array["relative_offset"]
+            if len(rel) <= 1:
+                self._dump_entries = len(rel)
+            else:
+                hits = np.flatnonzero(rel[1:] == 0)
+                self._dump_entries = int(hits[0]) + 1 if len(hits) else len(rel)
+        return self._dump_entries
+
+    @property
+    def offsets(self) -> np.ndarray:
+        """Absolute offsets (int64) of the broker-view entries."""
+        return self.array["relative_offset"].astype(np.int64) + self.base_offset
+
+    # -- entries -----------------------------------------------------------
+
+    def _make_entry(self, raw: tuple):
+        raise NotImplementedError
+
+    def entry(self, n: int):
+        """Entry ``n`` with the offset made absolute (Kafka's ``entry(n)``)."""
+        if not 0 <= n < self.entries:
+            raise IndexError(f"attempt to fetch entry {n} from {self.path}, which has {self.entries} entries")
+        return self._make_entry(self.LAYOUT.unpack_from(self.array, n * self.entry_size()))
+
+    def iter_entries(self, limit: int | None = None) -> Iterator:
+        """Entries of the broker view (or the first ``limit``), offsets absolute."""
+        n = self.entries if limit is None else min(limit, self.entries)
+        for raw in self.array[:n].tolist():
+            yield self._make_entry(raw)
+
+    def iter_dump_entries(self) -> Iterator:
+        """Entries kafka-dump-log visits: the broker view up to the stopping rule."""
+        return self.iter_entries(self.dump_entries)
+
+    def last_entry(self):
+        raise NotImplementedError
+
+    # -- Kafka's search (AbstractIndex.indexSlotRangeFor) --------------------
+
+    def _key_array(self) -> np.ndarray:
+        raise NotImplementedError
+
+    def _value_array(self) -> np.ndarray:
+        raise NotImplementedError
+
+    def largest_lower_bound_slot(self, target: int, by_value: bool = False) -> int:
+        """Kafka's ``largestLowerBoundSlotFor``: -1 if every entry is larger than ``target``."""
+        return self._slot_range_for(target, by_value, largest_lower=True)
+
+    def smallest_upper_bound_slot(self, target: int, by_value: bool = False) -> int:
+        """Kafka's ``smallestUpperBoundSlotFor``: -1 if none is >= ``target``."""
+        return self._slot_range_for(target, by_value, largest_lower=False)
+
+    def _slot_range_for(self, target: int, by_value: bool, largest_lower: bool) -> int:
+        # The same steps as Kafka, so lookups on corrupt (non-monotonic) or
+        # zero-tailed indexes land on the slot the broker/tool would use.
+        entries = self.entries
+        if entries == 0:
+            return -1
+        keys = self._value_array() if by_value else self._key_array()
+        warm_entries = 8192 // self.entry_size()
+        first_hot = max(0, entries - 1 - warm_entries)
+        if int(keys[first_hot]) < target:
+            return self._binary_search(keys, target, largest_lower, first_hot, entries - 1)
+        if int(keys[0]) > target:
+            return -1 if largest_lower else 0
+        return self._binary_search(keys, target, largest_lower, 0, first_hot)
+
+    def _binary_search(self, keys, target: int, largest_lower: bool, begin: int, end: int) -> int:
+        lo, hi = begin, end
+        while lo < hi:
+            mid = (lo + hi + 1) >> 1
+            found = int(keys[mid])
+            if found > target:
+                hi = mid - 1
+            elif found < target:
+                lo = mid
+            else:
+                return mid
+        if largest_lower:
+            return lo
+        return -1 if lo == self.entries - 1 else lo + 1
+
+    # -- life cycle --------------------------------------------------------
+
+    def close(self) -> None:
+        """Drop this object's references to the mapping (arrays handed out keep it alive)."""
+        self._array = self._keys = self._values = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __repr__(self) -> str:
+        return (f"{type(self).__name__}({str(self.path)!r}, base_offset={self.base_offset}, "
+                f"entries={self.entries})")
+
+
+class OffsetIndex(AbstractIndex):
+    """``.index``: offset -> byte position in the ``.log`` (key: offset, value: position)."""
+
+    ENTRY = OFFSET_INDEX_ENTRY
+    LAYOUT = OFFSET_INDEX_LAYOUT
+    DTYPE = OFFSET_INDEX_DTYPE
+    SUFFIX = INDEX_SUFFIX
+    KIND = "offset"
+
+    def _make_entry(self, raw: tuple) -> OffsetPosition:
+        rel, position = raw
+        return OffsetPosition(self.base_offset + rel, position)
+
+    def _key_array(self) -> np.ndarray:
+        if self._keys is None:
+            self._keys = self.offsets
+        return self._keys
+
+    def _value_array(self) -> np.ndarray:
+        if self._values is None:
+            self._values = self.array["position"].astype(np.int64)
+        return self._values
+
+    @property
+    def positions(self) -> np.ndarray:
+        return self.array["position"]
+
+    def last_entry(self) -> OffsetPosition:
+        """``OffsetIndex.lastEntry``: (baseOffset, 0) when empty."""
+        if self.entries == 0:
+            return OffsetPosition(self.base_offset, 0)
+        return self.entry(self.entries - 1)
+
+    @property
+    def last_offset(self) -> int:
+        return self.last_entry().offset
+
+    def lookup(self, target_offset: int) -> OffsetPosition:
+        """Largest entry with offset <= target; (baseOffset, 0) if none (``OffsetIndex.lookup``)."""
+        slot = self.largest_lower_bound_slot(target_offset)
+        if slot == -1:
+            return OffsetPosition(self.base_offset, 0)
+        return self.entry(slot)
+
+    def fetch_upper_bound_offset(self, fetch_position: int, fetch_size: int) -> OffsetPosition | None:
+        """``OffsetIndex.fetchUpperBoundOffset``: first entry with position >= start + size."""
+        slot = self.smallest_upper_bound_slot(fetch_position + fetch_size, by_value=True)
+        return None if slot == -1 else self.entry(slot)
+
+    def sanity_check(self, display_path=None) -> None:
+        """``OffsetIndex.sanityCheck``; raises ``CorruptIndex`` with Kafka's message."""
+        shown = self.path if display_path is None else display_path
+        last = self.last_offset
+        if self.entries != 0 and last < self.base_offset:
+            raise CorruptIndex(
+                f"Corrupt index found, index file {shown} has non-zero size but the last offset "
+                f"is {last} which is less than the base offset {self.base_offset}",
+                shown, (self.entries - 1) * self.entry_size())
+        if self.length % self.entry_size() != 0:
+            raise CorruptIndex(
+                f"Index file {shown} is corrupt, found {self.length} bytes which is neither "
+                f"positive nor a multiple of {self.entry_size()}",
+                shown, self.length - self.trailing_bytes)
+
+
+class TimeIndex(AbstractIndex):
+    """``.timeindex``: timestamp -> offset (key: timestamp, value: offset)."""
+
+    ENTRY = TIME_INDEX_ENTRY
+    LAYOUT = TIME_INDEX_LAYOUT
+    DTYPE = TIME_INDEX_DTYPE
+    SUFFIX = TIME_INDEX_SUFFIX
+    KIND = "time"
+
+    def _make_entry(self, raw: tuple) -> TimestampOffset:
+        timestamp, rel = raw
+        return TimestampOffset(timestamp, self.base_offset + rel)
+
+    def _key_array(self) -> np.ndarray:
+        if self._keys is None:
+            self._keys = self.array["timestamp"].astype(np.int64)
+        return self._keys
+
+    def _value_array(self) -> np.ndarray:
+        if self._values is None:
+            self._values = self.offsets
+        return self._values
+
+    @property
+    def timestamps(self) -> np.ndarray:
+        return self.array["timestamp"]
+
+    def last_entry(self) -> TimestampOffset:
+        """``TimeIndex.lastEntryFromIndexFile``: (NO_TIMESTAMP, baseOffset) when empty."""
+        if self.entries == 0:
+            return TimestampOffset(NO_TIMESTAMP, self.base_offset)
+        return self.entry(self.entries - 1)
+
+    def lookup(self, target_timestamp: int) -> TimestampOffset:
+        """Largest entry with timestamp <= target; (NO_TIMESTAMP, baseOffset) if none."""
+        slot = self.largest_lower_bound_slot(target_timestamp)
+        if slot == -1:
+            return TimestampOffset(NO_TIMESTAMP, self.base_offset)
+        return self.entry(slot)
+
+    def sanity_check(self, display_path=None) -> None:
+        """``TimeIndex.sanityCheck``; raises ``CorruptIndex`` with Kafka's message."""
+        shown = self.path if display_path is None else display_path
+        last = self.last_entry()
+        if self.entries != 0:
+            first_ts = self.entry(0).timestamp
+            if last.timestamp < first_ts:
+                raise CorruptIndex(
+                    f"Corrupt time index found, time index file ({shown}) has non-zero size but "
+                    f"the last timestamp is {last.timestamp} which is less than the first "
+                    f"timestamp {first_ts}",
+                    shown, (self.entries - 1) * self.entry_size())
+            if last.offset < self.base_offset:
+                raise CorruptIndex(
+                    f"Corrupt time index found, time index file ({shown}) has non-zero size but "
+                    f"the last offset is {last.offset} which is less than the first offset "
+                    f"{self.base_offset}",
+                    shown, (self.entries - 1) * self.entry_size())
+        if self.length % self.entry_size() != 0:
+            raise CorruptIndex(
+                f"Time index file {shown} is corrupt, found {self.length} bytes which is neither "
+                f"positive nor a multiple of {self.entry_size()}",
+                shown, self.length - self.trailing_bytes)
+
+
+def open_index(path, base_offset: int | None = None) -> AbstractIndex:
+    """``OffsetIndex`` for ``*.index``, ``TimeIndex`` for ``*.timeindex`` (by suffix)."""
+    name = Path(path).name
+    if name.endswith(TIME_INDEX_SUFFIX):
+        return TimeIndex(path, base_offset)
+    if name.endswith(INDEX_SUFFIX):
+        return OffsetIndex(path, base_offset)
+    raise UnreadableInput("not a .index or .timeindex file", str(path))
+
+
+def read_index_entries(path, base_offset: int | None = None) -> np.ndarray:
+    """The broker-view entries of an ``.index``/``.timeindex`` as a read-only memory-mapped array.
+
+    Fields are as stored (``relative_offset`` relative to the base offset).
+    """
+    return open_index(path, base_offset).array
+
+
+def index_entry_counts(path, base_offset: int | None = None) -> tuple[int, int]:
+    """(broker view, kafka-dump-log view) entry counts of an ``.index``/``.timeindex``."""
+    index = open_index(path, base_offset)
+    return index.entries, index.dump_entries
+
+
+# -- kafka-dump-log entry lines --------------------------------------------
+
+
+def format_offset_entry(entry: OffsetPosition) -> str:
+    return f"offset: {entry.offset} position: {entry.position}"
+
+
+def format_time_entry(entry: TimestampOffset) -> str:
+    return f"timestamp: {entry.timestamp} offset: {entry.offset}"
+
+
+def offset_index_dump_lines(index, display_path=None) -> Iterator[str]:
+    """Entry lines of ``kafka-dump-log --files X.index`` (without the ``Dumping`` header).
+
+    An index with no entries (broker view) gives ``"<file> is empty."``, as
+    ``dumpIndex`` prints.  The per-entry check against the ``.log`` (mismatch
+    list, and the exception when a position is not a batch start) is the
+    caller's; it can interleave it by iterating ``iter_dump_entries`` itself.
+    """
+    if not isinstance(index, OffsetIndex):
+        index = OffsetIndex(index)
+    if index.entries == 0:
+        yield f"{index.path if display_path is None else display_path} is empty."
+        return
+    for entry in index.iter_dump_entries():
+        yield format_offset_entry(entry)
+
+
+def time_index_dump_lines(index) -> Iterator[str]:
+    """Entry lines of ``kafka-dump-log --files X.timeindex`` (without the header).
+
+    ``dumpTimeIndex`` prints nothing for an empty time index.
+    """
+    if not isinstance(index, TimeIndex):
+        index = TimeIndex(index)
+    for entry in index.iter_dump_entries():
+        yield format_time_entry(entry)
+
+
+# --------------------------------------------------------------------------
+# Transaction index
+# --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class AbortedTxn:
+    """One ``.txnindex`` entry (AbortedTxn.java)."""
+
+    version: int  # the int16 as written
+    producer_id: int
+    first_offset: int
+    last_offset: int
+    last_stable_offset: int
+
+    @property
+    def kafka_version(self) -> int:
+        """What ``AbortedTxn.version()`` returns: ``buffer.get(0)``, the high byte, signed."""
+        return self.version >> 8
+
+    def __str__(self) -> str:  # AbortedTxn.toString
+        return (f"AbortedTxn(version={self.kafka_version}, producerId={self.producer_id}, "
+                f"firstOffset={self.first_offset}, lastOffset={self.last_offset}, "
+                f"lastStableOffset={self.last_stable_offset})")
+
+
+class TransactionIndex:
+    """Read-only view of a ``.txnindex`` (TransactionIndex.java)."""
+
+    ENTRY = TXN_INDEX_ENTRY
+    LAYOUT = TXN_INDEX_LAYOUT
+    DTYPE = TXN_INDEX_DTYPE
+    SUFFIX = TXN_INDEX_SUFFIX
+
+    def __init__(self, path, base_offset: int | None = None):
+        self.path = Path(path)
+        self.base_offset = base_offset_from_name(path) if base_offset is None else int(base_offset)
+        self.length = _file_size(path)
+        self._array: np.ndarray | None = None
+
+    @classmethod
+    def entry_size(cls) -> int:
+        return cls.LAYOUT.size
+
+    @property
+    def entries(self) -> int:
+        """Whole entries: Kafka's iterator continues while ``size - position >= 34``."""
+        return self.length // self.entry_size()
+
+    @property
+    def trailing_bytes(self) -> int:
+        """Bytes after the last whole entry; Kafka ignores them silently."""
+        return self.length % self.entry_size()
+
+    @property
+    def array(self) -> np.ndarray:
+        if self._array is None:
+            self._array = map_entries(self.path, self.DTYPE, self.entries)
+        return self._array
+
+    def iter_raw(self) -> Iterator[AbortedTxn]:
+        """Every whole entry, without Kafka's version check."""
+        for raw in self.array.tolist():
+            yield AbortedTxn(*raw)
+
+    def aborted_txns(self, display_path=None) -> list[AbortedTxn]:
+        """``allAbortedTxns``: every entry, failing like Kafka on a version above 0.
+
+        Raises ``KafkaReportedError`` (Kafka's KafkaException) naming the entry.
+        """
+        shown = self.path if display_path is None else display_path
+        result = []
+        versions = self.array["version"]
+        bad = np.flatnonzero((versions >> 8) > ABORTED_TXN_CURRENT_VERSION)
+        limit = int(bad[0]) if len(bad) else self.entries
+        for raw in self.array[:limit].tolist():
+            result.append(AbortedTxn(*raw))
+        if len(bad):
+            v = int(versions[limit]) >> 8
+            raise KafkaReportedError(
+                f"Unexpected aborted transaction version {v} in transaction index {shown}, "
+                f"current version is {ABORTED_TXN_CURRENT_VERSION}",
+                shown, limit * self.entry_size())
+        return result
+
+    def sanity_check(self, display_path=None) -> None:
+        """``TransactionIndex.sanityCheck``: every lastOffset >= the segment base offset."""
+        shown = self.path if display_path is None else display_path
+        for i, txn in enumerate(self.iter_raw()):
+            if txn.kafka_version > ABORTED_TXN_CURRENT_VERSION:
+                self.aborted_txns(display_path)  # raises Kafka's version error
+            if txn.last_offset < self.base_offset:
+                raise CorruptIndex(
+                    f"Last offset of aborted transaction {txn} in index {shown} is less than "
+                    f"start offset {self.base_offset}", shown, i * self.entry_size())
+
+    def close(self) -> None:
+        self._array = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def read_txn_index_entries(path) -> np.ndarray:
+    """Whole entries of a ``.txnindex`` as a read-only memory-mapped structured array."""
+    return TransactionIndex(path, base_offset=0).array
+
+
+def format_aborted_txn(txn: AbortedTxn) -> str:
+    """One line of ``kafka-dump-log --files X.txnindex``."""
+    return (f"version: {txn.kafka_version} producerId: {txn.producer_id} "
+            f"firstOffset: {txn.first_offset} lastOffset: {txn.last_offset} "
+            f"lastStableOffset: {txn.last_stable_offset}")
+
+
+def txn_index_dump_lines(index, display_path=None) -> Iterator[str]:
+    """Lines of ``kafka-dump-log --files X.txnindex`` after the ``Dumping`` header.
+
+    Kafka collects every entry before printing, so a bad version raises
+    ``KafkaReportedError`` before any line is produced (the tool then dies with
+    that exception, exit code 1).
+    """
+    if not isinstance(index, TransactionIndex):
+        index = TransactionIndex(index, base_offset=_base_or_zero(index))
+    txns = index.aborted_txns(display_path)
+    for txn in txns:
+        yield format_aborted_txn(txn)
+
+
+def _base_or_zero(path) -> int:
+    try:
+        return base_offset_from_name(path)
+    except UnreadableInput:
+        return 0

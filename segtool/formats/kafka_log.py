@@ -1,0 +1,599 @@
+"""Kafka `.log` segments: record batches (magic 2) and legacy message sets (magic 0/1).
+
+The construct schemas below are the declaration of every layout.  The fixed
+headers are decoded in the hot path by a ``struct.Struct`` derived from the
+schema (``fastdecode.compile_fixed``); the varint-encoded v2 records are decoded
+by ``decode_records``, which ``tests/test_kafka_log.py`` checks against
+``RECORD_V2`` on every batch of the corpus.
+
+Batch framing follows Kafka's ``FileLogInputStream.nextBatch``: a batch needs
+more than 17 bytes (offset, size, epoch, magic) left in the file; a size below
+14 is corrupt; a batch that runs past the end of the file ends iteration (the
+rest are "invalid bytes at the end").
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass, field
+
+import construct as cs
+from crc32c import crc32c
+from zlib import crc32
+
+from segtool.errors import CorruptData, TruncatedData
+from segtool.formats.fastdecode import compile_fixed
+
+# --------------------------------------------------------------------------
+# Schemas
+# --------------------------------------------------------------------------
+
+LOG_OVERHEAD = 12  # offset int64 + size int32, in front of every batch/message
+HEADER_SIZE_UP_TO_MAGIC = 17
+RECORD_OVERHEAD_V0 = 14  # smallest legal size field (legacy v0 message, empty key/value)
+BATCH_V2_OVERHEAD = 61
+CRC_V2_START = 21  # CRC-32C covers attributes .. end of batch
+
+BATCH_HEADER_V2 = cs.Struct(
+    "base_offset" / cs.Int64sb,  # offset of the first record
+    "batch_length" / cs.Int32sb,  # bytes after this field
+    "partition_leader_epoch" / cs.Int32sb,
+    "magic" / cs.Int8sb,  # 2
+    "crc" / cs.Int32ub,  # CRC-32C of attributes..end
+    "attributes" / cs.Int16sb,  # codec(0-2) timestampType(3) transactional(4) control(5) deleteHorizon(6)
+    "last_offset_delta" / cs.Int32sb,
+    "base_timestamp" / cs.Int64sb,  # first timestamp; the delete horizon when bit 6 is set
+    "max_timestamp" / cs.Int64sb,
+    "producer_id" / cs.Int64sb,
+    "producer_epoch" / cs.Int16sb,
+    "base_sequence" / cs.Int32sb,
+    "record_count" / cs.Int32sb,
+)
+
+LEGACY_HEADER_V0 = cs.Struct(
+    "offset" / cs.Int64sb,  # absolute offset (v1 inner messages: relative)
+    "message_size" / cs.Int32sb,  # bytes after this field
+    "crc" / cs.Int32ub,  # CRC32 of magic..end
+    "magic" / cs.Int8sb,  # 0
+    "attributes" / cs.Int8sb,  # codec(0-2), timestampType(3, v1 only)
+)
+
+LEGACY_HEADER_V1 = cs.Struct(
+    "offset" / cs.Int64sb,
+    "message_size" / cs.Int32sb,
+    "crc" / cs.Int32ub,
+    "magic" / cs.Int8sb,  # 1
+    "attributes" / cs.Int8sb,
+    "timestamp" / cs.Int64sb,
+)
+
+
+class _NullableBytes(cs.Construct):
+    """Bytes prefixed by a length field where -1 means null (Kafka's nullable bytes)."""
+
+    def __init__(self, lengthfield):
+        super().__init__()
+        self.lengthfield = lengthfield
+
+    def _parse(self, stream, context, path):
+        length = self.lengthfield._parsereport(stream, context, path)
+        if length < 0:
+            return None
+        return cs.stream_read(stream, length, path)
+
+    def _build(self, obj, stream, context, path):
+        if obj is None:
+            self.lengthfield._build(-1, stream, context, path)
+        else:
+            self.lengthfield._build(len(obj), stream, context, path)
+            cs.stream_write(stream, obj, len(obj), path)
+        return obj
+
+
+LEGACY_MESSAGE_V0 = cs.Struct(
+    *LEGACY_HEADER_V0.subcons,
+    "key" / _NullableBytes(cs.Int32sb),
+    "value" / _NullableBytes(cs.Int32sb),
+)
+
+LEGACY_MESSAGE_V1 = cs.Struct(
+    *LEGACY_HEADER_V1.subcons,
+    "key" / _NullableBytes(cs.Int32sb),
+    "value" / _NullableBytes(cs.Int32sb),
+)
+
+RECORD_HEADER_V2 = cs.Struct(
+    "key" / cs.PascalString(cs.ZigZag, "utf8"),
+    "value" / _NullableBytes(cs.ZigZag),
+)
+
+RECORD_V2 = cs.Struct(
+    "length" / cs.ZigZag,  # bytes after this field
+    "attributes" / cs.Int8sb,  # unused, 0
+    "timestamp_delta" / cs.ZigZag,
+    "offset_delta" / cs.ZigZag,
+    "key" / _NullableBytes(cs.ZigZag),
+    "value" / _NullableBytes(cs.ZigZag),
+    "headers" / cs.PrefixedArray(cs.ZigZag, RECORD_HEADER_V2),
+)
+
+# Control record key (version, type) and the end-transaction marker value.
+CONTROL_KEY = cs.Struct("version" / cs.Int16sb, "type" / cs.Int16sb)
+END_TXN_MARKER = cs.Struct("version" / cs.Int16sb, "coordinator_epoch" / cs.Int32sb)
+
+BATCH_HEADER_V2_FAST = compile_fixed(BATCH_HEADER_V2)
+LEGACY_HEADER_V0_FAST = compile_fixed(LEGACY_HEADER_V0)
+LEGACY_HEADER_V1_FAST = compile_fixed(LEGACY_HEADER_V1)
+CONTROL_KEY_FAST = compile_fixed(CONTROL_KEY)
+END_TXN_MARKER_FAST = compile_fixed(END_TXN_MARKER)
+
+_OFFSET_SIZE = struct.Struct(">qi")
+_INT32 = struct.Struct(">i")
+
+CODEC_NAMES = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
+CONTROL_TYPES = {
+    0: "ABORT",
+    1: "COMMIT",
+    2: "LEADER_CHANGE",
+    3: "SNAPSHOT_HEADER",
+    4: "SNAPSHOT_FOOTER",
+    5: "KRAFT_VERSION",
+    6: "KRAFT_VOTERS",
+}
+
+NO_TIMESTAMP = -1
+TIMESTAMP_TYPES = ("CreateTime", "LogAppendTime")
+
+
+# --------------------------------------------------------------------------
+# Decoded forms
+# --------------------------------------------------------------------------
+
+
+class Record:
+    """One record (v2) or one message (legacy); offsets and timestamps absolute."""
+
+    __slots__ = (
+        "offset", "timestamp", "key", "value", "headers", "sequence",
+        "attributes", "timestamp_delta", "offset_delta", "crc", "crc_valid", "magic", "position",
+    )
+
+    def __init__(self, offset, timestamp, key, value, headers=(), sequence=-1, attributes=0,
+                 timestamp_delta=0, offset_delta=0, crc=None, crc_valid=None, magic=2, position=None):
+        self.offset = offset
+        self.timestamp = timestamp
+        self.key = key
+        self.value = value
+        self.headers = headers
+        self.sequence = sequence
+        self.attributes = attributes
+        self.timestamp_delta = timestamp_delta
+        self.offset_delta = offset_delta
+        self.crc = crc
+        self.crc_valid = crc_valid
+        self.magic = magic
+        self.position = position
+
+    @property
+    def key_size(self) -> int:
+        return -1 if self.key is None else len(self.key)
+
+    @property
+    def value_size(self) -> int:
+        return -1 if self.value is None else len(self.value)
+
+
+@dataclass
+class RecordBatch:
+    """A v2 record batch or a legacy (possibly compressed wrapper) message, as framed in a file."""
+
+    position: int  # byte position of the batch in its file
+    magic: int
+    base_offset: int
+    last_offset: int
+    size: int  # bytes in the file including the 12-byte log overhead
+    crc: int
+    attributes: int
+    max_timestamp: int
+    record_count: int | None = None
+    partition_leader_epoch: int = -1
+    last_offset_delta: int = 0
+    base_timestamp: int = NO_TIMESTAMP
+    producer_id: int = -1
+    producer_epoch: int = -1
+    base_sequence: int = -1
+    # legacy messages carry their own key/value (the wrapper's value is the compressed set)
+    key: bytes | None = None
+    value: bytes | None = None
+    _buffer: object = field(default=None, repr=False, compare=False)
+
+    @property
+    def codec(self) -> int:
+        return self.attributes & 0x07
+
+    @property
+    def codec_name(self) -> str:
+        return CODEC_NAMES.get(self.codec, f"unknown({self.codec})")
+
+    @property
+    def timestamp_type(self) -> str:
+        if self.magic == 0:
+            return "NoTimestampType"
+        return TIMESTAMP_TYPES[(self.attributes >> 3) & 1]
+
+    @property
+    def is_log_append_time(self) -> bool:
+        return self.magic > 0 and bool(self.attributes & 0x08)
+
+    @property
+    def is_transactional(self) -> bool:
+        return self.magic >= 2 and bool(self.attributes & 0x10)
+
+    @property
+    def is_control(self) -> bool:
+        return self.magic >= 2 and bool(self.attributes & 0x20)
+
+    @property
+    def delete_horizon_ms(self) -> int | None:
+        if self.magic >= 2 and self.attributes & 0x40:
+            return self.base_timestamp
+        return None
+
+    @property
+    def last_sequence(self) -> int:
+        if self.base_sequence == -1:
+            return -1
+        return increment_sequence(self.base_sequence, self.last_offset_delta)
+
+    @property
+    def end(self) -> int:
+        return self.position + self.size
+
+    @property
+    def crc_valid(self) -> bool:
+        """Kafka's ``isValid``: enough bytes for the header and a matching checksum."""
+        return self.crc == self.computed_crc()
+
+    def computed_crc(self) -> int | None:
+        buf = self._buffer
+        if self.magic >= 2:
+            if self.size < BATCH_V2_OVERHEAD:
+                return None
+            return crc32c(buf[self.position + CRC_V2_START:self.end])
+        return crc32(buf[self.position + 16:self.end])
+
+    def raw(self) -> bytes:
+        return bytes(self._buffer[self.position:self.end])
+
+
+def increment_sequence(sequence: int, increment: int) -> int:
+    """Kafka's DefaultRecordBatch.incrementSequence: wraps at Integer.MAX_VALUE."""
+    if sequence > 0x7FFFFFFF - increment:
+        return increment - (0x7FFFFFFF - sequence) - 1
+    return sequence + increment
+
+
+# --------------------------------------------------------------------------
+# Batch framing
+# --------------------------------------------------------------------------
+
+
+class BatchScan:
+    """Iterates the batches of a buffer the way FileLogInputStream does.
+
+    After iteration ``valid_bytes`` is the end of the last whole batch and
+    ``stop_reason`` says why iteration ended (``None`` for a clean end).
+    """
+
+    def __init__(self, buffer, start: int = 0, end: int | None = None, path: str | None = None):
+        self.buffer = buffer
+        self.start = start
+        self.end = len(buffer) if end is None else min(end, len(buffer))
+        self.path = path
+        self.valid_bytes = start
+        self.stop_reason: str | None = None
+
+    def __iter__(self):
+        buf = self.buffer
+        end = self.end
+        pos = self.start
+        unpack_v2 = BATCH_HEADER_V2_FAST.unpack_from
+        unpack_head = _OFFSET_SIZE.unpack_from
+        while True:
+            if pos + HEADER_SIZE_UP_TO_MAGIC >= end:
+                if pos < end:
+                    self.stop_reason = "truncated"
+                break
+            base_offset, size = unpack_head(buf, pos)
+            if size < RECORD_OVERHEAD_V0:
+                self.stop_reason = "corrupt"
+                raise CorruptData(
+                    f"Found record size {size} smaller than minimum record overhead ({RECORD_OVERHEAD_V0})",
+                    self.path, pos,
+                )
+            if pos + LOG_OVERHEAD + size > end:
+                self.stop_reason = "truncated"
+                break
+            magic = buf[pos + 16]
+            if magic >= 0x80:
+                magic -= 0x100
+            if magic >= 2:
+                if size + LOG_OVERHEAD >= BATCH_V2_OVERHEAD:
+                    (_, _, epoch, magic, crc, attrs, last_delta, base_ts, max_ts,
+                     pid, pepoch, base_seq, count) = unpack_v2(buf, pos)
+                else:
+                    # Too short for a v2 header: Kafka reads what it can; we report it invalid.
+                    epoch, crc, attrs, last_delta, base_ts, max_ts = -1, 0, 0, 0, NO_TIMESTAMP, NO_TIMESTAMP
+                    pid, pepoch, base_seq, count = -1, -1, -1, None
+                batch = RecordBatch(
+                    pos, magic, base_offset, base_offset + last_delta, size + LOG_OVERHEAD, crc, attrs,
+                    max_ts, count, epoch, last_delta, base_ts, pid, pepoch, base_seq, _buffer=buf,
+                )
+            else:
+                batch = _legacy_message(buf, pos, size, magic, self.path)
+            pos += size + LOG_OVERHEAD
+            self.valid_bytes = pos
+            yield batch
+
+
+def _legacy_message(buf, pos: int, size: int, magic: int, path) -> RecordBatch:
+    """Decode one legacy message (a shallow entry) at ``pos``."""
+    end = pos + LOG_OVERHEAD + size
+    header = LEGACY_HEADER_V1_FAST if magic == 1 else LEGACY_HEADER_V0_FAST
+    if pos + header.size > end:
+        raise CorruptData(f"legacy message of size {size} is shorter than its header", path, pos)
+    fields = header.unpack_from(buf, pos)
+    offset, _, crc, magic, attrs = fields[:5]
+    timestamp = fields[5] if magic == 1 else NO_TIMESTAMP
+    p = pos + header.size
+    key, p = _legacy_bytes(buf, p, end, path)
+    value, p = _legacy_bytes(buf, p, end, path)
+    return RecordBatch(
+        pos, magic, offset, offset, size + LOG_OVERHEAD, crc, attrs, timestamp,
+        key=key, value=value, _buffer=buf,
+    )
+
+
+def _legacy_bytes(buf, p: int, end: int, path):
+    if p + 4 > end:
+        raise TruncatedData("legacy message ends inside a length field", path, p)
+    (length,) = _INT32.unpack_from(buf, p)
+    p += 4
+    if length < 0:
+        return None, p
+    if p + length > end:
+        raise TruncatedData(f"legacy message field of {length} bytes runs past the message end", path, p - 4)
+    return bytes(buf[p:p + length]), p + length
+
+
+# --------------------------------------------------------------------------
+# Records
+# --------------------------------------------------------------------------
+
+
+def _varint_error(path, pos):
+    return CorruptData("varint runs past the end of the record or is longer than 10 bytes", path, pos)
+
+
+def decode_records(data, start: int, end: int, count: int, batch: RecordBatch, path=None,
+                   base_position: int | None = None) -> list[Record]:
+    """Decode ``count`` v2 records from ``data[start:end]``.
+
+    ``base_position`` is where ``data`` starts in the file (for error offsets);
+    ``None`` means ``data`` is decompressed and errors name the batch position.
+    """
+    try:
+        return _decode_records(data, start, end, count, batch, path, base_position)
+    except IndexError:
+        # a length field pointed past the buffer: the record is cut short
+        where = batch.position if base_position is None else base_position + start
+        raise TruncatedData("record fields run past the end of the data", path, where) from None
+
+
+def _decode_records(data, start, end, count, batch, path, base_position):
+    records = []
+    append = records.append
+    p = start
+    base_offset = batch.base_offset
+    base_ts = batch.base_timestamp
+    log_append = batch.is_log_append_time
+    max_ts = batch.max_timestamp
+    base_seq = batch.base_sequence
+
+    def err_pos(q):
+        return batch.position if base_position is None else base_position + q
+
+    def varint(q):
+        # zigzag varint; the one-byte case is handled inline by callers
+        result = 0
+        shift = 0
+        while True:
+            if q >= end or shift > 63:
+                raise _varint_error(path, err_pos(q))
+            b = data[q]
+            q += 1
+            result |= (b & 0x7F) << shift
+            if b < 0x80:
+                return (result >> 1) ^ -(result & 1), q
+            shift += 7
+
+    for _ in range(count):
+        rec_start = p
+        if p >= end:
+            raise TruncatedData(f"batch declares {count} records but holds {len(records)}", path, err_pos(p))
+        b = data[p]
+        if b < 0x80:
+            length = (b >> 1) ^ -(b & 1)
+            p += 1
+        else:
+            length, p = varint(p)
+        body_end = p + length
+        if length < 0 or body_end > end:
+            raise CorruptData(f"record length {length} runs past the end of the batch", path, err_pos(rec_start))
+        attributes = data[p]
+        p += 1
+        b = data[p]
+        if b < 0x80:
+            ts_delta = (b >> 1) ^ -(b & 1)
+            p += 1
+        else:
+            ts_delta, p = varint(p)
+        b = data[p]
+        if b < 0x80:
+            off_delta = (b >> 1) ^ -(b & 1)
+            p += 1
+        else:
+            off_delta, p = varint(p)
+        b = data[p]
+        if b < 0x80:
+            klen = (b >> 1) ^ -(b & 1)
+            p += 1
+        else:
+            klen, p = varint(p)
+        if klen >= 0:
+            if p + klen > body_end:
+                raise CorruptData("record key runs past the record end", path, err_pos(p))
+            key = bytes(data[p:p + klen])
+            p += klen
+        else:
+            key = None
+        b = data[p]
+        if b < 0x80:
+            vlen = (b >> 1) ^ -(b & 1)
+            p += 1
+        else:
+            vlen, p = varint(p)
+        if vlen >= 0:
+            if p + vlen > body_end:
+                raise CorruptData("record value runs past the record end", path, err_pos(p))
+            value = bytes(data[p:p + vlen])
+            p += vlen
+        else:
+            value = None
+        b = data[p]
+        if b < 0x80:
+            nheaders = (b >> 1) ^ -(b & 1)
+            p += 1
+        else:
+            nheaders, p = varint(p)
+        if nheaders < 0:
+            raise CorruptData(f"record has {nheaders} headers", path, err_pos(p))
+        headers = []
+        for _h in range(nheaders):
+            hklen, p = varint(p)
+            if hklen < 0 or p + hklen > body_end:
+                raise CorruptData("record header key runs past the record end", path, err_pos(p))
+            hkey = bytes(data[p:p + hklen]).decode("utf-8", "replace")
+            p += hklen
+            hvlen, p = varint(p)
+            if hvlen >= 0:
+                if p + hvlen > body_end:
+                    raise CorruptData("record header value runs past the record end", path, err_pos(p))
+                hval = bytes(data[p:p + hvlen])
+                p += hvlen
+            else:
+                hval = None
+            headers.append((hkey, hval))
+        if p != body_end:
+            raise CorruptData(
+                f"record body is {length} bytes but its fields use {p - (body_end - length)}",
+                path, err_pos(rec_start),
+            )
+        if base_seq == -1:
+            seq = -1
+        else:
+            seq = increment_sequence(base_seq, off_delta)
+        append(Record(
+            base_offset + off_delta,
+            max_ts if log_append else base_ts + ts_delta,
+            key, value, headers, seq, attributes, ts_delta, off_delta, position=rec_start,
+        ))
+    if p != end:
+        raise CorruptData(f"{end - p} bytes left over after the last record of the batch", path, err_pos(p))
+    return records
+
+
+def batch_records(batch: RecordBatch, path=None, cap: int = 256 * 1024 * 1024) -> list[Record]:
+    """Deep iteration of one batch: its records, decompressing when needed."""
+    buf = batch._buffer
+    if batch.magic >= 2:
+        count = batch.record_count
+        if not count:
+            return []
+        if count < 0:
+            raise CorruptData(f"batch declares {count} records", path, batch.position)
+        start = batch.position + BATCH_V2_OVERHEAD
+        if batch.codec == 0:
+            return decode_records(buf, start, batch.end, count, batch, path, base_position=0)
+        data = _decompress(batch, buf[start:batch.end], path, cap)
+        return decode_records(data, 0, len(data), count, batch, path)
+    return legacy_records(batch, path, cap)
+
+
+def _decompress(batch: RecordBatch, payload, path, cap: int) -> bytes:
+    from segtool.formats.compression import decompress
+
+    try:
+        return decompress(batch.codec, payload, cap=cap, legacy_lz4=batch.magic == 0)
+    except CorruptData as exc:
+        raise exc.at(path, batch.position)
+
+
+def legacy_records(wrapper: RecordBatch, path=None, cap: int = 256 * 1024 * 1024) -> list[Record]:
+    """Inner messages of a legacy entry (itself when it is not compressed)."""
+    if wrapper.codec == 0:
+        return [Record(
+            wrapper.base_offset, wrapper.max_timestamp, wrapper.key, wrapper.value, (),
+            attributes=wrapper.attributes, crc=wrapper.crc, crc_valid=wrapper.crc_valid,
+            magic=wrapper.magic, position=wrapper.position,
+        )]
+    if wrapper.value is None:
+        raise CorruptData("compressed wrapper message has a null value", path, wrapper.position)
+    data = _decompress(wrapper, wrapper.value, path, cap)
+    inner = []
+    scan = BatchScan(data, path=path)
+    try:
+        for msg in scan:
+            if msg.magic >= 2:
+                raise CorruptData("compressed legacy message contains a v2 batch", path, wrapper.position)
+            inner.append(msg)
+    except CorruptData as exc:
+        # positions inside decompressed data mean nothing in the file
+        exc.offset = wrapper.position
+        raise
+    if scan.valid_bytes != len(data):
+        raise CorruptData("compressed wrapper message ends inside an inner message", path, wrapper.position)
+    records = []
+    if wrapper.magic >= 1 and inner:
+        # v1: inner offsets are relative; the wrapper carries the absolute last offset
+        shift = wrapper.base_offset - inner[-1].base_offset
+    else:
+        shift = 0
+    for msg in inner:
+        if wrapper.is_log_append_time:
+            timestamp = wrapper.max_timestamp
+        else:
+            timestamp = msg.max_timestamp
+        records.append(Record(
+            msg.base_offset + shift, timestamp, msg.key, msg.value, (),
+            attributes=msg.attributes, crc=msg.crc, crc_valid=msg.crc_valid, magic=msg.magic,
+            position=wrapper.position,
+        ))
+    return records
+
+
+def control_record_type(record: Record) -> tuple[int, str]:
+    """The control type id of a control record's key and its Kafka name."""
+    key = record.key
+    if key is None or len(key) < CONTROL_KEY_FAST.size:
+        return -1, "UNKNOWN"
+    _version, type_id = CONTROL_KEY_FAST.unpack_from(key)
+    return type_id, CONTROL_TYPES.get(type_id, "UNKNOWN")
+
+
+def end_txn_marker(record: Record) -> tuple[int, int]:
+    """(version, coordinator epoch) of an ABORT/COMMIT marker's value."""
+    value = record.value
+    if value is None or len(value) < END_TXN_MARKER_FAST.size:
+        raise CorruptData("end transaction marker value is too short", None, None)
+    return END_TXN_MARKER_FAST.unpack_from(value)

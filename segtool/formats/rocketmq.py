@@ -1,0 +1,1092 @@
+"""RocketMQ store files: CommitLog, ConsumeQueue, IndexFile and the checkpoint.
+
+Layouts follow RocketMQ's own classes (``CommitLog``, ``MessageDecoder``,
+``MessageSysFlag``, ``ConsumeQueue``, ``IndexFile``/``IndexHeader``,
+``StoreCheckpoint``).  Everything is big-endian (Java ``ByteBuffer``).
+
+The construct schemas below are the declaration of every layout; the fixed
+parts are decoded in the hot path by the ``struct.Struct`` / numpy dtype that
+``fastdecode.compile_fixed`` derives from them, and
+``tests/test_rocketmq_formats.py`` checks both against each other on the corpus.
+
+Store layout (``storePathRootDir``)::
+
+    commitlog/<20-digit start offset>           mappedFileSizeCommitLog bytes each (1 GiB default)
+    consumequeue/<topic>/<queueId>/<20-digit>   20-byte units; name = byte offset in the queue
+    index/<yyyyMMddHHmmssSSS>                   IndexFile, name = creation wall-clock time
+    checkpoint                                  StoreCheckpoint (recovery timestamps)
+
+Readers work on bytes / memoryview / mmap; the path-level helpers mmap the
+files read-only.  Errors are raised as ``CorruptData`` / ``TruncatedData`` with
+the byte offset *in the file* and its path; records already decoded before the
+bad one have been yielded by then.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import ipaddress
+import mmap
+import os
+import struct
+import zlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator
+
+import construct as cs
+import numpy as np
+
+from segtool.errors import CorruptData, LimitExceeded, TruncatedData, UnreadableInput
+from segtool.formats.fastdecode import FixedLayout, compile_fixed
+
+try:  # optional codecs of RocketMQ 5 (sysFlag compression type 1 / 2)
+    import lz4.frame as _lz4_frame
+except ImportError:  # pragma: no cover - depends on the environment
+    _lz4_frame = None
+try:
+    import zstandard as _zstd
+except ImportError:  # pragma: no cover
+    _zstd = None
+
+# --------------------------------------------------------------------------
+# Constants (MessageDecoder / MessageSysFlag / MessageConst)
+# --------------------------------------------------------------------------
+
+MESSAGE_MAGIC_CODE = -626843481  # 0xDAA320A7: v1, topic length is 1 signed byte
+MESSAGE_MAGIC_CODE_V2 = -626843477  # 0xDAA320AB: 5.x, topic length is a 2-byte short (topics > 127 bytes)
+BLANK_MAGIC_CODE = -875286124  # 0xCBD43194: end-of-file filler, totalSize = bytes left in the file
+MESSAGE_VERSIONS = {MESSAGE_MAGIC_CODE: 1, MESSAGE_MAGIC_CODE_V2: 2}
+
+COMPRESSED_FLAG = 0x1
+MULTI_TAGS_FLAG = 0x2
+TRANSACTION_NOT_TYPE = 0x0
+TRANSACTION_PREPARED_TYPE = 0x4
+TRANSACTION_COMMIT_TYPE = 0x8
+TRANSACTION_ROLLBACK_TYPE = 0xC  # also the mask of the transaction bits
+BORNHOST_V6_FLAG = 0x10
+STOREHOSTADDRESS_V6_FLAG = 0x20
+NEED_UNWRAP_FLAG = 0x40
+INNER_BATCH_FLAG = 0x80
+COMPRESSION_TYPE_MASK = 0x700  # bits 8..10 (5.x); 0 with COMPRESSED_FLAG = zlib (4.x clients)
+COMPRESSION_TYPES = {0: "zlib", 1: "lz4", 2: "zstd", 3: "zlib"}
+
+NAME_VALUE_SEPARATOR = "\x01"
+PROPERTY_SEPARATOR = "\x02"
+PROPERTY_KEYS = "KEYS"
+PROPERTY_TAGS = "TAGS"
+PROPERTY_UNIQ_KEY = "UNIQ_KEY"
+PROPERTY_DELAY_TIME_LEVEL = "DELAY"
+SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
+DEFAULT_MESSAGE_DELAY_LEVEL = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
+
+CQ_UNIT_SIZE = 20
+CQ_BLANK_UNIT_SIZE = 0x7FFFFFFF  # ConsumeQueue.fillPreBlank writes (0, Integer.MAX_VALUE, 0)
+CQ_EXT_MAX_ADDRESS = -(2**31) - 1  # ConsumeQueueExt.MAX_ADDR: a tagsCode <= this is an ext-file address
+
+INDEX_HEADER_SIZE = 40
+INDEX_SLOT_SIZE = 4
+INDEX_ENTRY_SIZE = 20
+DEFAULT_HASH_SLOT_NUM = 5_000_000  # MessageStoreConfig.maxHashSlotNum
+DEFAULT_INDEX_NUM = 5_000_000 * 4  # MessageStoreConfig.maxIndexNum
+
+DEFAULT_MAX_DECOMPRESSED = 64 * 1024 * 1024  # cap on one decompressed body (bodies are <= 4 MiB by default)
+
+_INT32_MIN = -(2**31)
+
+# --------------------------------------------------------------------------
+# Schemas
+# --------------------------------------------------------------------------
+
+COMMITLOG_MESSAGE = cs.Struct(
+    "totalSize" / cs.Int32sb,  # whole record, this field included
+    "magicCode" / cs.Int32sb,  # MESSAGE_MAGIC_CODE (v1) or MESSAGE_MAGIC_CODE_V2
+    "bodyCRC" / cs.Int32sb,  # UtilAll.crc32(body) = zlib CRC-32 & 0x7FFFFFFF of the stored body
+    "queueId" / cs.Int32sb,
+    "flag" / cs.Int32sb,  # user flag of the producer
+    "queueOffset" / cs.Int64sb,  # index in the ConsumeQueue (or the batch start for inner batches)
+    "physicalOffset" / cs.Int64sb,  # commitlog offset the broker assigned (= file start + position)
+    "sysFlag" / cs.Int32sb,  # MessageSysFlag bits: compression, transaction type, IPv6 hosts
+    "bornTimestamp" / cs.Int64sb,  # ms, producer clock
+    # hosts are 4-byte IPv4 or 16-byte IPv6 addresses chosen by sysFlag bits 4 / 5, then an int port
+    "bornHost" / cs.IfThenElse(cs.this.sysFlag & BORNHOST_V6_FLAG, cs.Bytes(16), cs.Bytes(4)),
+    "bornPort" / cs.Int32sb,
+    "storeTimestamp" / cs.Int64sb,  # ms, broker clock when appended
+    "storeHost" / cs.IfThenElse(cs.this.sysFlag & STOREHOSTADDRESS_V6_FLAG, cs.Bytes(16), cs.Bytes(4)),
+    "storePort" / cs.Int32sb,
+    "reconsumeTimes" / cs.Int32sb,
+    "preparedTransactionOffset" / cs.Int64sb,  # commit messages: phy offset of the half message
+    "bodyLength" / cs.Int32sb,
+    "body" / cs.Bytes(lambda this: max(this.bodyLength, 0)),  # zlib/lz4/zstd data when sysFlag & 1
+    # Java reads a signed byte (v1) or short (v2); a negative length is an exception there
+    "topicLength" / cs.IfThenElse(cs.this.magicCode == MESSAGE_MAGIC_CODE_V2, cs.Int16sb, cs.Int8sb),
+    "topic" / cs.Bytes(lambda this: max(this.topicLength, 0)),  # UTF-8
+    "propertiesLength" / cs.Int16sb,  # signed short; <= 0 means no properties
+    "properties" / cs.Bytes(lambda this: max(this.propertiesLength, 0)),  # UTF-8 name\x01value\x02...
+)
+
+# The 8 bytes RocketMQ writes at the end of a file when the next message does not
+# fit (CommitLog.DefaultAppendMessageCallback, END_OF_FILE); the rest is not written.
+BLANK_RECORD = cs.Struct(
+    "totalSize" / cs.Int32sb,  # bytes from here to the end of the file
+    "magicCode" / cs.Int32sb,  # BLANK_MAGIC_CODE
+)
+
+CONSUME_QUEUE_UNIT = cs.Struct(
+    "commitLogOffset" / cs.Int64sb,  # physical offset of the message
+    "size" / cs.Int32sb,  # its totalSize (Integer.MAX_VALUE in fillPreBlank filler units)
+    "tagsCode" / cs.Int64sb,  # TAGS hashCode, delay deliver time (SCHEDULE_TOPIC) or ext address
+)
+
+INDEX_HEADER = cs.Struct(
+    "beginTimestamp" / cs.Int64sb,  # storeTimestamp of entry 1 (seeded from the previous file first)
+    "endTimestamp" / cs.Int64sb,  # storeTimestamp of the last entry
+    "beginPhyOffset" / cs.Int64sb,  # phyOffset of entry 1
+    "endPhyOffset" / cs.Int64sb,  # phyOffset of the last entry
+    "hashSlotCount" / cs.Int32sb,  # slots in use (informational)
+    "indexCount" / cs.Int32sb,  # next entry number; entries 1..indexCount-1 are written
+)
+
+INDEX_SLOT = cs.Int32sb  # hashSlotNum of these after the header: newest entry number per slot, 0 = empty
+
+INDEX_ENTRY = cs.Struct(
+    "keyHash" / cs.Int32sb,  # indexKeyHashMethod(topic#key): abs(String.hashCode), MIN_VALUE -> 0
+    "phyOffset" / cs.Int64sb,  # commitlog offset of the message
+    "timeDiff" / cs.Int32sb,  # SECONDS between storeTimestamp and header beginTimestamp
+    "prevIndex" / cs.Int32sb,  # previous entry in the same slot chain, 0 = end
+)
+
+CHECKPOINT = cs.Struct(
+    "physicMsgTimestamp" / cs.Int64sb,  # storeTimestamp of the last flushed commitlog message
+    "logicsMsgTimestamp" / cs.Int64sb,  # ... last flushed ConsumeQueue unit
+    "indexMsgTimestamp" / cs.Int64sb,  # ... last flushed IndexFile
+)
+
+
+def _message_header_schema(born_v6: bool, store_v6: bool) -> cs.Struct:
+    """The fixed part of COMMITLOG_MESSAGE (up to bodyLength) for one host-address variant."""
+    fields = []
+    for sub in COMMITLOG_MESSAGE.subcons:
+        inner = sub.subcon
+        if isinstance(inner, cs.IfThenElse):
+            v6 = born_v6 if sub.name == "bornHost" else store_v6
+            inner = inner.thensubcon if v6 else inner.elsesubcon
+        fields.append(sub.name / inner)
+        if sub.name == "bodyLength":
+            break
+    return cs.Struct(*fields)
+
+
+# (born_v6, store_v6) -> fixed layout; indexed by (sysFlag >> 4) & 3
+MESSAGE_HEADER_FAST: tuple[FixedLayout, ...] = tuple(
+    compile_fixed(_message_header_schema(bool(i & 1), bool(i & 2))) for i in range(4)
+)
+BLANK_RECORD_FAST = compile_fixed(BLANK_RECORD)
+CONSUME_QUEUE_UNIT_FAST = compile_fixed(CONSUME_QUEUE_UNIT)
+INDEX_HEADER_FAST = compile_fixed(INDEX_HEADER)
+INDEX_ENTRY_FAST = compile_fixed(INDEX_ENTRY)
+CHECKPOINT_FAST = compile_fixed(CHECKPOINT)
+
+CONSUME_QUEUE_DTYPE = CONSUME_QUEUE_UNIT_FAST.numpy_dtype()
+INDEX_ENTRY_DTYPE = INDEX_ENTRY_FAST.numpy_dtype()
+INDEX_SLOT_DTYPE = np.dtype(">i4")
+
+_SYSFLAG_POSITION = 36
+_INT8 = struct.Struct(">b")
+_INT16 = struct.Struct(">h")
+_INT32 = struct.Struct(">i")
+
+# smallest record: IPv4 hosts, empty body/topic/properties, 1-byte topic length
+MIN_MESSAGE_SIZE = MESSAGE_HEADER_FAST[0].size + 1 + 2
+
+
+# --------------------------------------------------------------------------
+# Java helpers
+# --------------------------------------------------------------------------
+
+
+def java_string_hashcode(s: str) -> int:
+    """``String.hashCode()``: 31-polynomial over UTF-16 code units, as a signed int32."""
+    h = 0
+    data = s.encode("utf-16-be", "surrogatepass")
+    for (unit,) in struct.iter_unpack(">H", data):
+        h = (31 * h + unit) & 0xFFFFFFFF
+    return h - 0x100000000 if h & 0x80000000 else h
+
+
+def index_key_hash(key: str) -> int:
+    """``IndexFile.indexKeyHashMethod``: ``Math.abs(hashCode)``, and MIN_VALUE (whose abs
+    overflows to itself) becomes 0."""
+    h = java_string_hashcode(key)
+    return 0 if h == _INT32_MIN else abs(h)
+
+
+def index_key(topic: str, key: str) -> str:
+    """``IndexService.buildKey``: the string that is hashed into an IndexFile."""
+    return f"{topic}#{key}"
+
+
+def tags_code(tags: str) -> int:
+    """``MessageExtBrokerInner.tagsString2tagsCode``: the TAGS string's hashCode, as a long."""
+    return java_string_hashcode(tags)
+
+
+def is_cq_ext_address(tags_code_value: int) -> bool:
+    """True when a ConsumeQueue tagsCode is a ConsumeQueueExt address, not a tags hash."""
+    return tags_code_value <= CQ_EXT_MAX_ADDRESS
+
+
+def parse_properties(text: str) -> dict[str, str]:
+    """``MessageDecoder.string2messageProperties`` (4.9 / 5.x indexOf version).
+
+    An item needs a non-empty name and a non-empty value; the value runs to the
+    next \\x02 and may itself contain \\x01.  Later duplicates win (HashMap.put).
+    """
+    props: dict[str, str] = {}
+    length = len(text)
+    index = 0
+    while index < length:
+        end = text.find(PROPERTY_SEPARATOR, index)
+        if end < 0:
+            end = length
+        if end - index >= 3:
+            sep = text.find(NAME_VALUE_SEPARATOR, index)
+            if index < sep < end - 1:
+                props[text[index:sep]] = text[sep + 1:end]
+        index = end + 1
+    return props
+
+
+def parse_delay_levels(spec: str = DEFAULT_MESSAGE_DELAY_LEVEL) -> dict[int, int]:
+    """``ScheduleMessageService.parseDelayLevel``: level (1-based) -> delay in ms."""
+    units = {"s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
+    table = {}
+    for level, item in enumerate(spec.split(" "), start=1):
+        table[level] = int(item[:-1]) * units[item[-1]]
+    return table
+
+
+_DEFAULT_DELAY_TABLE = parse_delay_levels()
+
+
+def _format_host(address: bytes, port: int) -> str:
+    if len(address) == 4:
+        return f"{address[0]}.{address[1]}.{address[2]}.{address[3]}:{port}"
+    return f"[{ipaddress.IPv6Address(address).compressed}]:{port}"
+
+
+def _java_utf8(data: bytes) -> str:
+    # Java's new String(bytes, UTF_8) substitutes U+FFFD for malformed input
+    return data.decode("utf-8", "replace")
+
+
+# --------------------------------------------------------------------------
+# CommitLog messages
+# --------------------------------------------------------------------------
+
+
+def decompress_body(body: bytes, sys_flag: int, limit: int = DEFAULT_MAX_DECOMPRESSED) -> bytes:
+    """Inflate a body stored with COMPRESSED_FLAG, using the codec in sysFlag bits 8..10."""
+    kind = COMPRESSION_TYPES.get((sys_flag & COMPRESSION_TYPE_MASK) >> 8)
+    if kind == "zlib":  # UtilAll.uncompress: InflaterInputStream (zlib wrapper)
+        inflater = zlib.decompressobj()
+        out = inflater.decompress(body, limit + 1)
+        if len(out) > limit:
+            raise LimitExceeded(f"decompressed body exceeds {limit} bytes")
+        if not inflater.eof:
+            raise CorruptData("zlib body is truncated")
+        return out
+    if kind == "lz4" and _lz4_frame is not None:  # Lz4Compressor: LZ4 frame format
+        decompressor = _lz4_frame.LZ4FrameDecompressor()
+        out = decompressor.decompress(body, max_length=limit + 1)
+        if len(out) > limit:
+            raise LimitExceeded(f"decompressed body exceeds {limit} bytes")
+        return out
+    if kind == "zstd" and _zstd is not None:  # ZstdCompressor: zstd frame
+        reader = _zstd.ZstdDecompressor().decompressobj()
+        out = reader.decompress(body)
+        if len(out) > limit:
+            raise LimitExceeded(f"decompressed body exceeds {limit} bytes")
+        return out
+    raise CorruptData(f"unsupported body compression (sysFlag 0x{sys_flag:x})")
+
+
+def dispatch_info(
+    topic: str, properties: dict[str, str] | None, store_timestamp: int,
+    delay_levels: dict[int, int] | None = None,
+) -> tuple[int, str | None, str | None]:
+    """(tagsCode, keys, uniqKey) as ``CommitLog.checkMessageAndReturnSize`` derives them.
+
+    ``properties`` is None when the record has no properties (keys is then "").
+    Raises ValueError where RocketMQ's parse of the DELAY level throws.
+    """
+    if properties is None:
+        return 0, "", None
+    code = 0
+    tags = properties.get(PROPERTY_TAGS)
+    if tags:
+        code = tags_code(tags)
+    level_text = properties.get(PROPERTY_DELAY_TIME_LEVEL)
+    if topic == SCHEDULE_TOPIC and level_text is not None:
+        # delayed messages: the CQ tagsCode is the delivery time (computeDeliverTimestamp)
+        table = _DEFAULT_DELAY_TABLE if delay_levels is None else delay_levels
+        level = _java_parse_int(level_text)
+        max_level = max(table) if table else 0
+        level = min(level, max_level)
+        if level > 0:
+            code = store_timestamp + table.get(level, 1000)
+    return code, properties.get(PROPERTY_KEYS), properties.get(PROPERTY_UNIQ_KEY)
+
+
+def _java_parse_int(text: str) -> int:
+    # Integer.parseInt: optional sign, ASCII digits only, int32 range
+    body = text[1:] if text[:1] in "+-" else text
+    if not body or not body.isascii() or not body.isdigit():
+        raise ValueError(f"not an int: {text!r}")
+    value = int(text)
+    if not _INT32_MIN <= value < 2**31:
+        raise ValueError(f"int out of range: {text!r}")
+    return value
+
+
+def decode_message(
+    buf, pos: int = 0, *, end: int | None = None, file_from_offset: int = 0, file: str | None = None,
+    path: str | None = None, digests: bool = True, decompress: bool = True, keep_body: bool = False,
+    delay_levels: dict[int, int] | None = None, max_decompressed: int = DEFAULT_MAX_DECOMPRESSED,
+) -> dict:
+    """Decode the CommitLog message record at ``buf[pos:]``.
+
+    ``end`` bounds the record (the file length); ``file_from_offset`` is the
+    file's start physical offset (its name).  Raises CorruptData for a bad
+    magic, an impossible size or fields that do not add up to totalSize, and
+    TruncatedData when the record runs past ``end``.  A body CRC mismatch is
+    not an error here: compare ``bodyCRC`` with ``bodyCRCComputed`` (and
+    ``dispatch.success``, which mirrors RocketMQ's checkCRC=true).
+    """
+    if end is None:
+        end = len(buf)
+    if pos < 0 or pos + 8 > end:
+        raise TruncatedData("no room for a message header", path, pos)
+    total_size, magic = BLANK_RECORD_FAST.unpack_from(buf, pos)
+    version = MESSAGE_VERSIONS.get(magic)
+    if version is None:
+        what = "blank end-of-file record" if magic == BLANK_MAGIC_CODE else "illegal magic code"
+        raise CorruptData(f"{what} 0x{magic & 0xFFFFFFFF:08x} where a message should start", path, pos)
+    phy = file_from_offset + pos
+    if total_size < MIN_MESSAGE_SIZE:
+        raise CorruptData(f"impossible message totalSize {total_size} (phyOffset {phy})", path, pos)
+    if pos + total_size > end:
+        raise TruncatedData(
+            f"message of totalSize {total_size} runs past the end of the file "
+            f"({end - pos} bytes left, phyOffset {phy})", path, pos)
+    (sys_flag,) = _INT32.unpack_from(buf, pos + _SYSFLAG_POSITION)
+    layout = MESSAGE_HEADER_FAST[(sys_flag >> 4) & 3]
+    record_end = pos + total_size
+    if pos + layout.size > record_end:
+        raise CorruptData(f"message totalSize {total_size} is shorter than its header", path, pos)
+    (_, _, body_crc, queue_id, flag, queue_offset, physical_offset, _, born_ts, born_addr, born_port,
+     store_ts, store_addr, store_port, reconsume, prepared, body_len) = layout.unpack_from(buf, pos)
+
+    q = pos + layout.size
+    if body_len < 0 or q + body_len > record_end:
+        raise CorruptData(f"body length {body_len} does not fit in totalSize {total_size}", path, pos)
+    body = bytes(buf[q:q + body_len])
+    body_offset = q
+    q += body_len
+
+    tl_struct = _INT16 if version == 2 else _INT8
+    if q + tl_struct.size > record_end:
+        raise CorruptData("message ends before its topic length", path, pos)
+    (topic_len,) = tl_struct.unpack_from(buf, q)
+    q += tl_struct.size
+    if topic_len < 0 or q + topic_len > record_end:
+        raise CorruptData(f"topic length {topic_len} does not fit in totalSize {total_size}", path, pos)
+    topic = _java_utf8(bytes(buf[q:q + topic_len]))
+    q += topic_len
+
+    if q + 2 > record_end:
+        raise CorruptData("message ends before its properties length", path, pos)
+    (props_len,) = _INT16.unpack_from(buf, q)
+    q += 2
+    if props_len > 0 and q + props_len > record_end:
+        raise CorruptData(f"properties length {props_len} does not fit in totalSize {total_size}", path, pos)
+    properties = parse_properties(_java_utf8(bytes(buf[q:q + props_len]))) if props_len > 0 else None
+    q += max(props_len, 0)
+    if q != record_end:
+        # CommitLog.calMsgLength != totalSize: RocketMQ's "[BUG]read total count not equals msg total size"
+        raise CorruptData(
+            f"message fields add up to {q - pos} bytes but totalSize is {total_size} "
+            f"(bodyLength={body_len}, topicLength={topic_len}, propertiesLength={props_len}, phyOffset {phy})",
+            path, pos)
+
+    crc_computed = zlib.crc32(body) & 0x7FFFFFFF
+    props = properties or {}
+    msg = {
+        "file": file,
+        "fileOffset": pos,
+        "phyOffset": phy,
+        "totalSize": total_size,
+        "magic": magic,
+        "version": version,
+        "bodyCRC": body_crc,
+        "bodyCRCComputed": crc_computed,
+        "queueId": queue_id,
+        "flag": flag,
+        "queueOffset": queue_offset,
+        "physicalOffsetField": physical_offset,
+        "sysFlag": sys_flag,
+        "transactionType": sys_flag & TRANSACTION_ROLLBACK_TYPE,
+        "compressed": bool(sys_flag & COMPRESSED_FLAG),
+        "bornTimestamp": born_ts,
+        "bornHost": _format_host(born_addr, born_port),
+        "storeTimestamp": store_ts,
+        "storeHost": _format_host(store_addr, store_port),
+        "reconsumeTimes": reconsume,
+        "preparedTransactionOffset": prepared,
+        "bodyOffset": body_offset,
+        "bodyLength": body_len,
+        "topic": topic,
+        "properties": props,
+        # MessageDecoder.createMessageId: store address + port + PHYSICALOFFSET field, upper hex
+        "offsetMsgId": (store_addr + struct.pack(">iq", store_port, physical_offset)).hex().upper(),
+        "UNIQ_KEY": props.get(PROPERTY_UNIQ_KEY),
+        "KEYS": props.get(PROPERTY_KEYS),
+        "TAGS": props.get(PROPERTY_TAGS),
+    }
+    if digests:
+        msg["bodySha256"] = hashlib.sha256(body).hexdigest()
+    if keep_body:
+        msg["body"] = body
+    if msg["compressed"]:
+        msg["compression"] = COMPRESSION_TYPES.get((sys_flag & COMPRESSION_TYPE_MASK) >> 8, "unknown")
+        if decompress and body_len > 0:
+            try:
+                plain = decompress_body(body, sys_flag, max_decompressed)
+            except (CorruptData, zlib.error, RuntimeError, ValueError) as exc:
+                # a bad compressed body is reported, not fatal for the scan (RocketMQ's decode returns null)
+                msg["bodyDecompressError"] = str(exc)
+            else:
+                msg["bodyDecompressedLength"] = len(plain)
+                if digests:
+                    msg["bodyDecompressedSha256"] = hashlib.sha256(plain).hexdigest()
+                if keep_body:
+                    msg["bodyDecompressed"] = plain
+
+    # CommitLog.checkMessageAndReturnSize(checkCRC=true): what the dispatcher would get
+    if body_len > 0 and crc_computed != body_crc:
+        dispatch = {"success": False, "msgSize": -1, "reason": "CRC check failed"}
+    else:
+        try:
+            code, keys, uniq = dispatch_info(topic, properties, store_ts, delay_levels)
+        except ValueError:
+            dispatch = {"success": False, "msgSize": -1, "reason": "bad DELAY property"}
+        else:
+            dispatch = {"success": True, "msgSize": total_size, "tagsCode": code, "keys": keys,
+                        "uniqKey": uniq, "commitLogOffset": physical_offset}
+    msg["dispatch"] = dispatch
+    return msg
+
+
+def _first_nonzero(buf, start: int, end: int, chunk: int = 1 << 20) -> int | None:
+    """Offset of the first non-zero byte in buf[start:end], or None."""
+    view = np.frombuffer(buf, dtype=np.uint8, count=end - start, offset=start) if end > start else None
+    if view is None:
+        return None
+    for s in range(0, len(view), chunk):
+        hits = np.flatnonzero(view[s:s + chunk])
+        if hits.size:
+            return start + s + int(hits[0])
+    return None
+
+
+class CommitLogFileScan:
+    """Iterates the messages of one CommitLog file (a buffer) as RocketMQ recovery does.
+
+    Stops cleanly at a BLANK_MAGIC_CODE record, at a zero-filled (unwritten,
+    preallocated) tail or at the exact end of the buffer; afterwards ``end``
+    describes where and how the data ended::
+
+        {"kind": "blank" | "zero-tail" | "end-of-file", "fileOffset", "phyOffset",
+         "totalSize", "magic", "blankSizeMatches" (blank), "nonZeroAfter" (zero-tail:
+         first non-zero byte after the tail start, or None)}
+
+    A bad magic, an impossible totalSize or inconsistent fields raise
+    CorruptData/TruncatedData at the record's file offset (``end`` then has kind
+    "corrupt").  ``check_crc=True`` also raises on a body CRC mismatch.
+    """
+
+    def __init__(self, buf, *, file_from_offset: int = 0, file: str | None = None, path: str | None = None,
+                 check_crc: bool = False, **decode_options):
+        self.buf = buf
+        self.file_from_offset = file_from_offset
+        self.file = file
+        self.path = path
+        self.check_crc = check_crc
+        self.decode_options = decode_options
+        self.end: dict | None = None
+        self.messages = 0
+        self.first_phy_offset: int | None = None
+        self.last_phy_offset: int | None = None
+
+    def _set_end(self, kind: str, pos: int, total_size: int, magic: int, **extra) -> None:
+        self.end = {"kind": kind, "fileOffset": pos, "phyOffset": self.file_from_offset + pos,
+                    "totalSize": total_size, "magic": magic, **extra}
+
+    def __iter__(self) -> Iterator[dict]:
+        buf = self.buf
+        size = len(buf)
+        pos = 0
+        unpack_head = BLANK_RECORD_FAST.unpack_from
+        while True:
+            left = size - pos
+            if left == 0:
+                self._set_end("end-of-file", pos, 0, 0)
+                return
+            if left < 8:
+                if _first_nonzero(buf, pos, size) is None:
+                    self._set_end("zero-tail", pos, 0, 0, nonZeroAfter=None)
+                    return
+                self._set_end("corrupt", pos, 0, 0)
+                raise TruncatedData(f"{left} stray bytes at the end of the file", self.path, pos)
+            total_size, magic = unpack_head(buf, pos)
+            if magic == BLANK_MAGIC_CODE:
+                self._set_end("blank", pos, total_size, magic, blankSizeMatches=total_size == left)
+                return
+            if magic == 0 and total_size == 0:
+                # preallocated space never written (RocketMQ: illegal magic 0x0, recovery stops here)
+                self._set_end("zero-tail", pos, 0, 0, nonZeroAfter=_first_nonzero(buf, pos, size))
+                return
+            try:
+                msg = decode_message(buf, pos, end=size, file_from_offset=self.file_from_offset,
+                                     file=self.file, path=self.path, **self.decode_options)
+            except CorruptData:
+                self._set_end("corrupt", pos, total_size, magic)
+                raise
+            if self.check_crc and msg["bodyLength"] > 0 and msg["bodyCRC"] != msg["bodyCRCComputed"]:
+                self._set_end("corrupt", pos, total_size, magic)
+                raise CorruptData(
+                    f"body CRC mismatch: stored {msg['bodyCRC']}, computed {msg['bodyCRCComputed']} "
+                    f"(phyOffset {msg['phyOffset']})", self.path, pos)
+            self.messages += 1
+            if self.first_phy_offset is None:
+                self.first_phy_offset = msg["phyOffset"]
+            self.last_phy_offset = msg["phyOffset"]
+            yield msg
+            pos += total_size
+
+
+# --------------------------------------------------------------------------
+# Store files on disk
+# --------------------------------------------------------------------------
+
+
+class MappedFile:
+    """A read-only mmap of one store file (empty files map to b"")."""
+
+    def __init__(self, path):
+        self.path = Path(path)
+        try:
+            with open(self.path, "rb") as f:
+                self.size = os.fstat(f.fileno()).st_size
+                self.buf = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) if self.size else b""
+        except OSError as exc:
+            raise UnreadableInput(f"cannot read: {exc.strerror or exc}", str(path)) from exc
+
+    def close(self) -> None:
+        buf, self.buf = self.buf, b""
+        if isinstance(buf, mmap.mmap):
+            try:
+                buf.close()
+            except BufferError:
+                pass  # a caller still holds a view; the map is released when that is collected
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def _store_subdir(path, name: str) -> Path:
+    """``path`` itself, or ``path/name`` when ``path`` is a store root containing it."""
+    path = Path(path)
+    sub = path / name
+    return sub if sub.is_dir() else path
+
+
+def list_mapped_files(directory) -> list[tuple[int, Path]]:
+    """(start offset, path) for every file of a MappedFileQueue directory, by offset.
+
+    Names are the start offset, 20 digits zero-padded; other names are ignored.
+    """
+    directory = Path(directory)
+    if directory.is_file():
+        name = directory.name
+        return [(int(name) if name.isdigit() else 0, directory)]
+    if not directory.is_dir():
+        raise UnreadableInput("not a directory", str(directory))
+    files = [(int(p.name), p) for p in directory.iterdir() if p.name.isdigit() and p.is_file()]
+    return sorted(files)
+
+
+@dataclass
+class CommitLogScan:
+    """Iterates every message of a CommitLog directory (or a single file) in offset order.
+
+    Each file is scanned to its own end (a blank record or zero tail in one file
+    does not stop the next file, which is what a forensic read wants).  After
+    (or during) iteration ``files`` holds one summary per file scanned::
+
+        {"file", "fileFromOffset", "size", "messages", "firstMessagePhyOffset",
+         "lastMessagePhyOffset", "end": CommitLogFileScan.end}
+    """
+
+    path: Path
+    check_crc: bool = False
+    decode_options: dict = field(default_factory=dict)
+    files: list[dict] = field(default_factory=list)
+
+    def __iter__(self) -> Iterator[dict]:
+        self.files = []
+        for start, file_path in list_mapped_files(_store_subdir(self.path, "commitlog")):
+            with MappedFile(file_path) as mf:
+                scan = CommitLogFileScan(mf.buf, file_from_offset=start, file=file_path.name,
+                                         path=str(file_path), check_crc=self.check_crc, **self.decode_options)
+                summary = {"file": file_path.name, "fileFromOffset": start, "size": mf.size}
+                self.files.append(summary)
+                try:
+                    yield from scan
+                finally:
+                    summary.update(messages=scan.messages, firstMessagePhyOffset=scan.first_phy_offset,
+                                   lastMessagePhyOffset=scan.last_phy_offset, end=scan.end)
+
+
+def scan_commitlog(path, *, check_crc: bool = False, **decode_options) -> CommitLogScan:
+    """Scan a store root, its ``commitlog`` directory or one commitlog file."""
+    return CommitLogScan(Path(path), check_crc, decode_options)
+
+
+class CommitLog:
+    """Random access to a CommitLog by physical offset (``lookMessageByOffset``)."""
+
+    def __init__(self, path):
+        self.files = list_mapped_files(_store_subdir(path, "commitlog"))
+        self._open: dict[int, MappedFile] = {}
+
+    def _file_for(self, phy_offset: int) -> tuple[int, MappedFile] | None:
+        for start, file_path in reversed(self.files):
+            if start <= phy_offset:
+                mf = self._open.get(start)
+                if mf is None:
+                    mf = self._open[start] = MappedFile(file_path)
+                return (start, mf) if phy_offset - start < mf.size else None
+        return None
+
+    def message_at(self, phy_offset: int, **decode_options) -> dict | None:
+        """The message starting at ``phy_offset``; None when no file holds that offset.
+
+        Raises CorruptData when the bytes there are not a message record.
+        """
+        found = self._file_for(phy_offset)
+        if found is None:
+            return None
+        start, mf = found
+        return decode_message(mf.buf, phy_offset - start, file_from_offset=start, file=mf.path.name,
+                              path=str(mf.path), **decode_options)
+
+    def close(self) -> None:
+        for mf in self._open.values():
+            mf.close()
+        self._open.clear()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+# --------------------------------------------------------------------------
+# ConsumeQueue
+# --------------------------------------------------------------------------
+
+
+def consumequeue_units(buf) -> np.ndarray:
+    """Zero-copy structured view of the whole 20-byte units of a ConsumeQueue buffer."""
+    return np.frombuffer(buf, dtype=CONSUME_QUEUE_DTYPE, count=len(buf) // CQ_UNIT_SIZE)
+
+
+class ConsumeQueueFileScan:
+    """Iterates the units of one ConsumeQueue file as ``ConsumeQueue.recover`` accepts them.
+
+    A unit is valid when commitLogOffset >= 0 and size > 0.  ``fillPreBlank``
+    filler units (0, Integer.MAX_VALUE, 0) are skipped unless ``include_blank``.
+    The first all-zero unit ends the file (unwritten tail); afterwards ``end`` is
+    ``{"kind": "zero-tail" | "end-of-file", "fileOffset", "queueOffset",
+    "nonZeroAfter"}``.  Any other invalid unit, or a partial unit at the end,
+    raises CorruptData / TruncatedData at its file offset.
+    """
+
+    def __init__(self, buf, *, topic: str | None = None, queue_id: int | None = None,
+                 file_from_offset: int = 0, path: str | None = None, include_blank: bool = False):
+        self.buf = buf
+        self.topic = topic
+        self.queue_id = queue_id
+        self.first_queue_offset = file_from_offset // CQ_UNIT_SIZE
+        self.path = path
+        self.include_blank = include_blank
+        self.end: dict | None = None
+        self.units = 0  # valid message units yielded (filler excluded)
+        self.valid_units = 0  # units RocketMQ's recovery accepts (filler included)
+
+    def _stop(self) -> int:
+        """Index of the first unit RocketMQ would not accept (or the unit count)."""
+        units = consumequeue_units(self.buf)
+        bad = np.flatnonzero((units["commitLogOffset"] < 0) | (units["size"] <= 0))
+        return int(bad[0]) if bad.size else len(units)
+
+    def __iter__(self) -> Iterator[dict]:
+        buf = self.buf
+        units = consumequeue_units(buf)
+        stop = self._stop()
+        rows = units[:stop].tolist()  # one conversion instead of per-unit numpy scalars
+        base = self.first_queue_offset
+        for i, (offset, size, code) in enumerate(rows):
+            self.valid_units += 1
+            if size == CQ_BLANK_UNIT_SIZE and offset == 0 and code == 0 and not self.include_blank:
+                continue
+            self.units += 1
+            yield {"topic": self.topic, "queueId": self.queue_id, "queueOffset": base + i,
+                   "commitLogOffset": offset, "size": size, "tagsCode": code}
+        pos = stop * CQ_UNIT_SIZE
+        if stop < len(units):
+            offset, size, code = units[stop].tolist()
+            if offset or size or code:
+                self.end = {"kind": "corrupt", "fileOffset": pos, "queueOffset": base + stop}
+                raise CorruptData(
+                    f"invalid ConsumeQueue unit (commitLogOffset={offset}, size={size}, tagsCode={code})",
+                    self.path, pos)
+            self.end = {"kind": "zero-tail", "fileOffset": pos, "queueOffset": base + stop,
+                        "nonZeroAfter": _first_nonzero(buf, pos, len(buf))}
+            return
+        if len(buf) % CQ_UNIT_SIZE:
+            if _first_nonzero(buf, pos, len(buf)) is None:
+                self.end = {"kind": "zero-tail", "fileOffset": pos, "queueOffset": base + stop,
+                            "nonZeroAfter": None}
+                return
+            self.end = {"kind": "corrupt", "fileOffset": pos, "queueOffset": base + stop}
+            raise TruncatedData(f"file ends inside a ConsumeQueue unit ({len(buf) - pos} bytes)", self.path, pos)
+        self.end = {"kind": "end-of-file", "fileOffset": pos, "queueOffset": base + stop, "nonZeroAfter": None}
+
+
+def list_consume_queues(path) -> list[tuple[str, int, Path]]:
+    """(topic, queueId, directory) of every queue under a store root or its consumequeue dir."""
+    root = _store_subdir(path, "consumequeue")
+    if not root.is_dir():
+        raise UnreadableInput("not a directory", str(root))
+    queues = []
+    for topic_dir in root.iterdir():
+        if not topic_dir.is_dir():
+            continue
+        for queue_dir in topic_dir.iterdir():
+            name = queue_dir.name
+            if queue_dir.is_dir() and name.lstrip("-").isdigit():
+                queues.append((topic_dir.name, int(name), queue_dir))
+    return sorted(queues, key=lambda q: (q[0], q[1]))
+
+
+class ConsumeQueue:
+    """One queue directory ``consumequeue/<topic>/<queueId>/``: iteration and offset lookups."""
+
+    def __init__(self, directory, topic: str | None = None, queue_id: int | None = None):
+        self.directory = Path(directory)
+        self.topic = self.directory.parent.name if topic is None else topic
+        self.queue_id = int(self.directory.name) if queue_id is None and self.directory.name.isdigit() else queue_id
+        self.files = list_mapped_files(self.directory)
+        self.ends: list[dict] = []  # per file, filled by iteration
+
+    def __iter__(self) -> Iterator[dict]:
+        self.ends = []
+        for start, file_path in self.files:
+            with MappedFile(file_path) as mf:
+                scan = ConsumeQueueFileScan(mf.buf, topic=self.topic, queue_id=self.queue_id,
+                                            file_from_offset=start, path=str(file_path))
+                try:
+                    yield from scan
+                finally:
+                    self.ends.append({"file": file_path.name, "size": mf.size, **(scan.end or {})})
+
+    def unit(self, queue_offset: int) -> dict | None:
+        """The unit at ``queue_offset`` (``getIndexBuffer``); None when absent or not written."""
+        byte_offset = queue_offset * CQ_UNIT_SIZE
+        for start, file_path in reversed(self.files):
+            if start <= byte_offset:
+                with MappedFile(file_path) as mf:
+                    pos = byte_offset - start
+                    if pos + CQ_UNIT_SIZE > mf.size:
+                        return None
+                    offset, size, code = CONSUME_QUEUE_UNIT_FAST.unpack_from(mf.buf, pos)
+                if offset < 0 or size <= 0:
+                    return None
+                return {"topic": self.topic, "queueId": self.queue_id, "queueOffset": queue_offset,
+                        "commitLogOffset": offset, "size": size, "tagsCode": code}
+        return None
+
+    def summary(self) -> dict:
+        """min/max offsets like ``getMinOffsetInQueue`` / ``getMaxOffsetInQueue`` and
+        ``maxPhysicOffset`` (end of the last unit's message), from a full scan."""
+        first = last = None
+        for last in self:
+            if first is None:
+                first = last
+        # the last file's accepted units decide the max offset, as in ConsumeQueue.recover
+        max_offset = self.ends[-1]["queueOffset"] if self.ends else 0
+        return {
+            "topic": self.topic, "queueId": self.queue_id,
+            "minOffsetInQueue": first["queueOffset"] if first else max_offset,
+            "maxOffsetInQueue": max_offset,
+            "maxPhysicOffset": last["commitLogOffset"] + last["size"] if last else None,
+            "files": [f"{p.name}:{p.stat().st_size}" for _, p in self.files],
+        }
+
+
+# --------------------------------------------------------------------------
+# IndexFile
+# --------------------------------------------------------------------------
+
+
+def index_file_size(hash_slot_num: int, index_num: int) -> int:
+    return INDEX_HEADER_SIZE + hash_slot_num * INDEX_SLOT_SIZE + index_num * INDEX_ENTRY_SIZE
+
+
+def read_index_header(buf, path: str | None = None) -> dict:
+    """``IndexHeader.load``: the six fields, indexCount <= 0 read as 1 (raw value kept)."""
+    if len(buf) < INDEX_HEADER_SIZE:
+        raise TruncatedData(f"IndexFile shorter than its {INDEX_HEADER_SIZE}-byte header", path, len(buf))
+    header = INDEX_HEADER_FAST.as_dict(buf, 0)
+    header["rawIndexCountField"] = header["indexCount"]
+    if header["indexCount"] <= 0:
+        header["indexCount"] = 1
+    return header
+
+
+@dataclass(frozen=True)
+class _GeometryCheck:
+    passed: bool
+    last_matches: bool = False
+    slot_ratio: float = 0.0
+
+
+def _check_geometry(buf, size: int, header: dict, slots_n: int, entries_n: int) -> _GeometryCheck:
+    """Does the content agree with (slots_n, entries_n)?  Reads only the slot table and
+    the written entries.
+
+    Entry 0 is never written; entry 1 carries beginPhyOffset and starts its chain;
+    every used slot points at an entry whose keyHash lands in that slot; the last
+    entry carries endPhyOffset (not required: a damaged indexCount breaks it).
+    """
+    count = min(header["indexCount"], entries_n)
+    if count <= 1 or slots_n <= 0:
+        return _GeometryCheck(False)
+    entries_at = INDEX_HEADER_SIZE + slots_n * INDEX_SLOT_SIZE
+    entries = np.frombuffer(buf, dtype=INDEX_ENTRY_DTYPE, count=count, offset=entries_at)
+    first = entries[1]
+    if entries[0].tolist() != (0, 0, 0, 0):
+        return _GeometryCheck(False)
+    if (int(first["phyOffset"]) != header["beginPhyOffset"] or int(first["prevIndex"]) != 0
+            or int(first["keyHash"]) < 0 or int(first["timeDiff"]) < 0):
+        return _GeometryCheck(False)
+    slots = np.frombuffer(buf, dtype=INDEX_SLOT_DTYPE, count=slots_n, offset=INDEX_HEADER_SIZE)
+    used = np.flatnonzero((slots > 0) & (slots < count))
+    if used.size == 0:
+        return _GeometryCheck(False)
+    hashes = entries["keyHash"][slots[used]].astype(np.int64)
+    ratio = float(np.mean((hashes >= 0) & (hashes % slots_n == used)))
+    last_matches = int(entries[count - 1]["phyOffset"]) == header["endPhyOffset"]
+    return _GeometryCheck(ratio >= 0.95, last_matches, ratio)
+
+
+def _geometry_candidates(buf, size: int, header: dict, chunk: int = 1 << 20) -> Iterator[tuple[int, int]]:
+    """(slots, entries) with 40 + 4*slots + 20*entries == size whose entries 0 and 1 look
+    right (entry 0 zero; entry 1: beginPhyOffset, prevIndex 0, keyHash > 0, timeDiff >= 0).
+
+    Vectorised over all entry counts, in chunks, on an int32 view of the file.
+    """
+    words = np.frombuffer(buf, dtype=">i4", count=size // 4)
+    max_entries = (size - INDEX_HEADER_SIZE - INDEX_SLOT_SIZE) // INDEX_ENTRY_SIZE
+    begin = header["beginPhyOffset"]
+    for lo in range(2, max_entries + 1, chunk):
+        n = np.arange(lo, min(lo + chunk, max_entries + 1), dtype=np.int64)
+        w = (size - INDEX_ENTRY_SIZE * n) // 4  # first word of entry 0
+        ok = np.ones(n.shape, dtype=bool)
+        for k in range(5):  # entry 0 is all zero
+            ok &= words[w + k] == 0
+        key_hash = words[w + 5]
+        phy = (words[w + 6].astype(np.int64) << 32) | (words[w + 7].astype(np.int64) & 0xFFFFFFFF)
+        ok &= (key_hash > 0) & (phy == begin) & (words[w + 8] >= 0) & (words[w + 9] == 0)
+        for entries_n in n[ok].tolist():
+            yield (size - INDEX_HEADER_SIZE - INDEX_ENTRY_SIZE * entries_n) // INDEX_SLOT_SIZE, entries_n
+
+
+def infer_index_geometry(buf, path: str | None = None) -> tuple[int, int, str]:
+    """(hashSlotNum, indexNum, how) for an IndexFile whose geometry is not known.
+
+    The header does not record it.  In order: a file of the default size
+    (420,000,040 bytes) is the default 5,000,000 / 20,000,000; then the default
+    ratio indexNum = 4 * hashSlotNum if the content agrees; then every
+    (slots, entries) with 40 + 4*slots + 20*entries == size is tried against the
+    content (see ``_check_geometry``) and the single best one wins.
+    ``how`` is "default", "ratio", "inferred" or "assumed" (no entries to check).
+    """
+    size = len(buf)
+    header = read_index_header(buf, path)
+    if size == index_file_size(DEFAULT_HASH_SLOT_NUM, DEFAULT_INDEX_NUM):
+        return DEFAULT_HASH_SLOT_NUM, DEFAULT_INDEX_NUM, "default"
+    if (size - INDEX_HEADER_SIZE) % INDEX_SLOT_SIZE or size < INDEX_HEADER_SIZE + INDEX_SLOT_SIZE + INDEX_ENTRY_SIZE:
+        raise CorruptData(f"IndexFile size {size} is not 40 + 4*slots + 20*entries", path, 0)
+    ratio_slots, rest = divmod(size - INDEX_HEADER_SIZE, INDEX_SLOT_SIZE + 4 * INDEX_ENTRY_SIZE)
+    if header["indexCount"] <= 1:
+        if rest == 0:
+            return ratio_slots, 4 * ratio_slots, "assumed"
+        raise CorruptData("IndexFile has no entries, so its geometry cannot be inferred; "
+                          "give hashSlotNum/indexNum", path, 0)
+    if rest == 0 and _check_geometry(buf, size, header, ratio_slots, 4 * ratio_slots).passed:
+        return ratio_slots, 4 * ratio_slots, "ratio"
+    passed = []
+    for slots_n, entries_n in _geometry_candidates(buf, size, header):
+        check = _check_geometry(buf, size, header, slots_n, entries_n)
+        if check.passed:
+            passed.append(((check.last_matches, check.slot_ratio), slots_n, entries_n))
+    if not passed:
+        raise CorruptData("no IndexFile geometry (hashSlotNum, indexNum) fits this file's content; "
+                          "give them explicitly", path, 0)
+    passed.sort(reverse=True)
+    if len(passed) > 1 and passed[0][0] == passed[1][0]:
+        options = ", ".join(f"{s}/{n}" for _, s, n in passed[:4])
+        raise CorruptData(f"ambiguous IndexFile geometry ({options}); give hashSlotNum/indexNum", path, 0)
+    return passed[0][1], passed[0][2], "inferred"
+
+
+class IndexFile:
+    """One IndexFile, memory-mapped; the slot table and entries are numpy views on the map.
+
+    ``hash_slot_num`` / ``index_num`` give the geometry (the header does not);
+    without them it is inferred (``infer_index_geometry``).  Nothing but the
+    header is read until the views are used, so a 420 MB default-geometry file
+    costs no memory beyond the pages touched.
+    """
+
+    def __init__(self, path, hash_slot_num: int | None = None, index_num: int | None = None):
+        self.path = Path(path)
+        self.name = self.path.name
+        self._mf = MappedFile(self.path)
+        try:
+            buf = self._mf.buf
+            self.size = self._mf.size
+            self.header = read_index_header(buf, str(self.path))
+            if hash_slot_num is None and index_num is None:
+                hash_slot_num, index_num, self.geometry_source = infer_index_geometry(buf, str(self.path))
+            elif hash_slot_num is None or index_num is None:
+                raise ValueError("give both hash_slot_num and index_num, or neither")
+            else:
+                self.geometry_source = "explicit"
+                expected = index_file_size(hash_slot_num, index_num)
+                if self.size < expected:
+                    raise TruncatedData(f"IndexFile is {self.size} bytes, geometry {hash_slot_num}/{index_num} "
+                                        f"needs {expected}", str(self.path), self.size)
+            self.hash_slot_num = hash_slot_num
+            self.index_num = index_num
+            self.slots = np.frombuffer(buf, dtype=INDEX_SLOT_DTYPE, count=hash_slot_num, offset=INDEX_HEADER_SIZE)
+            self.entries = np.frombuffer(buf, dtype=INDEX_ENTRY_DTYPE, count=index_num,
+                                         offset=self.entries_offset)
+        except BaseException:
+            self._mf.close()
+            raise
+
+    @property
+    def index_count(self) -> int:
+        return self.header["indexCount"]
+
+    @property
+    def entries_offset(self) -> int:
+        return INDEX_HEADER_SIZE + self.hash_slot_num * INDEX_SLOT_SIZE
+
+    @property
+    def entries_written(self) -> int:
+        """Entries 1..indexCount-1 (entry 0 is never used), as the header claims."""
+        return self.index_count - 1
+
+    def entry_offset(self, index: int) -> int:
+        return self.entries_offset + index * INDEX_ENTRY_SIZE
+
+    def slot_of(self, key_hash: int) -> int:
+        return key_hash % self.hash_slot_num
+
+    def entry(self, index: int) -> dict:
+        """Entry ``index`` as a dict (with its ``index``)."""
+        if not 0 <= index < self.index_num:
+            raise CorruptData(f"entry {index} is outside the file's {self.index_num} entries",
+                              str(self.path), self.entry_offset(min(max(index, 0), self.index_num)))
+        return {"index": index, **INDEX_ENTRY_FAST.as_dict(self._mf.buf, self.entry_offset(index))}
+
+    def iter_entries(self, start: int = 1, stop: int | None = None) -> Iterator[dict]:
+        """Entries start..stop-1; by default the written ones, 1..indexCount-1 (capped by the file)."""
+        if stop is None:
+            stop = self.index_count
+        stop = min(stop, self.index_num)
+        names = INDEX_ENTRY_FAST.names
+        for i, row in enumerate(self.entries[start:stop].tolist(), start):
+            yield {"index": i, **dict(zip(names, row))}
+
+    def non_empty_slots(self) -> int:
+        return int(np.count_nonzero(self.slots > 0))
+
+    def summary(self) -> dict:
+        """Header, geometry and first/last entry, shaped like the corpus' indexfiles.json."""
+        last = min(self.index_count, self.index_num) - 1
+        return {
+            "file": self.name,
+            "size": self.size,
+            "geometry": {"hashSlotNum": self.hash_slot_num, "indexNum": self.index_num,
+                         "expectedFileSize": index_file_size(self.hash_slot_num, self.index_num),
+                         "maxEntriesUsable": self.index_num - 1},
+            "geometrySource": self.geometry_source,
+            "header": dict(self.header),
+            "nonEmptySlots": self.non_empty_slots(),
+            "entriesWritten": self.entries_written,
+            "firstEntry": self.entry(1) if last >= 1 else None,
+            "lastEntry": self.entry(last) if last >= 1 else None,
+        }
+
+    def close(self) -> None:
+        self.slots = self.entries = None
+        self._mf.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def list_index_files(path) -> list[Path]:
+    """IndexFiles of a store root or index directory, oldest first (names are timestamps)."""
+    directory = _store_subdir(path, "index")
+    if directory.is_file():
+        return [directory]
+    if not directory.is_dir():
+        raise UnreadableInput("not a directory", str(directory))
+    files = [p for p in directory.iterdir() if p.is_file()]
+    return sorted(files, key=lambda p: (not p.name.isdigit(), int(p.name) if p.name.isdigit() else 0, p.name))
+
+
+# --------------------------------------------------------------------------
+# Checkpoint
+# --------------------------------------------------------------------------
+
+
+def read_checkpoint(buf, path: str | None = None) -> dict:
+    """``StoreCheckpoint``: the three flush timestamps (ms) RocketMQ recovers from."""
+    if len(buf) < CHECKPOINT_FAST.size:
+        raise TruncatedData(f"checkpoint shorter than {CHECKPOINT_FAST.size} bytes", path, len(buf))
+    return CHECKPOINT_FAST.as_dict(buf, 0)

@@ -1,0 +1,123 @@
+"""`dump`: decode any supported file into plain dicts (one per batch, record, entry or message).
+
+The JSON renderer writes these dicts as JSON Lines and the text renderer prints
+them; field names are documented in docs/formats.md.  Decoding stops at the
+first invalid byte: what was decoded is yielded, then a ``{"type": "error"}``
+(or ``"zero_tail"`` for a preallocated zero-filled tail) names the byte offset.
+"""
+
+from __future__ import annotations
+
+import base64
+from typing import Iterator
+
+from segtool.errors import SegtoolError, UnreadableInput
+from segtool.engine.source import open_buffer
+from segtool.formats.detect import DetectedFile, detect
+from segtool.formats.kafka_log import BatchScan, batch_records, control_record_type
+
+DEFAULT_CAP = 256 * 1024 * 1024
+
+
+def bytes_fields(name: str, data: bytes | None) -> dict:
+    """``name`` as UTF-8 text when it decodes, and always as base64."""
+    if data is None:
+        return {name: None, f"{name}_b64": None}
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        text = None
+    return {name: text, f"{name}_b64": base64.b64encode(data).decode("ascii")}
+
+
+def _zero_tail(buf, start: int) -> bool:
+    tail = buf[start:]
+    return len(tail) > 0 and tail.count(0) == len(tail)
+
+
+def dump_kafka_log(path: str, deep: bool = True, cap: int = DEFAULT_CAP) -> Iterator[dict]:
+    buf = open_buffer(path)
+    scan = BatchScan(buf, path=path)
+    try:
+        for batch in scan:
+            item = {
+                "type": "batch",
+                "position": batch.position,
+                "magic": batch.magic,
+                "base_offset": batch.base_offset,
+                "last_offset": batch.last_offset,
+                "size": batch.size,
+                "crc": batch.crc,
+                "crc_valid": batch.crc_valid,
+                "codec": batch.codec_name,
+                "timestamp_type": batch.timestamp_type,
+                "max_timestamp": batch.max_timestamp,
+            }
+            if batch.magic >= 2:
+                item.update(
+                    record_count=batch.record_count,
+                    partition_leader_epoch=batch.partition_leader_epoch,
+                    base_timestamp=batch.base_timestamp,
+                    producer_id=batch.producer_id,
+                    producer_epoch=batch.producer_epoch,
+                    base_sequence=batch.base_sequence,
+                    last_sequence=batch.last_sequence,
+                    is_transactional=batch.is_transactional,
+                    is_control=batch.is_control,
+                    delete_horizon_ms=batch.delete_horizon_ms,
+                )
+            yield item
+            if deep:
+                for record in batch_records(batch, path, cap):
+                    rec = {
+                        "type": "record",
+                        "batch_position": batch.position,
+                        "offset": record.offset,
+                        "timestamp": record.timestamp,
+                        "key_size": record.key_size,
+                        "value_size": record.value_size,
+                    }
+                    rec.update(bytes_fields("key", record.key))
+                    rec.update(bytes_fields("value", record.value))
+                    if batch.magic >= 2:
+                        rec["sequence"] = record.sequence
+                        rec["headers"] = [
+                            {"key": k, **bytes_fields("value", v)} for k, v in record.headers
+                        ]
+                        if batch.is_control:
+                            rec["control_type"] = control_record_type(record)[1]
+                    else:
+                        rec["crc"] = record.crc
+                        rec["crc_valid"] = record.crc_valid
+                    yield rec
+    except SegtoolError as exc:
+        yield {"type": "error", "byte_offset": exc.offset, "message": exc.message}
+        return
+    if scan.valid_bytes < len(buf):
+        kind = "zero_tail" if _zero_tail(buf, scan.valid_bytes) else "trailing_bytes"
+        yield {"type": kind, "byte_offset": scan.valid_bytes, "length": len(buf) - scan.valid_bytes}
+
+
+def dump_file(detected: DetectedFile, deep: bool = True, cap: int = DEFAULT_CAP) -> Iterator[dict]:
+    """Dispatch on the detected kind; every item carries the file path."""
+    kind = detected.kind
+    if kind == "kafka-log":
+        items = dump_kafka_log(detected.path, deep, cap)
+    elif kind.startswith("kafka-"):
+        from segtool.ops.dump_kafka_files import dump_kafka_file
+
+        items = dump_kafka_file(detected)
+    elif kind.startswith("rocketmq-"):
+        from segtool.ops.dump_rocketmq import dump_rocketmq_file
+
+        items = dump_rocketmq_file(detected)
+    else:
+        raise UnreadableInput("not a recognised Kafka or RocketMQ file", detected.path)
+    for item in items:
+        item["file"] = detected.path
+        yield item
+
+
+def dump_paths(paths: list[str], deep: bool = True, cap: int = DEFAULT_CAP) -> Iterator[dict]:
+    for path in paths:
+        yield from dump_file(detect(path), deep, cap)

@@ -1,0 +1,325 @@
+"""`dump --format kafka`: the output of Apache Kafka 3.9's kafka-dump-log.sh.
+
+Line formats, the order of the end-of-run reports and the stopping rules follow
+``kafka.tools.DumpLogSegments``.  Where Kafka would die with a Java stack trace
+we stop at the same point and raise a ``SegtoolError`` naming the file and byte
+offset (the CLI prints it as one line); everything printed before that point is
+identical.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Callable
+
+from segtool.errors import CorruptData, SegtoolError, UnreadableInput
+from segtool.engine.index_search import floor_slot
+from segtool.engine.source import open_buffer
+from segtool.formats import kafka_index, kafka_state
+from segtool.formats.detect import offset_from_file_name
+from segtool.formats.kafka_log import (
+    NO_TIMESTAMP,
+    BatchScan,
+    RecordBatch,
+    batch_records,
+    control_record_type,
+    end_txn_marker,
+)
+
+INT_MAX = 2**31 - 1
+
+
+@dataclass
+class KafkaDumpOptions:
+    deep_iteration: bool = False
+    print_data_log: bool = False
+    verify_index_only: bool = False
+    index_sanity_check: bool = False
+    offsets_decoder: bool = False
+    skip_record_metadata: bool = False
+    max_bytes: int = INT_MAX
+    max_message_size: int = 5 * 1024 * 1024
+    decompress_cap: int = 256 * 1024 * 1024
+
+    @property
+    def print_contents(self) -> bool:
+        return self.print_data_log or self.offsets_decoder
+
+    @property
+    def deep(self) -> bool:
+        return self.deep_iteration or self.print_contents
+
+
+def _utf8(data: bytes) -> str:
+    # Java's new String(bytes, UTF_8): malformed input becomes U+FFFD
+    return data.decode("utf-8", "replace")
+
+
+def _plain_parser(record) -> tuple[str | None, str | None]:
+    key = None if record.key is None else _utf8(record.key)
+    value = None if record.value is None else _utf8(record.value)
+    return key, value
+
+
+def _offsets_parser(record) -> tuple[str | None, str | None]:
+    from segtool.formats.kafka_offsets import parse_offsets_record
+
+    return parse_offsets_record(record.key, record.value, record.offset)
+
+
+def _java_bool(flag: bool) -> str:
+    return "true" if flag else "false"
+
+
+def _optional_long(value: int | None) -> str:
+    return "OptionalLong.empty" if value is None else f"OptionalLong[{value}]"
+
+
+def batch_line(batch: RecordBatch, position: int) -> str:
+    """DumpLogSegments.printBatchLevel."""
+    if batch.magic >= 2:
+        head = (
+            f"baseOffset: {batch.base_offset} lastOffset: {batch.last_offset} count: {batch.record_count}"
+            f" baseSequence: {batch.base_sequence} lastSequence: {batch.last_sequence}"
+            f" producerId: {batch.producer_id} producerEpoch: {batch.producer_epoch}"
+            f" partitionLeaderEpoch: {batch.partition_leader_epoch}"
+            f" isTransactional: {_java_bool(batch.is_transactional)}"
+            f" isControl: {_java_bool(batch.is_control)}"
+            f" deleteHorizonMs: {_optional_long(batch.delete_horizon_ms)}"
+        )
+    else:
+        head = f"offset: {batch.last_offset}"
+    return (
+        f"{head} position: {position} {batch.timestamp_type}: {batch.max_timestamp}"
+        f" size: {batch.size} magic: {batch.magic} compresscodec: {batch.codec_name}"
+        f" crc: {batch.crc} isvalid: {_java_bool(batch.crc_valid)}"
+    )
+
+
+class KafkaDumpLog:
+    """One kafka-dump-log run over several files.
+
+    ``emit`` receives stdout lines; ``report_lines()`` gives the stderr reports
+    Kafka prints after the last file.
+    """
+
+    def __init__(self, options: KafkaDumpOptions, emit: Callable[[str], None]):
+        self.options = options
+        self.emit = emit
+        self.index_mismatches: dict[str, list[tuple[int, int]]] = {}
+        self.time_mismatches: dict[str, list[tuple[int, int]]] = {}
+        self.time_out_of_order: dict[str, list[tuple[int, int]]] = {}
+        self.time_not_found: dict[str, list[tuple[int, int]]] = {}
+        self.non_consecutive: dict[str, list[tuple[int, int]]] = {}
+        self.ignored: list[str] = []
+
+    # -- dispatch -----------------------------------------------------------
+
+    def dump_file(self, path: str) -> None:
+        self.emit(f"Dumping {path}")
+        name = os.path.basename(path)
+        suffix = name[name.rfind("."):] if "." in name else ""
+        if suffix in (".log", ".checkpoint"):
+            self.dump_log(path)
+        elif suffix == ".index":
+            self.dump_offset_index(path)
+        elif suffix == ".timeindex":
+            self.dump_time_index(path)
+        elif suffix == ".snapshot":
+            self.dump_producer_snapshot(path)
+        elif suffix == ".txnindex":
+            self.dump_txn_index(path)
+        else:
+            self.ignored.append(f"Ignoring unknown file {path}")
+
+    def report_lines(self) -> list[str]:
+        lines = list(self.ignored)
+        for path, pairs in self.index_mismatches.items():
+            lines.append(f"Mismatches in :{path}")
+            lines.extend(f"  Index offset: {a}, log offset: {b}" for a, b in pairs)
+        for path, pairs in self.time_mismatches.items():
+            lines.append(f"Found timestamp mismatch in :{path}")
+            lines.extend(f"  Index timestamp: {a}, log timestamp: {b}" for a, b in pairs)
+        for path, pairs in self.time_out_of_order.items():
+            lines.append(f"Found out of order timestamp in :{path}")
+            lines.extend(f"  Index timestamp: {a}, Previously indexed timestamp: {b}" for a, b in pairs)
+        for pairs in self.time_not_found.values():
+            lines.append("The following indexed offsets are not found in the log.")
+            lines.extend(f"Indexed offset: {a}, found log offset: {b}" for a, b in pairs)
+        for path, pairs in self.non_consecutive.items():
+            lines.append(f"Non-consecutive offsets in {path}")
+            lines.extend(f"  {a} is followed by {b}" for a, b in pairs)
+        return lines
+
+    # -- .log ---------------------------------------------------------------
+
+    def dump_log(self, path: str) -> None:
+        opts = self.options
+        name = os.path.basename(path)
+        if name.endswith(".log"):
+            self.emit(f"Log starting offset: {offset_from_file_name(path)}")
+        buf = open_buffer(path)
+        end = min(opts.max_bytes, len(buf))
+        scan = BatchScan(buf, 0, end, path=path)
+        parse = _offsets_parser if opts.offsets_decoder else _plain_parser
+        emit = self.emit
+        last_offset = -1
+        pairs: list[tuple[int, int]] = []
+        valid_bytes = 0
+        try:
+            for batch in scan:
+                emit(batch_line(batch, valid_bytes))
+                if opts.deep:
+                    for record in batch_records(batch, path, opts.decompress_cap):
+                        if last_offset != -1 and record.offset != last_offset + 1:
+                            pairs.append((last_offset, record.offset))
+                        last_offset = record.offset
+                        emit(self._record_line(batch, record, parse))
+                valid_bytes += batch.size
+        finally:
+            if pairs:
+                # Kafka prepends each pair, so the report lists them newest first
+                self.non_consecutive[path] = pairs[::-1]
+        trailing = end - valid_bytes
+        if trailing > 0 and opts.max_bytes == INT_MAX:
+            emit(f"Found {trailing} invalid bytes at the end of {name}")
+
+    def _record_line(self, batch: RecordBatch, record, parse) -> str:
+        opts = self.options
+        parts = []
+        prefix = "| "
+        if not opts.skip_record_metadata:
+            parts.append(
+                f"| offset: {record.offset} {batch.timestamp_type}: {record.timestamp}"
+                f" keySize: {record.key_size} valueSize: {record.value_size}"
+            )
+            prefix = " "
+            if batch.magic >= 2:
+                parts.append(f" sequence: {record.sequence} headerKeys: [{','.join(k for k, _ in record.headers)}]")
+            else:
+                parts.append(f" isValid: {_java_bool(record.crc_valid)} crc: {record.crc}}}")
+            if batch.is_control:
+                parts.append(_control_text(record))
+        if opts.print_contents and not batch.is_control:
+            key, payload = parse(record)
+            if key is not None:
+                parts.append(f"{prefix}key: {key}")
+            if payload is not None:
+                parts.append(f" payload: {payload}")
+        return "".join(parts)
+
+    # -- indexes ------------------------------------------------------------
+
+    def dump_offset_index(self, path: str) -> None:
+        opts = self.options
+        index = kafka_index.OffsetIndexFile(path)
+        log_buf = open_buffer(_sibling(path, ".log"))
+        if index.entries == 0:
+            self.emit(f"{path} is empty.")
+            return
+        if opts.index_sanity_check:
+            index.sanity_check()
+            self.emit(f"{path} passed sanity check.")
+            return
+        mismatches = []
+        try:
+            for i in range(index.entries):
+                offset, position = index.entry(i)
+                if offset == index.base_offset and i > 0:
+                    return
+                end = min(len(log_buf), position + opts.max_message_size)
+                first = next(iter(BatchScan(log_buf, position, end, path=path)), None) if position <= len(log_buf) else None
+                if first is None:
+                    raise CorruptData(
+                        f"no record batch found at position {position} of the log for index entry {i} "
+                        f"(offset {offset})",
+                        path, i * index.entry_size,
+                    )
+                if first.last_offset != offset:
+                    mismatches.append((offset, first.last_offset))
+                if not opts.verify_index_only:
+                    self.emit(f"offset: {offset} position: {position}")
+        finally:
+            if mismatches:
+                self.index_mismatches[path] = mismatches[::-1]
+
+    def dump_time_index(self, path: str) -> None:
+        opts = self.options
+        log_buf = open_buffer(_sibling(path, ".log"))
+        offset_index = kafka_index.OffsetIndexFile(_sibling(path, ".index"))
+        time_index = kafka_index.TimeIndexFile(path)
+        if opts.index_sanity_check:
+            time_index.sanity_check()
+            self.emit(f"{path} passed sanity check.")
+            return
+        offsets = offset_index.offsets
+        prev_ts = NO_TIMESTAMP
+        for i in range(time_index.entries):
+            timestamp, offset = time_index.entry(i)
+            if offset == time_index.base_offset and i > 0:
+                return
+            slot = floor_slot(offsets, offset_index.entries, offset, offset_index.entry_size)
+            position = 0 if slot == -1 else offset_index.entry(slot)[1]
+            found = None
+            if position <= len(log_buf):
+                for batch in BatchScan(log_buf, position, len(log_buf), path=_sibling(path, ".log")):
+                    if batch.last_offset >= offset:
+                        found = batch
+                        break
+            if found is None:
+                self.time_not_found.setdefault(path, []).append((offset, -1))
+            elif found.last_offset != offset:
+                self.time_not_found.setdefault(path, []).append((offset, found.last_offset))
+            else:
+                max_ts = NO_TIMESTAMP
+                for record in batch_records(found, path, opts.decompress_cap):
+                    max_ts = max(max_ts, record.timestamp)
+                if max_ts != timestamp:
+                    self.time_mismatches.setdefault(path, []).append((timestamp, max_ts))
+                if prev_ts >= timestamp:
+                    self.time_out_of_order.setdefault(path, []).append((timestamp, prev_ts))
+            if not opts.verify_index_only:
+                self.emit(f"timestamp: {timestamp} offset: {offset}")
+            prev_ts = timestamp
+
+    # -- files that need no log ---------------------------------------------
+
+    def dump_producer_snapshot(self, path: str) -> None:
+        for line in kafka_state.producer_snapshot_lines(path):
+            self.emit(line)
+
+    def dump_txn_index(self, path: str) -> None:
+        for line in kafka_state.txn_index_lines(path):
+            self.emit(line)
+
+
+def _control_text(record) -> str:
+    type_id, name = control_record_type(record)
+    if name in ("ABORT", "COMMIT"):
+        _version, epoch = end_txn_marker(record)
+        return f" endTxnMarker: {name} coordinatorEpoch: {epoch}"
+    return f" controlType: {name}({type_id})"
+
+
+def _sibling(path: str, suffix: str) -> str:
+    directory, name = os.path.split(path)
+    return os.path.join(directory, name.split(".")[0] + suffix)
+
+
+def run_kafka_dump(paths: list[str], options: KafkaDumpOptions, emit: Callable[[str], None],
+                   emit_err: Callable[[str], None]) -> int:
+    """Dump files as kafka-dump-log does; returns the exit code (0, 1 or 2)."""
+    tool = KafkaDumpLog(options, emit)
+    for path in paths:
+        try:
+            tool.dump_file(path)
+        except UnreadableInput as exc:
+            emit_err(f"segtool: {exc}")
+            return 2
+        except SegtoolError as exc:
+            emit_err(f"segtool: {exc.at(path)}")
+            return 1
+    for line in tool.report_lines():
+        emit_err(line)
+    return 0
