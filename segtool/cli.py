@@ -154,19 +154,16 @@ def main() -> None:
         sys.exit(EXIT_CLEAN)
     except KeyboardInterrupt:
         sys.exit(130)
+    except typer.Abort:
+        sys.exit(130)
     except Exception as exc:  # the last line of defence: never a traceback unless asked
-        import click
-
-        if isinstance(exc, click.exceptions.ClickException):
-            exc.show()
+        if hasattr(exc, "show") and hasattr(exc, "exit_code"):
+            exc.show()  # a usage error from the argument parser
             sys.exit(EXIT_UNREADABLE)
-        if isinstance(exc, click.exceptions.Abort):
-            sys.exit(130)
         if _State.debug:
             raise
         sys.stderr.write(f"segtool: internal error: {type(exc).__name__}: {exc} (run with --debug for details)\n")
         sys.exit(EXIT_UNREADABLE)
-
 
 if __name__ == "__main__":
     main()

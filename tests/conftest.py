@@ -22,3 +22,15 @@ def corpus_path(*parts: str) -> Path:
 @pytest.fixture
 def corpus() -> Path:
     return corpus_path()
+
+
+def case_dirs(family: str) -> list[Path]:
+    """Every case folder of a family ("kafka" or "rocketmq").
+
+    The full corpus when ../shared/corpus is present; otherwise the real cases
+    copied into sample_data/, so the core conformance tests still run.
+    """
+    root = CORPUS / family if (CORPUS / family).exists() else SAMPLE_DATA / family
+    if not root.exists():
+        return []
+    return sorted(p for p in root.iterdir() if p.is_dir() and (p / "case.json").exists())

@@ -219,7 +219,7 @@ class _Out:
         """Refuse before allocating when a declared size would pass the cap."""
         if self.total + n > self.ctx.cap:
             raise self.ctx.limit(
-                rel, f"{what} of {n} bytes would exceed the cap of {self.ctx.cap} bytes (already {self.total})"
+                rel, f"{what} ({n} bytes) would exceed the cap of {self.ctx.cap} bytes (already {self.total} decompressed)"
             )
 
     def result(self) -> bytes:
@@ -313,7 +313,7 @@ def _snappy_len(mv: memoryview, start: int, end: int, ctx: _Ctx) -> int:
 
 def _snappy_block(mv: memoryview, start: int, end: int, out: _Out, ctx: _Ctx) -> None:
     declared = _snappy_len(mv, start, end, ctx)
-    out.need(declared, start, "raw snappy block declaring")
+    out.need(declared, start, "raw block's declared length")
     try:
         res = cramjam.snappy.decompress_raw(mv[start:end])
     except Exception as e:  # cramjam.DecompressionError and anything else from the codec
@@ -504,7 +504,7 @@ def _lz4_frame(mv: memoryview, start: int, out: _Out, info: DecompressInfo, ctx:
             if got != want:
                 raise ctx.corrupt(block_pos, f"block checksum mismatch (stored 0x{want:08x}, computed 0x{got:08x})")
         if stored:
-            out.need(size, block_pos, "uncompressed block")
+            out.need(size, block_pos, "stored (uncompressed) block")
             res = bytes(block)
         else:
             try:

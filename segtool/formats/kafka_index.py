@@ -212,6 +212,7 @@ class AbstractIndex:
     DTYPE: ClassVar[np.dtype]
     SUFFIX: ClassVar[str]
     KIND: ClassVar[str]
+    entry_size: ClassVar[int]  # bytes per entry (Kafka's entrySize()), = LAYOUT.size
 
     def __init__(self, path, base_offset: int | None = None):
         self.path = Path(path)
@@ -224,24 +225,20 @@ class AbstractIndex:
 
     # -- sizes -------------------------------------------------------------
 
-    @classmethod
-    def entry_size(cls) -> int:
-        return cls.LAYOUT.size
-
     @property
     def entries(self) -> int:
         """Broker view: ``roundDownToExactMultiple(length, entrySize) / entrySize``."""
-        return self.length // self.entry_size()
+        return self.length // self.entry_size
 
     @property
     def max_entries(self) -> int:
         """``mmap.limit() / entrySize``; equal to ``entries`` for a file opened read-only."""
-        return self.length // self.entry_size()
+        return self.length // self.entry_size
 
     @property
     def trailing_bytes(self) -> int:
         """Bytes after the last whole entry (a sanity-check failure in Kafka)."""
-        return self.length % self.entry_size()
+        return self.length % self.entry_size
 
     @property
     def array(self) -> np.ndarray:
@@ -276,7 +273,7 @@ class AbstractIndex:
         """Entry ``n`` with the offset made absolute (Kafka's ``entry(n)``)."""
         if not 0 <= n < self.entries:
             raise IndexError(f"attempt to fetch entry {n} from {self.path}, which has {self.entries} entries")
-        return self._make_entry(self.LAYOUT.unpack_from(self.array, n * self.entry_size()))
+        return self._make_entry(self.LAYOUT.unpack_from(self.array, n * self.entry_size))
 
     def iter_entries(self, limit: int | None = None) -> Iterator:
         """Entries of the broker view (or the first ``limit``), offsets absolute."""
@@ -314,7 +311,7 @@ class AbstractIndex:
         if entries == 0:
             return -1
         keys = self._value_array() if by_value else self._key_array()
-        warm_entries = 8192 // self.entry_size()
+        warm_entries = 8192 // self.entry_size
         first_hot = max(0, entries - 1 - warm_entries)
         if int(keys[first_hot]) < target:
             return self._binary_search(keys, target, largest_lower, first_hot, entries - 1)
@@ -362,6 +359,7 @@ class OffsetIndex(AbstractIndex):
     DTYPE = OFFSET_INDEX_DTYPE
     SUFFIX = INDEX_SUFFIX
     KIND = "offset"
+    entry_size = OFFSET_INDEX_LAYOUT.size  # 8
 
     def _make_entry(self, raw: tuple) -> OffsetPosition:
         rel, position = raw
@@ -411,11 +409,11 @@ class OffsetIndex(AbstractIndex):
             raise CorruptIndex(
                 f"Corrupt index found, index file {shown} has non-zero size but the last offset "
                 f"is {last} which is less than the base offset {self.base_offset}",
-                shown, (self.entries - 1) * self.entry_size())
-        if self.length % self.entry_size() != 0:
+                shown, (self.entries - 1) * self.entry_size)
+        if self.length % self.entry_size != 0:
             raise CorruptIndex(
                 f"Index file {shown} is corrupt, found {self.length} bytes which is neither "
-                f"positive nor a multiple of {self.entry_size()}",
+                f"positive nor a multiple of {self.entry_size}",
                 shown, self.length - self.trailing_bytes)
 
 
@@ -427,6 +425,7 @@ class TimeIndex(AbstractIndex):
     DTYPE = TIME_INDEX_DTYPE
     SUFFIX = TIME_INDEX_SUFFIX
     KIND = "time"
+    entry_size = TIME_INDEX_LAYOUT.size  # 12
 
     def _make_entry(self, raw: tuple) -> TimestampOffset:
         timestamp, rel = raw
@@ -470,17 +469,17 @@ class TimeIndex(AbstractIndex):
                     f"Corrupt time index found, time index file ({shown}) has non-zero size but "
                     f"the last timestamp is {last.timestamp} which is less than the first "
                     f"timestamp {first_ts}",
-                    shown, (self.entries - 1) * self.entry_size())
+                    shown, (self.entries - 1) * self.entry_size)
             if last.offset < self.base_offset:
                 raise CorruptIndex(
                     f"Corrupt time index found, time index file ({shown}) has non-zero size but "
                     f"the last offset is {last.offset} which is less than the first offset "
                     f"{self.base_offset}",
-                    shown, (self.entries - 1) * self.entry_size())
-        if self.length % self.entry_size() != 0:
+                    shown, (self.entries - 1) * self.entry_size)
+        if self.length % self.entry_size != 0:
             raise CorruptIndex(
                 f"Time index file {shown} is corrupt, found {self.length} bytes which is neither "
-                f"positive nor a multiple of {self.entry_size()}",
+                f"positive nor a multiple of {self.entry_size}",
                 shown, self.length - self.trailing_bytes)
 
 
@@ -580,6 +579,7 @@ class TransactionIndex:
     LAYOUT = TXN_INDEX_LAYOUT
     DTYPE = TXN_INDEX_DTYPE
     SUFFIX = TXN_INDEX_SUFFIX
+    entry_size = TXN_INDEX_LAYOUT.size  # 34
 
     def __init__(self, path, base_offset: int | None = None):
         self.path = Path(path)
@@ -587,19 +587,15 @@ class TransactionIndex:
         self.length = _file_size(path)
         self._array: np.ndarray | None = None
 
-    @classmethod
-    def entry_size(cls) -> int:
-        return cls.LAYOUT.size
-
     @property
     def entries(self) -> int:
         """Whole entries: Kafka's iterator continues while ``size - position >= 34``."""
-        return self.length // self.entry_size()
+        return self.length // self.entry_size
 
     @property
     def trailing_bytes(self) -> int:
         """Bytes after the last whole entry; Kafka ignores them silently."""
-        return self.length % self.entry_size()
+        return self.length % self.entry_size
 
     @property
     def array(self) -> np.ndarray:
@@ -629,7 +625,7 @@ class TransactionIndex:
             raise KafkaReportedError(
                 f"Unexpected aborted transaction version {v} in transaction index {shown}, "
                 f"current version is {ABORTED_TXN_CURRENT_VERSION}",
-                shown, limit * self.entry_size())
+                shown, limit * self.entry_size)
         return result
 
     def sanity_check(self, display_path=None) -> None:
@@ -641,7 +637,7 @@ class TransactionIndex:
             if txn.last_offset < self.base_offset:
                 raise CorruptIndex(
                     f"Last offset of aborted transaction {txn} in index {shown} is less than "
-                    f"start offset {self.base_offset}", shown, i * self.entry_size())
+                    f"start offset {self.base_offset}", shown, i * self.entry_size)
 
     def close(self) -> None:
         self._array = None

@@ -546,7 +546,8 @@ def parse_partition_metadata(data: bytes, path=None) -> PartitionMetadata:
         line = lines[i] if i < len(lines) else None
         offset = _line_offset(lines, text, i) if i < len(lines) else len(data)
         err = TruncatedPartitionMetadata if line is None else CorruptCheckpoint
-        return err(f"Malformed line in partition metadata file [{location}]: {line}", path, offset)
+        shown = "null" if line is None else line  # String.format("%s", null)
+        return err(f"Malformed line in partition metadata file [{location}]: {shown}", path, offset)
 
     def field(i: int, key: str) -> str:
         if i >= len(lines):

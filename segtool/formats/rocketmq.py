@@ -683,15 +683,23 @@ class CommitLog:
         return None
 
     def message_at(self, phy_offset: int, **decode_options) -> dict | None:
-        """The message starting at ``phy_offset``; None when no file holds that offset.
+        """The message starting at ``phy_offset``.
 
-        Raises CorruptData when the bytes there are not a message record.
+        None when no file holds that offset or the bytes there are unwritten
+        zeros or the blank end-of-file record (RocketMQ's lookMessageByOffset
+        finds nothing there either); CorruptData for anything else that is not
+        a message record.
         """
         found = self._file_for(phy_offset)
         if found is None:
             return None
         start, mf = found
-        return decode_message(mf.buf, phy_offset - start, file_from_offset=start, file=mf.path.name,
+        pos = phy_offset - start
+        if pos + 8 <= mf.size:
+            total_size, magic = BLANK_RECORD_FAST.unpack_from(mf.buf, pos)
+            if magic == BLANK_MAGIC_CODE or (magic == 0 and total_size == 0):
+                return None
+        return decode_message(mf.buf, pos, file_from_offset=start, file=mf.path.name,
                               path=str(mf.path), **decode_options)
 
     def close(self) -> None:
@@ -845,7 +853,7 @@ class ConsumeQueue:
             "topic": self.topic, "queueId": self.queue_id,
             "minOffsetInQueue": first["queueOffset"] if first else max_offset,
             "maxOffsetInQueue": max_offset,
-            "maxPhysicOffset": last["commitLogOffset"] + last["size"] if last else None,
+            "maxPhysicOffset": last["commitLogOffset"] + last["size"] if last else -1,
             "files": [f"{p.name}:{p.stat().st_size}" for _, p in self.files],
         }
 
@@ -989,6 +997,8 @@ class IndexFile:
             elif hash_slot_num is None or index_num is None:
                 raise ValueError("give both hash_slot_num and index_num, or neither")
             else:
+                if hash_slot_num <= 0 or index_num <= 0:
+                    raise ValueError("hash_slot_num and index_num must be positive")
                 self.geometry_source = "explicit"
                 expected = index_file_size(hash_slot_num, index_num)
                 if self.size < expected:

@@ -1,0 +1,31 @@
+# Quick start: `make demo` runs segtool on sample_data/, `make test` runs the test suite.
+# Both create .venv/ with everything needed on first use.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-stamp
+KAFKA := sample_data/kafka
+TXN := $(KAFKA)/c04-transactions/data/c04-txn-0
+
+.PHONY: demo test bench install
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q -e '.[test]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+demo: $(STAMP)
+	@echo "== segtool dump (text) of a transactional Kafka segment, first lines"
+	$(BIN)/segtool dump $(TXN)/00000000000000000000.log | head -n 8
+	@echo "== segtool dump --format kafka: kafka-dump-log's own output, byte for byte"
+	$(BIN)/segtool dump --format kafka $(TXN)/00000000000000000000.txnindex
+	@echo "== segtool dump of a segment with a zero-filled tail: stops and says where (exit 1)"
+	-$(BIN)/segtool dump --shallow $(KAFKA)/c11c-zero-tail-64k/data/c01-plain-0/00000000000000000000.log | tail -n 2
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q
+
+bench: $(STAMP)
+	$(BIN)/python -m pytest -q -s tests/bench

@@ -1,0 +1,248 @@
+"""A Kafka partition directory as the broker sees it: segments, indexes, lookups.
+
+``PartitionView`` keeps segments keyed by base offset with a floor lookup (the
+role of the broker's skip list).  Each ``Segment`` answers the broker's own
+questions: where does offset N start (``translate_offset``), which record is the
+first at or after timestamp T (``find_offset_by_timestamp``), and what is its
+largest timestamp.  Every command reads Kafka data through these classes.
+"""
+
+from __future__ import annotations
+
+import bisect
+import os
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Iterator
+
+from segtool.engine.source import open_buffer
+from segtool.errors import UnreadableInput
+from segtool.formats.detect import offset_from_file_name
+from segtool.formats.kafka_index import NO_TIMESTAMP, OffsetIndex, TimeIndex
+from segtool.formats.kafka_log import BatchScan, RecordBatch, batch_records
+
+DEFAULT_CAP = 256 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class RecordHit:
+    """A record found by a lookup, with where it lives."""
+
+    offset: int
+    timestamp: int
+    segment: str  # path of the .log file
+    position: int  # byte position of its batch
+    batch: RecordBatch
+    record: object
+
+    def as_dict(self) -> dict:
+        rec = self.record
+        return {
+            "offset": self.offset,
+            "timestamp": self.timestamp,
+            "timestamp_type": self.batch.timestamp_type,
+            "segment": self.segment,
+            "position": self.position,
+            "key": None if rec.key is None else rec.key.decode("utf-8", "replace"),
+            "key_size": rec.key_size,
+            "value_size": rec.value_size,
+            "batch_base_offset": self.batch.base_offset,
+            "batch_last_offset": self.batch.last_offset,
+        }
+
+
+class Segment:
+    """One segment: its .log and the indexes beside it (any may be missing)."""
+
+    def __init__(self, log_path: str, cap: int = DEFAULT_CAP):
+        self.log_path = log_path
+        self.base_offset = offset_from_file_name(log_path)
+        self.cap = cap
+        stem = log_path[: -len(".log")]
+        self.index_path = stem + ".index"
+        self.timeindex_path = stem + ".timeindex"
+        self.txnindex_path = stem + ".txnindex"
+
+    def __repr__(self) -> str:
+        return f"Segment({self.log_path!r})"
+
+    @cached_property
+    def log(self):
+        return open_buffer(self.log_path)
+
+    @cached_property
+    def offset_index(self) -> OffsetIndex | None:
+        return OffsetIndex(self.index_path, self.base_offset) if os.path.exists(self.index_path) else None
+
+    @cached_property
+    def time_index(self) -> TimeIndex | None:
+        return TimeIndex(self.timeindex_path, self.base_offset) if os.path.exists(self.timeindex_path) else None
+
+    @property
+    def size(self) -> int:
+        return len(self.log)
+
+    def batches_from(self, position: int = 0) -> Iterator[RecordBatch]:
+        return iter(BatchScan(self.log, position, path=self.log_path))
+
+    def records(self, batch: RecordBatch):
+        return batch_records(batch, self.log_path, self.cap)
+
+    # -- the broker's questions --------------------------------------------
+
+    def index_position(self, offset: int) -> int:
+        """OffsetIndex.lookup: byte position to start scanning for ``offset``."""
+        if self.offset_index is None:
+            return 0
+        return self.offset_index.lookup(offset).position
+
+    def translate_offset(self, offset: int) -> RecordBatch | None:
+        """LogSegment.translateOffset: the first batch whose last offset >= ``offset``."""
+        for batch in self.batches_from(self.index_position(offset)):
+            if batch.last_offset >= offset:
+                return batch
+        return None
+
+    def read_from(self, offset: int) -> RecordHit | None:
+        """The first record with offset >= ``offset`` in this segment (what a fetch returns).
+
+        Control records are skipped, as consumers never see them.
+        """
+        position = self.index_position(offset)
+        for batch in self.batches_from(position):
+            if batch.last_offset < offset or batch.is_control:
+                continue
+            for record in self.records(batch):
+                if record.offset >= offset:
+                    return RecordHit(record.offset, record.timestamp, self.log_path, batch.position, batch, record)
+        return None
+
+    def max_timestamp_so_far(self) -> tuple[int, int]:
+        """LogSegment.maxTimestampAndOffsetSoFar as loaded: the time index's last entry."""
+        if self.time_index is not None and self.time_index.entries > 0:
+            entry = self.time_index.last_entry()
+            return entry.timestamp, entry.offset
+        # no time index: what recovery would rebuild, the largest batch max timestamp
+        best = (NO_TIMESTAMP, self.base_offset)
+        for batch in self.batches_from(0):
+            if batch.max_timestamp > best[0]:
+                best = (batch.max_timestamp, batch.last_offset)
+        return best
+
+    def largest_timestamp(self) -> int:
+        """LogSegment.largestTimestamp: max timestamp so far, else the file's mtime."""
+        ts = self.max_timestamp_so_far()[0]
+        if ts >= 0:
+            return ts
+        return int(os.stat(self.log_path).st_mtime * 1000)
+
+    def find_offset_by_timestamp(self, timestamp: int, starting_offset: int) -> RecordHit | None:
+        """LogSegment.findOffsetByTimestamp then FileRecords.searchForTimestamp."""
+        if self.time_index is not None:
+            from_index = self.time_index.lookup(timestamp)
+            floor_offset = from_index.offset
+        else:
+            floor_offset = self.base_offset
+        position = self.index_position(max(floor_offset, starting_offset))
+        for batch in self.batches_from(position):
+            if batch.max_timestamp >= timestamp:
+                for record in self.records(batch):
+                    if record.timestamp >= timestamp and record.offset >= starting_offset:
+                        return RecordHit(record.offset, record.timestamp, self.log_path, batch.position, batch, record)
+        return None
+
+    def next_offset(self) -> int:
+        """The offset after the last batch (LogSegment.readNextOffset)."""
+        start = 0
+        if self.offset_index is not None and self.offset_index.entries > 0:
+            start = self.offset_index.last_entry().position
+            if start > self.size:
+                start = 0
+        last = None
+        for batch in self.batches_from(start):
+            last = batch
+        return self.base_offset if last is None else last.last_offset + 1
+
+
+class PartitionView:
+    """Segments of one partition directory, keyed by base offset."""
+
+    def __init__(self, directory: str, cap: int = DEFAULT_CAP):
+        if not os.path.isdir(directory):
+            raise UnreadableInput("not a partition directory", directory)
+        self.directory = directory
+        logs = sorted(
+            (offset_from_file_name(name), os.path.join(directory, name))
+            for name in os.listdir(directory)
+            if name.endswith(".log") and name.split(".")[0].isdigit()
+        )
+        if not logs:
+            raise UnreadableInput("no .log segments in this directory", directory)
+        self.segments = [Segment(path, cap) for _, path in logs]
+        self.base_offsets = [s.base_offset for s in self.segments]
+
+    @property
+    def name(self) -> str:
+        return os.path.basename(os.path.normpath(self.directory))
+
+    def floor_segment(self, offset: int) -> int:
+        """Index of the segment with the largest base offset <= ``offset`` (-1 if none)."""
+        return bisect.bisect_right(self.base_offsets, offset) - 1
+
+    @cached_property
+    def log_start_offset(self) -> int:
+        """From the log dir's log-start-offset-checkpoint when present, else the first segment."""
+        parent = os.path.dirname(os.path.abspath(self.directory))
+        checkpoint = os.path.join(parent, "log-start-offset-checkpoint")
+        topic, _, partition = self.name.rpartition("-")
+        if os.path.exists(checkpoint) and partition.isdigit():
+            from segtool.formats.kafka_state import read_offset_checkpoint
+
+            try:
+                found = read_offset_checkpoint(checkpoint).get((topic, int(partition)))
+            except Exception:  # an unreadable checkpoint: fall back like a fresh load
+                found = None
+            if found is not None:
+                return max(found, self.base_offsets[0])
+        return self.base_offsets[0]
+
+    @cached_property
+    def log_end_offset(self) -> int:
+        return self.segments[-1].next_offset()
+
+    def read_at(self, offset: int) -> RecordHit | None:
+        """The record a fetch at ``offset`` returns first: the first record with offset >= it."""
+        if offset >= self.log_end_offset:
+            return None
+        start = max(self.floor_segment(offset), 0)
+        for segment in self.segments[start:]:
+            hit = segment.read_from(offset)
+            if hit is not None:
+                return hit
+        return None
+
+    def offset_for_timestamp(self, timestamp: int) -> RecordHit | None:
+        """UnifiedLog.fetchOffsetByTimestamp for a target timestamp (ListOffsets)."""
+        for segment in self.segments:
+            if segment.largest_timestamp() >= timestamp:
+                return segment.find_offset_by_timestamp(timestamp, self.log_start_offset)
+        return None
+
+    def max_timestamp_hit(self) -> RecordHit | None:
+        """ListOffsets MAX_TIMESTAMP: the record carrying the partition's largest timestamp."""
+        best_segment = None
+        best = NO_TIMESTAMP - 1
+        for segment in self.segments:
+            ts = segment.max_timestamp_so_far()[0]
+            if ts > best:  # maxBy keeps the first of equal maxima
+                best, best_segment = ts, segment
+        if best_segment is None:
+            return None
+        ts, offset = best_segment.max_timestamp_so_far()
+        for batch in best_segment.batches_from(best_segment.index_position(offset)):
+            if batch.max_timestamp == ts:
+                for record in best_segment.records(batch):
+                    if record.timestamp == ts:
+                        return RecordHit(record.offset, ts, best_segment.log_path, batch.position, batch, record)
+                return None
+        return None

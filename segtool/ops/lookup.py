@@ -1,0 +1,86 @@
+"""`lookup`: answer the broker's lookups from files, through the engine.
+
+Kafka: fetch at an offset, ListOffsets for a timestamp (and the special
+latest/earliest/max-timestamp), the offset index's own floor/ceiling answer.
+Every function returns a plain dict (the CLI's ``--json`` object).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+
+from segtool.engine.partition import PartitionView
+from segtool.errors import SegtoolError
+
+LATEST, EARLIEST, MAX_TIMESTAMP = -1, -2, -3
+_SPECIAL = {"latest": LATEST, "earliest": EARLIEST, "max-timestamp": MAX_TIMESTAMP}
+
+
+def parse_timestamp(text: str) -> int:
+    """Epoch milliseconds, a special name (latest/earliest/max-timestamp) or ISO-8601."""
+    text = text.strip()
+    if text.lower() in _SPECIAL:
+        return _SPECIAL[text.lower()]
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        moment = _dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise SegtoolError(f"timestamp {text!r} is neither epoch ms, ISO-8601 nor latest/earliest/max-timestamp") from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=_dt.timezone.utc)
+    return int(moment.timestamp() * 1000)
+
+
+def _empty(partition: PartitionView, **extra) -> dict:
+    return {"partition_dir": partition.directory, "offset": None, "timestamp": None,
+            "segment": None, "position": None, **extra}
+
+
+def lookup_offset(directory: str, offset: int) -> dict:
+    """The first record a fetch at ``offset`` returns (the next one inside a compaction gap)."""
+    partition = PartitionView(directory)
+    hit = partition.read_at(offset)
+    if hit is None:
+        return _empty(partition, requested_offset=offset, log_end_offset=partition.log_end_offset)
+    return {"partition_dir": directory, "requested_offset": offset, **hit.as_dict()}
+
+
+def lookup_timestamp(directory: str, timestamp: int) -> dict:
+    """ListOffsets: the first offset whose timestamp >= ``timestamp`` (or a special value)."""
+    partition = PartitionView(directory)
+    base = {"partition_dir": directory, "requested_timestamp": timestamp}
+    if timestamp == LATEST:
+        return {**_empty(partition), **base, "offset": partition.log_end_offset}
+    if timestamp == EARLIEST:
+        return {**_empty(partition), **base, "offset": partition.log_start_offset}
+    hit = partition.max_timestamp_hit() if timestamp == MAX_TIMESTAMP else partition.offset_for_timestamp(timestamp)
+    if hit is None:
+        return {**_empty(partition), **base}
+    return {**base, **hit.as_dict()}
+
+
+def lookup_index_entry(directory: str, offset: int, ceiling: bool) -> dict:
+    """The offset index's own answer before any scan: floor (<=) or ceiling (>=) entry."""
+    partition = PartitionView(directory)
+    slot = partition.floor_segment(offset)
+    segments = partition.segments[max(slot, 0):]
+    for segment in segments:
+        index = segment.offset_index
+        if index is None or index.entries == 0:
+            continue
+        if ceiling:
+            found = index.smallest_upper_bound_slot(offset)
+        else:
+            found = index.largest_lower_bound_slot(offset)
+        if found == -1:
+            if ceiling:
+                continue
+            break
+        entry = index.entry(found)
+        return {"partition_dir": directory, "requested_offset": offset, "mode": "ceiling" if ceiling else "floor",
+                "index": segment.index_path, "slot": found, "offset": entry.offset, "position": entry.position,
+                "segment": segment.log_path, "timestamp": None}
+    return {**_empty(partition), "requested_offset": offset, "mode": "ceiling" if ceiling else "floor"}
