@@ -131,6 +131,82 @@ def dump(
     raise typer.Exit(EXIT_PROBLEMS if problems else EXIT_CLEAN)
 
 
+def _print_json(obj) -> None:
+    sys.stdout.write(json.dumps(obj, ensure_ascii=False) + "\n")
+
+
+def _print_answer(answer: dict, as_json: bool) -> None:
+    if as_json:
+        _print_json(answer)
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(show_header=False, box=None)
+    for key, value in answer.items():
+        if key != "messages":
+            table.add_row(key, "null" if value is None else str(value))
+    Console().print(table)
+    for message in answer.get("messages", []):
+        Console().print(message)
+
+
+@app.command()
+def lookup(
+    path: str = typer.Argument(..., help="A Kafka partition directory or a RocketMQ store directory."),
+    offset: Optional[int] = typer.Option(None, "--offset", help="Kafka: the record a fetch at this offset returns."),
+    timestamp: Optional[str] = typer.Option(None, "--timestamp", help="Kafka: ListOffsets for epoch ms, ISO-8601, latest, earliest or max-timestamp."),
+    floor: bool = typer.Option(False, "--floor", help="With --offset: the offset index's floor entry (<=), no scan."),
+    ceiling: bool = typer.Option(False, "--ceiling", help="With --offset: the offset index's ceiling entry (>=), no scan."),
+    key: Optional[str] = typer.Option(None, "--key", help="Find messages by key (RocketMQ: with --topic)."),
+    topic: Optional[str] = typer.Option(None, "--topic", help="RocketMQ topic."),
+    begin: int = typer.Option(0, "--begin", help="RocketMQ key lookup: window start, epoch ms."),
+    end: int = typer.Option(2**63 - 1, "--end", help="RocketMQ key lookup: window end, epoch ms."),
+    max_num: int = typer.Option(64, "--max", help="RocketMQ key lookup: most offsets to return (RocketMQ caps at 64)."),
+    include_collisions: bool = typer.Option(False, "--include-collisions", help="RocketMQ: keep hash collisions (IndexService's raw answer)."),
+    queue_id: Optional[int] = typer.Option(None, "--queue-id", help="RocketMQ: ConsumeQueue id (with --queue-offset)."),
+    queue_offset: Optional[int] = typer.Option(None, "--queue-offset", help="RocketMQ: unit number in the ConsumeQueue."),
+    as_json: bool = typer.Option(False, "--json", help="One JSON object on stdout."),
+):
+    """Answer a broker lookup from files alone.
+
+    Examples:
+
+      segtool lookup data/orders-0 --offset 1200
+
+      segtool lookup data/orders-0 --timestamp 2026-11-21T10:00:00Z --json
+
+      segtool lookup data/orders-0 --offset 1200 --floor
+
+      segtool lookup store --topic TopicA --key order-42
+    """
+    from segtool.ops import lookup as ops
+
+    chosen = [x is not None for x in (offset, timestamp, key, queue_id)]
+    if sum(chosen) != 1:
+        _fail("give exactly one of --offset, --timestamp, --key, --queue-id", EXIT_UNREADABLE)
+    if key is not None:
+        answer = ops.lookup_key(path, key, topic=topic, begin=begin, end=end, max_num=max_num,
+                                include_collisions=include_collisions)
+        found = bool(answer.get("phy_offsets") or answer.get("offsets"))
+    elif queue_id is not None:
+        if topic is None or queue_offset is None:
+            _fail("--queue-id needs --topic and --queue-offset", EXIT_UNREADABLE)
+        answer = ops.lookup_queue(path, topic, queue_id, queue_offset)
+        found = answer.get("phy_offset") is not None
+    elif offset is not None:
+        if floor or ceiling:
+            answer = ops.lookup_index_entry(path, offset, ceiling=ceiling)
+        else:
+            answer = ops.lookup_offset(path, offset)
+        found = answer.get("offset") is not None
+    else:
+        answer = ops.lookup_timestamp(path, ops.parse_timestamp(timestamp))
+        found = answer.get("offset") is not None
+    _print_answer(answer, as_json)
+    raise typer.Exit(EXIT_CLEAN if found else EXIT_PROBLEMS)
+
+
 def _err_line_after(out: _LineWriter):
     def emit(line: str) -> None:
         out.flush()

@@ -216,6 +216,7 @@ class AbstractIndex:
 
     def __init__(self, path, base_offset: int | None = None):
         self.path = Path(path)
+        self.display_path = os.fspath(path)  # as given: Kafka's messages show the path as passed
         self.base_offset = base_offset_from_name(path) if base_offset is None else int(base_offset)
         self.length = _file_size(path)
         self._array: np.ndarray | None = None
@@ -403,7 +404,7 @@ class OffsetIndex(AbstractIndex):
 
     def sanity_check(self, display_path=None) -> None:
         """``OffsetIndex.sanityCheck``; raises ``CorruptIndex`` with Kafka's message."""
-        shown = self.path if display_path is None else display_path
+        shown = self.display_path if display_path is None else display_path
         last = self.last_offset
         if self.entries != 0 and last < self.base_offset:
             raise CorruptIndex(
@@ -460,7 +461,7 @@ class TimeIndex(AbstractIndex):
 
     def sanity_check(self, display_path=None) -> None:
         """``TimeIndex.sanityCheck``; raises ``CorruptIndex`` with Kafka's message."""
-        shown = self.path if display_path is None else display_path
+        shown = self.display_path if display_path is None else display_path
         last = self.last_entry()
         if self.entries != 0:
             first_ts = self.entry(0).timestamp
@@ -481,6 +482,11 @@ class TimeIndex(AbstractIndex):
                 f"Time index file {shown} is corrupt, found {self.length} bytes which is neither "
                 f"positive nor a multiple of {self.entry_size}",
                 shown, self.length - self.trailing_bytes)
+
+
+# Names the kafka-dump-log renderer uses.
+OffsetIndexFile = OffsetIndex
+TimeIndexFile = TimeIndex
 
 
 def open_index(path, base_offset: int | None = None) -> AbstractIndex:
@@ -529,7 +535,7 @@ def offset_index_dump_lines(index, display_path=None) -> Iterator[str]:
     if not isinstance(index, OffsetIndex):
         index = OffsetIndex(index)
     if index.entries == 0:
-        yield f"{index.path if display_path is None else display_path} is empty."
+        yield f"{index.display_path if display_path is None else display_path} is empty."
         return
     for entry in index.iter_dump_entries():
         yield format_offset_entry(entry)
@@ -583,6 +589,7 @@ class TransactionIndex:
 
     def __init__(self, path, base_offset: int | None = None):
         self.path = Path(path)
+        self.display_path = os.fspath(path)
         self.base_offset = base_offset_from_name(path) if base_offset is None else int(base_offset)
         self.length = _file_size(path)
         self._array: np.ndarray | None = None
@@ -613,7 +620,7 @@ class TransactionIndex:
 
         Raises ``KafkaReportedError`` (Kafka's KafkaException) naming the entry.
         """
-        shown = self.path if display_path is None else display_path
+        shown = self.display_path if display_path is None else display_path
         result = []
         versions = self.array["version"]
         bad = np.flatnonzero((versions >> 8) > ABORTED_TXN_CURRENT_VERSION)
@@ -630,7 +637,7 @@ class TransactionIndex:
 
     def sanity_check(self, display_path=None) -> None:
         """``TransactionIndex.sanityCheck``: every lastOffset >= the segment base offset."""
-        shown = self.path if display_path is None else display_path
+        shown = self.display_path if display_path is None else display_path
         for i, txn in enumerate(self.iter_raw()):
             if txn.kafka_version > ABORTED_TXN_CURRENT_VERSION:
                 self.aborted_txns(display_path)  # raises Kafka's version error

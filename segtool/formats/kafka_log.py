@@ -107,15 +107,17 @@ RECORD_HEADER_V2 = cs.Struct(
     "value" / _NullableBytes(cs.ZigZag),
 )
 
-RECORD_V2 = cs.Struct(
-    "length" / cs.ZigZag,  # bytes after this field
+RECORD_V2_BODY = cs.Struct(
     "attributes" / cs.Int8sb,  # unused, 0
-    "timestamp_delta" / cs.ZigZag,
-    "offset_delta" / cs.ZigZag,
+    "timestamp_delta" / cs.ZigZag,  # from the batch's base timestamp
+    "offset_delta" / cs.ZigZag,  # from the batch's base offset
     "key" / _NullableBytes(cs.ZigZag),
     "value" / _NullableBytes(cs.ZigZag),
     "headers" / cs.PrefixedArray(cs.ZigZag, RECORD_HEADER_V2),
 )
+
+# A record: zigzag varint length of the body, then the body.
+RECORD_V2 = cs.Struct("length" / cs.ZigZag, *RECORD_V2_BODY.subcons)
 
 # Control record key (version, type) and the end-transaction marker value.
 CONTROL_KEY = cs.Struct("version" / cs.Int16sb, "type" / cs.Int16sb)

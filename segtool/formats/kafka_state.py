@@ -290,6 +290,11 @@ def snapshot_dump_lines(path, display_path=None) -> Iterator[str]:
         yield format_snapshot_entry(entry)
 
 
+# Names the kafka-dump-log renderer uses.
+producer_snapshot_lines = snapshot_dump_lines
+txn_index_lines = txn_index_dump_lines
+
+
 # --------------------------------------------------------------------------
 # Java text parsing helpers
 # --------------------------------------------------------------------------

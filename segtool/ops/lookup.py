@@ -63,24 +63,26 @@ def lookup_timestamp(directory: str, timestamp: int) -> dict:
 
 
 def lookup_index_entry(directory: str, offset: int, ceiling: bool) -> dict:
-    """The offset index's own answer before any scan: floor (<=) or ceiling (>=) entry."""
+    """The offset index's own answer before any scan.
+
+    Floor is ``OffsetIndex.lookup`` on the floor segment: the last entry <= offset,
+    or (base offset, position 0) when the index has none.  Ceiling is the first
+    entry >= offset, in this segment or a later one.
+    """
     partition = PartitionView(directory)
-    slot = partition.floor_segment(offset)
-    segments = partition.segments[max(slot, 0):]
+    mode = "ceiling" if ceiling else "floor"
+    first = max(partition.floor_segment(offset), 0)
+    segments = partition.segments[first:] if ceiling else partition.segments[first:first + 1]
     for segment in segments:
         index = segment.offset_index
-        if index is None or index.entries == 0:
+        entries = 0 if index is None else index.entries
+        slot = -1
+        if entries:
+            slot = index.smallest_upper_bound_slot(offset) if ceiling else index.largest_lower_bound_slot(offset)
+        if slot == -1 and ceiling:
             continue
-        if ceiling:
-            found = index.smallest_upper_bound_slot(offset)
-        else:
-            found = index.largest_lower_bound_slot(offset)
-        if found == -1:
-            if ceiling:
-                continue
-            break
-        entry = index.entry(found)
-        return {"partition_dir": directory, "requested_offset": offset, "mode": "ceiling" if ceiling else "floor",
-                "index": segment.index_path, "slot": found, "offset": entry.offset, "position": entry.position,
+        found_offset, position = (segment.base_offset, 0) if slot == -1 else index.entry(slot)
+        return {"partition_dir": directory, "requested_offset": offset, "mode": mode,
+                "index": segment.index_path, "slot": slot, "offset": found_offset, "position": position,
                 "segment": segment.log_path, "timestamp": None}
-    return {**_empty(partition), "requested_offset": offset, "mode": "ceiling" if ceiling else "floor"}
+    return {**_empty(partition), "requested_offset": offset, "mode": mode}
