@@ -10,10 +10,12 @@ from __future__ import annotations
 import functools
 import gzip
 import hashlib
+import ipaddress
 import json
 import re
 import struct
 import tracemalloc
+import zlib
 from pathlib import Path
 
 import construct as cs
@@ -570,6 +572,91 @@ def test_fast_index_decoder_agrees_with_construct(case):
             entries = cs.Array(count, rmq.INDEX_ENTRY).parse(data[index.entries_offset:])
             assert index.entries[:count].tolist() == [
                 (e.keyHash, e.phyOffset, e.timeDiff, e.prevIndex) for e in entries]
+
+
+# --------------------------------------------------------------------------
+# Synthetic records: what the 4.9.8 corpus does not contain (v2 magic, IPv6, codecs)
+# --------------------------------------------------------------------------
+
+
+def _build_record(body: bytes = b"payload", topic: str = "T", properties: str = "TAGS\x01x\x02",
+                  **fields) -> bytes:
+    """A CommitLog record built with the COMMITLOG_MESSAGE schema (totalSize filled in)."""
+    sys_flag = fields.get("sysFlag", 0)
+    values = {
+        "totalSize": 0, "magicCode": rmq.MESSAGE_MAGIC_CODE, "bodyCRC": zlib.crc32(body) & 0x7FFFFFFF,
+        "queueId": 1, "flag": 0, "queueOffset": 5, "physicalOffset": 0, "sysFlag": sys_flag,
+        "bornTimestamp": 1, "bornHost": bytes(16 if sys_flag & rmq.BORNHOST_V6_FLAG else 4), "bornPort": 1,
+        "storeTimestamp": 2, "storeHost": bytes(16 if sys_flag & rmq.STOREHOSTADDRESS_V6_FLAG else 4),
+        "storePort": 10911, "reconsumeTimes": 0, "preparedTransactionOffset": 0,
+        "bodyLength": len(body), "body": body, "topicLength": len(topic.encode()), "topic": topic.encode(),
+        "propertiesLength": len(properties.encode()), "properties": properties.encode(),
+    }
+    values.update(fields)
+    values["totalSize"] = len(rmq.COMMITLOG_MESSAGE.build(values))
+    return rmq.COMMITLOG_MESSAGE.build(values)
+
+
+def _compress(kind: str, data: bytes) -> bytes:
+    if kind == "zlib":
+        return zlib.compress(data, 5)
+    if kind == "lz4":
+        lz4_frame = pytest.importorskip("lz4.frame")
+        return lz4_frame.compress(data)
+    zstandard = pytest.importorskip("zstandard")
+    return zstandard.ZstdCompressor().compress(data)
+
+
+@pytest.mark.parametrize("codec", [0, 1, 2, 3])
+def test_v2_magic_ipv6_hosts_and_codecs(codec):
+    plain = bytes(range(256)) * 40
+    kind = rmq.COMPRESSION_TYPES[codec]
+    born = ipaddress.IPv6Address("2001:db8::1")
+    store = ipaddress.IPv6Address("fe80::2")
+    sys_flag = rmq.COMPRESSED_FLAG | codec << 8 | rmq.BORNHOST_V6_FLAG | rmq.STOREHOSTADDRESS_V6_FLAG
+    topic = "t" * 200  # needs the 2-byte topic length of MESSAGE_MAGIC_CODE_V2
+    record = _build_record(_compress(kind, plain), topic, "KEYS\x01a b\x02UNIQ_KEY\x01U1",
+                           magicCode=rmq.MESSAGE_MAGIC_CODE_V2, sysFlag=sys_flag, physicalOffset=4096,
+                           bornHost=born.packed, bornPort=7, storeHost=store.packed, storePort=9)
+    msg = rmq.decode_message(b"\0" * 16 + record, 16, file_from_offset=4080)
+    assert (msg["phyOffset"], msg["version"], msg["topic"]) == (4096, 2, topic)
+    assert (msg["bornHost"], msg["storeHost"]) == (f"[{born.compressed}]:7", f"[{store.compressed}]:9")
+    assert msg["offsetMsgId"] == (store.packed + struct.pack(">iq", 9, 4096)).hex().upper()
+    assert (msg["compression"], msg["bodyDecompressedLength"]) == (kind, len(plain))
+    assert msg["bodyDecompressedSha256"] == hashlib.sha256(plain).hexdigest()
+    assert msg["dispatch"] == {"success": True, "msgSize": len(record), "tagsCode": 0, "keys": "a b",
+                               "uniqKey": "U1", "commitLogOffset": 4096}
+
+
+def test_decompression_is_capped():
+    record = _build_record(zlib.compress(bytes(1 << 20)), sysFlag=rmq.COMPRESSED_FLAG)
+    msg = rmq.decode_message(record, max_decompressed=1000)
+    assert "exceeds 1000 bytes" in msg["bodyDecompressError"]
+    assert "bodyDecompressedLength" not in msg
+
+
+def test_file_scan_ends_and_errors():
+    first = _build_record()
+    second = _build_record(b"two", physicalOffset=len(first))
+    data = first + second
+    blank_size = 64
+    blank = rmq.BLANK_RECORD.build({"totalSize": blank_size, "magicCode": rmq.BLANK_MAGIC_CODE})
+    scan = rmq.CommitLogFileScan(data + blank + bytes(blank_size - len(blank)), file_from_offset=1000)
+    assert [m["phyOffset"] for m in scan] == [1000, 1000 + len(first)]
+    assert scan.end == {"kind": "blank", "fileOffset": len(data), "phyOffset": 1000 + len(data),
+                        "totalSize": blank_size, "magic": rmq.BLANK_MAGIC_CODE, "blankSizeMatches": True}
+
+    scan = rmq.CommitLogFileScan(data + bytes(100) + b"x" + bytes(3))
+    assert len(list(scan)) == 2
+    assert (scan.end["kind"], scan.end["nonZeroAfter"]) == ("zero-tail", len(data) + 100)
+
+    for junk, error in ((struct.pack(">ii", 200, 0x12345678) + bytes(16), CorruptData),  # bad magic
+                        (struct.pack(">ii", 12, rmq.MESSAGE_MAGIC_CODE) + bytes(16), CorruptData),  # bad size
+                        (first[:50], TruncatedData),  # record cut by the end of the file
+                        (b"\1\2\3", TruncatedData)):  # stray bytes after the last record
+        with pytest.raises(error) as info:
+            list(rmq.CommitLogFileScan(data + junk, path="f"))
+        assert (info.value.offset, info.value.path) == (len(data), "f")
 
 
 # --------------------------------------------------------------------------

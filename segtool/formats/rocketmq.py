@@ -24,7 +24,9 @@ bad one have been yielded by then.
 
 from __future__ import annotations
 
+import bisect
 import hashlib
+import io
 import ipaddress
 import mmap
 import os
@@ -48,6 +50,10 @@ try:
     import zstandard as _zstd
 except ImportError:  # pragma: no cover
     _zstd = None
+
+# what a damaged compressed body can raise from the codecs
+_CODEC_ERRORS: tuple[type[Exception], ...] = (CorruptData, zlib.error, RuntimeError, ValueError) + (
+    (_zstd.ZstdError,) if _zstd is not None else ())
 
 # --------------------------------------------------------------------------
 # Constants (MessageDecoder / MessageSysFlag / MessageConst)
@@ -303,8 +309,8 @@ def decompress_body(body: bytes, sys_flag: int, limit: int = DEFAULT_MAX_DECOMPR
             raise LimitExceeded(f"decompressed body exceeds {limit} bytes")
         return out
     if kind == "zstd" and _zstd is not None:  # ZstdCompressor: zstd frame
-        reader = _zstd.ZstdDecompressor().decompressobj()
-        out = reader.decompress(body)
+        with _zstd.ZstdDecompressor().stream_reader(io.BytesIO(body)) as reader:
+            out = reader.read(limit + 1)  # bounded, whatever the frame header claims
         if len(out) > limit:
             raise LimitExceeded(f"decompressed body exceeds {limit} bytes")
         return out
@@ -462,7 +468,7 @@ def decode_message(
         if decompress and body_len > 0:
             try:
                 plain = decompress_body(body, sys_flag, max_decompressed)
-            except (CorruptData, zlib.error, RuntimeError, ValueError) as exc:
+            except _CODEC_ERRORS as exc:
                 # a bad compressed body is reported, not fatal for the scan (RocketMQ's decode returns null)
                 msg["bodyDecompressError"] = str(exc)
             else:
@@ -671,16 +677,18 @@ class CommitLog:
 
     def __init__(self, path):
         self.files = list_mapped_files(_store_subdir(path, "commitlog"))
+        self._starts = [start for start, _ in self.files]
         self._open: dict[int, MappedFile] = {}
 
     def _file_for(self, phy_offset: int) -> tuple[int, MappedFile] | None:
-        for start, file_path in reversed(self.files):
-            if start <= phy_offset:
-                mf = self._open.get(start)
-                if mf is None:
-                    mf = self._open[start] = MappedFile(file_path)
-                return (start, mf) if phy_offset - start < mf.size else None
-        return None
+        i = bisect.bisect_right(self._starts, phy_offset) - 1
+        if i < 0:
+            return None
+        start, file_path = self.files[i]
+        mf = self._open.get(start)
+        if mf is None:
+            mf = self._open[start] = MappedFile(file_path)
+        return (start, mf) if phy_offset - start < mf.size else None
 
     def message_at(self, phy_offset: int, **decode_options) -> dict | None:
         """The message starting at ``phy_offset``.
@@ -744,23 +752,16 @@ class ConsumeQueueFileScan:
         self.path = path
         self.include_blank = include_blank
         self.end: dict | None = None
-        self.units = 0  # valid message units yielded (filler excluded)
-        self.valid_units = 0  # units RocketMQ's recovery accepts (filler included)
-
-    def _stop(self) -> int:
-        """Index of the first unit RocketMQ would not accept (or the unit count)."""
-        units = consumequeue_units(self.buf)
-        bad = np.flatnonzero((units["commitLogOffset"] < 0) | (units["size"] <= 0))
-        return int(bad[0]) if bad.size else len(units)
+        self.units = 0  # message units yielded (filler excluded)
 
     def __iter__(self) -> Iterator[dict]:
         buf = self.buf
         units = consumequeue_units(buf)
-        stop = self._stop()
+        bad = np.flatnonzero((units["commitLogOffset"] < 0) | (units["size"] <= 0))
+        stop = int(bad[0]) if bad.size else len(units)  # first unit recovery would not accept
         rows = units[:stop].tolist()  # one conversion instead of per-unit numpy scalars
         base = self.first_queue_offset
         for i, (offset, size, code) in enumerate(rows):
-            self.valid_units += 1
             if size == CQ_BLANK_UNIT_SIZE and offset == 0 and code == 0 and not self.include_blank:
                 continue
             self.units += 1
@@ -914,7 +915,7 @@ def _check_geometry(buf, size: int, header: dict, slots_n: int, entries_n: int) 
     return _GeometryCheck(ratio >= 0.95, last_matches, ratio)
 
 
-def _geometry_candidates(buf, size: int, header: dict, chunk: int = 1 << 20) -> Iterator[tuple[int, int]]:
+def _geometry_candidates(buf, size: int, header: dict, chunk: int = 1 << 18) -> Iterator[tuple[int, int]]:
     """(slots, entries) with 40 + 4*slots + 20*entries == size whose entries 0 and 1 look
     right (entry 0 zero; entry 1: beginPhyOffset, prevIndex 0, keyHash > 0, timeDiff >= 0).
 
@@ -979,7 +980,9 @@ class IndexFile:
     """One IndexFile, memory-mapped; the slot table and entries are numpy views on the map.
 
     ``hash_slot_num`` / ``index_num`` give the geometry (the header does not);
-    without them it is inferred (``infer_index_geometry``).  Nothing but the
+    without them it is inferred (``infer_index_geometry``).  With an explicit
+    geometry a longer file is read like RocketMQ maps it (the extra bytes are
+    ignored); a shorter one is TruncatedData.  Nothing but the
     header is read until the views are used, so a 420 MB default-geometry file
     costs no memory beyond the pages touched.
     """

@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from typing import Callable
 
 from segtool.errors import CorruptData, SegtoolError, UnreadableInput
-from segtool.engine.index_search import floor_slot
 from segtool.engine.source import open_buffer
 from segtool.formats import kafka_index, kafka_state
 from segtool.formats.detect import offset_from_file_name
@@ -112,7 +111,7 @@ class KafkaDumpLog:
         self.time_out_of_order: dict[str, list[tuple[int, int]]] = {}
         self.time_not_found: dict[str, list[tuple[int, int]]] = {}
         self.non_consecutive: dict[str, list[tuple[int, int]]] = {}
-        self.ignored: list[str] = []
+        self.errors: list[str] = []  # printed to stderr as they happen in Kafka; kept in order here
 
     # -- dispatch -----------------------------------------------------------
 
@@ -131,10 +130,10 @@ class KafkaDumpLog:
         elif suffix == ".txnindex":
             self.dump_txn_index(path)
         else:
-            self.ignored.append(f"Ignoring unknown file {path}")
+            self.errors.append(f"Ignoring unknown file {path}")
 
     def report_lines(self) -> list[str]:
-        lines = list(self.ignored)
+        lines = list(self.errors)
         for path, pairs in self.index_mismatches.items():
             lines.append(f"Mismatches in :{path}")
             lines.extend(f"  Index offset: {a}, log offset: {b}" for a, b in pairs)
@@ -253,14 +252,12 @@ class KafkaDumpLog:
             time_index.sanity_check()
             self.emit(f"{path} passed sanity check.")
             return
-        offsets = offset_index.offsets
         prev_ts = NO_TIMESTAMP
         for i in range(time_index.entries):
             timestamp, offset = time_index.entry(i)
             if offset == time_index.base_offset and i > 0:
                 return
-            slot = floor_slot(offsets, offset_index.entries, offset, offset_index.entry_size)
-            position = 0 if slot == -1 else offset_index.entry(slot)[1]
+            position = offset_index.lookup(offset).position
             found = None
             if position <= len(log_buf):
                 for batch in BatchScan(log_buf, position, len(log_buf), path=_sibling(path, ".log")):
@@ -286,8 +283,12 @@ class KafkaDumpLog:
     # -- files that need no log ---------------------------------------------
 
     def dump_producer_snapshot(self, path: str) -> None:
-        for line in kafka_state.producer_snapshot_lines(path):
-            self.emit(line)
+        try:
+            for line in kafka_state.producer_snapshot_lines(path):
+                self.emit(line)
+        except kafka_state.CorruptSnapshot as exc:
+            # DumpLogSegments catches CorruptSnapshotException, prints its message, carries on
+            self.errors.append(exc.kafka_message)
 
     def dump_txn_index(self, path: str) -> None:
         for line in kafka_state.txn_index_lines(path):
