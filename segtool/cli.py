@@ -57,6 +57,11 @@ class _LineWriter:
         if len(self.lines) >= self.limit:
             self.flush()
 
+    def many(self, lines: list[str]) -> None:
+        self.lines.extend(lines)
+        if len(self.lines) >= self.limit:
+            self.flush()
+
     def flush(self) -> None:
         if self.lines:
             self.stream.write("\n".join(self.lines))
@@ -89,6 +94,9 @@ def dump(
 
       segtool dump --format json store/consumequeue/TopicA/0
     """
+    import gc
+
+    gc.disable()  # decoding allocates many small acyclic objects; collection only costs time here
     if format == "kafka":
         from segtool.formats.detect import expand_paths
         from segtool.ops.kafka_dump_log import KafkaDumpOptions, run_kafka_dump
@@ -227,6 +235,10 @@ def main() -> None:
         sys.stderr.write(f"segtool: {exc}\n")
         sys.exit(EXIT_UNREADABLE)
     except BrokenPipeError:
+        # the reader (e.g. `head`) left: stop quietly, and keep Python's final flush quiet too
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         sys.exit(EXIT_CLEAN)
     except KeyboardInterrupt:
         sys.exit(130)

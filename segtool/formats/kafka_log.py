@@ -427,6 +427,10 @@ def _decode_records(data, start, end, count, batch, path, base_position):
         if b < 0x80:
             length = (b >> 1) ^ -(b & 1)
             p += 1
+        elif data[p + 1] < 0x80:
+            b = (b & 0x7F) | (data[p + 1] << 7)
+            length = (b >> 1) ^ -(b & 1)
+            p += 2
         else:
             length, p = varint(p)
         body_end = p + length
@@ -438,18 +442,30 @@ def _decode_records(data, start, end, count, batch, path, base_position):
         if b < 0x80:
             ts_delta = (b >> 1) ^ -(b & 1)
             p += 1
+        elif data[p + 1] < 0x80:
+            b = (b & 0x7F) | (data[p + 1] << 7)
+            ts_delta = (b >> 1) ^ -(b & 1)
+            p += 2
         else:
             ts_delta, p = varint(p)
         b = data[p]
         if b < 0x80:
             off_delta = (b >> 1) ^ -(b & 1)
             p += 1
+        elif data[p + 1] < 0x80:
+            b = (b & 0x7F) | (data[p + 1] << 7)
+            off_delta = (b >> 1) ^ -(b & 1)
+            p += 2
         else:
             off_delta, p = varint(p)
         b = data[p]
         if b < 0x80:
             klen = (b >> 1) ^ -(b & 1)
             p += 1
+        elif data[p + 1] < 0x80:
+            b = (b & 0x7F) | (data[p + 1] << 7)
+            klen = (b >> 1) ^ -(b & 1)
+            p += 2
         else:
             klen, p = varint(p)
         if klen >= 0:
@@ -463,6 +479,10 @@ def _decode_records(data, start, end, count, batch, path, base_position):
         if b < 0x80:
             vlen = (b >> 1) ^ -(b & 1)
             p += 1
+        elif data[p + 1] < 0x80:
+            b = (b & 0x7F) | (data[p + 1] << 7)
+            vlen = (b >> 1) ^ -(b & 1)
+            p += 2
         else:
             vlen, p = varint(p)
         if vlen >= 0:
@@ -526,7 +546,9 @@ def batch_records(batch: RecordBatch, path=None, cap: int = 256 * 1024 * 1024) -
             raise CorruptData(f"batch declares {count} records", path, batch.position)
         start = batch.position + BATCH_V2_OVERHEAD
         if batch.codec == 0:
-            return decode_records(buf, start, batch.end, count, batch, path, base_position=0)
+            # one copy per batch: indexing bytes is several times faster than indexing an mmap
+            section = buf[start:batch.end]
+            return decode_records(section, 0, len(section), count, batch, path, base_position=start)
         data = _decompress(batch, buf[start:batch.end], path, cap)
         return decode_records(data, 0, len(data), count, batch, path)
     return legacy_records(batch, path, cap)

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import bisect
 import hashlib
-import io
 import ipaddress
 import mmap
 import os
@@ -39,21 +38,9 @@ from typing import Iterator
 import construct as cs
 import numpy as np
 
-from segtool.errors import CorruptData, LimitExceeded, TruncatedData, UnreadableInput
+from segtool.errors import CorruptData, LimitExceeded, SegtoolError, TruncatedData, UnreadableInput
+from segtool.formats import compression
 from segtool.formats.fastdecode import FixedLayout, compile_fixed
-
-try:  # optional codecs of RocketMQ 5 (sysFlag compression type 1 / 2)
-    import lz4.frame as _lz4_frame
-except ImportError:  # pragma: no cover - depends on the environment
-    _lz4_frame = None
-try:
-    import zstandard as _zstd
-except ImportError:  # pragma: no cover
-    _zstd = None
-
-# what a damaged compressed body can raise from the codecs
-_CODEC_ERRORS: tuple[type[Exception], ...] = (CorruptData, zlib.error, RuntimeError, ValueError) + (
-    (_zstd.ZstdError,) if _zstd is not None else ())
 
 # --------------------------------------------------------------------------
 # Constants (MessageDecoder / MessageSysFlag / MessageConst)
@@ -292,28 +279,28 @@ def _java_utf8(data: bytes) -> str:
 
 
 def decompress_body(body: bytes, sys_flag: int, limit: int = DEFAULT_MAX_DECOMPRESSED) -> bytes:
-    """Inflate a body stored with COMPRESSED_FLAG, using the codec in sysFlag bits 8..10."""
+    """Inflate a body stored with COMPRESSED_FLAG, using the codec in sysFlag bits 8..10.
+
+    Output is capped at ``limit`` while decompressing (LimitExceeded); a bad
+    stream is CorruptData.
+    """
     kind = COMPRESSION_TYPES.get((sys_flag & COMPRESSION_TYPE_MASK) >> 8)
-    if kind == "zlib":  # UtilAll.uncompress: InflaterInputStream (zlib wrapper)
+    if kind == "zlib":  # UtilAll.uncompress: InflaterInputStream, i.e. the zlib wrapper (not gzip)
         inflater = zlib.decompressobj()
-        out = inflater.decompress(body, limit + 1)
+        try:
+            out = inflater.decompress(body, limit + 1)
+        except zlib.error as exc:
+            raise CorruptData(f"zlib body: {exc}") from None
         if len(out) > limit:
             raise LimitExceeded(f"decompressed body exceeds {limit} bytes")
         if not inflater.eof:
             raise CorruptData("zlib body is truncated")
         return out
-    if kind == "lz4" and _lz4_frame is not None:  # Lz4Compressor: LZ4 frame format
-        decompressor = _lz4_frame.LZ4FrameDecompressor()
-        out = decompressor.decompress(body, max_length=limit + 1)
-        if len(out) > limit:
-            raise LimitExceeded(f"decompressed body exceeds {limit} bytes")
-        return out
-    if kind == "zstd" and _zstd is not None:  # ZstdCompressor: zstd frame
-        with _zstd.ZstdDecompressor().stream_reader(io.BytesIO(body)) as reader:
-            out = reader.read(limit + 1)  # bounded, whatever the frame header claims
-        if len(out) > limit:
-            raise LimitExceeded(f"decompressed body exceeds {limit} bytes")
-        return out
+    # RocketMQ 5's Lz4Compressor / ZstdCompressor write standard LZ4 / zstd frames
+    if kind == "lz4":
+        return compression.decompress(compression.CODEC_LZ4, body, cap=limit)
+    if kind == "zstd":
+        return compression.decompress(compression.CODEC_ZSTD, body, cap=limit)
     raise CorruptData(f"unsupported body compression (sysFlag 0x{sys_flag:x})")
 
 
@@ -468,7 +455,7 @@ def decode_message(
         if decompress and body_len > 0:
             try:
                 plain = decompress_body(body, sys_flag, max_decompressed)
-            except _CODEC_ERRORS as exc:
+            except SegtoolError as exc:
                 # a bad compressed body is reported, not fatal for the scan (RocketMQ's decode returns null)
                 msg["bodyDecompressError"] = str(exc)
             else:

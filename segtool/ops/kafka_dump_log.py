@@ -56,6 +56,7 @@ def _utf8(data: bytes) -> str:
 
 
 def _plain_parser(record) -> tuple[str | None, str | None]:
+    # StringDecoder for key and value (the record loop inlines this for speed)
     key = None if record.key is None else _utf8(record.key)
     value = None if record.value is None else _utf8(record.value)
     return key, value
@@ -106,6 +107,9 @@ class KafkaDumpLog:
     def __init__(self, options: KafkaDumpOptions, emit: Callable[[str], None]):
         self.options = options
         self.emit = emit
+        # a writer may take many lines at once (a list's extend, or our buffered writer)
+        self.emit_many = getattr(emit, "extend", None) or getattr(emit, "many", None) or (
+            lambda lines: [emit(line) for line in lines])
         self.index_mismatches: dict[str, list[tuple[int, int]]] = {}
         self.time_mismatches: dict[str, list[tuple[int, int]]] = {}
         self.time_out_of_order: dict[str, list[tuple[int, int]]] = {}
@@ -163,6 +167,7 @@ class KafkaDumpLog:
         scan = BatchScan(buf, 0, end, path=path)
         parse = _offsets_parser if opts.offsets_decoder else _plain_parser
         emit = self.emit
+        emit_many = self.emit_many
         last_offset = -1
         pairs: list[tuple[int, int]] = []
         valid_bytes = 0
@@ -170,11 +175,12 @@ class KafkaDumpLog:
             for batch in scan:
                 emit(batch_line(batch, valid_bytes))
                 if opts.deep:
-                    for record in batch_records(batch, path, opts.decompress_cap):
-                        if last_offset != -1 and record.offset != last_offset + 1:
+                    records = batch_records(batch, path, opts.decompress_cap)
+                    for record in records:
+                        if record.offset != last_offset + 1 and last_offset != -1:
                             pairs.append((last_offset, record.offset))
                         last_offset = record.offset
-                        emit(self._record_line(batch, record, parse))
+                    emit_many(self._record_lines(batch, records, parse))
                 valid_bytes += batch.size
         finally:
             if pairs:
@@ -184,29 +190,48 @@ class KafkaDumpLog:
         if trailing > 0 and opts.max_bytes == INT_MAX:
             emit(f"Found {trailing} invalid bytes at the end of {name}")
 
-    def _record_line(self, batch: RecordBatch, record, parse) -> str:
+    def _record_lines(self, batch: RecordBatch, records, parse) -> list[str]:
+        """The "| offset: ..." lines of one batch (DumpLogSegments.dumpLog's inner loop)."""
         opts = self.options
-        parts = []
-        prefix = "| "
-        if not opts.skip_record_metadata:
-            parts.append(
-                f"| offset: {record.offset} {batch.timestamp_type}: {record.timestamp}"
-                f" keySize: {record.key_size} valueSize: {record.value_size}"
-            )
-            prefix = " "
-            if batch.magic >= 2:
-                parts.append(f" sequence: {record.sequence} headerKeys: [{','.join(k for k, _ in record.headers)}]")
+        lines = []
+        ts_type = batch.timestamp_type
+        v2 = batch.magic >= 2
+        control = batch.is_control
+        print_contents = opts.print_contents and not control
+        plain = parse is _plain_parser
+        for record in records:
+            key = record.key
+            value = record.value
+            prefix = "| "
+            if opts.skip_record_metadata:
+                line = ""
             else:
-                parts.append(f" isValid: {_java_bool(record.crc_valid)} crc: {record.crc}}}")
-            if batch.is_control:
-                parts.append(_control_text(record))
-        if opts.print_contents and not batch.is_control:
-            key, payload = parse(record)
-            if key is not None:
-                parts.append(f"{prefix}key: {key}")
-            if payload is not None:
-                parts.append(f" payload: {payload}")
-        return "".join(parts)
+                line = (
+                    f"| offset: {record.offset} {ts_type}: {record.timestamp}"
+                    f" keySize: {-1 if key is None else len(key)} valueSize: {-1 if value is None else len(value)}"
+                )
+                prefix = " "
+                if v2:
+                    line += f" sequence: {record.sequence} headerKeys: [{','.join([h[0] for h in record.headers])}]"
+                else:
+                    line += f" isValid: {_java_bool(record.crc_valid)} crc: {record.crc}}}"
+                if control:
+                    line += _control_text(record)
+            if print_contents:
+                if plain:
+                    # Java's new String(bytes, UTF_8): malformed input becomes U+FFFD
+                    if key is not None:
+                        line += f"{prefix}key: {key.decode('utf-8', 'replace')}"
+                    if value is not None:
+                        line += f" payload: {value.decode('utf-8', 'replace')}"
+                else:
+                    key_text, payload = parse(record)
+                    if key_text is not None:
+                        line += f"{prefix}key: {key_text}"
+                    if payload is not None:
+                        line += f" payload: {payload}"
+            lines.append(line)
+        return lines
 
     # -- indexes ------------------------------------------------------------
 

@@ -1,0 +1,91 @@
+"""`dump` items for Kafka files other than `.log`: indexes, snapshots, checkpoints."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Iterator
+
+from segtool.formats import kafka_index, kafka_state
+from segtool.formats.detect import DetectedFile
+
+
+def _zero_tail_item(index, valid: int) -> Iterator[dict]:
+    if index.entries > valid:
+        yield {"type": "zero_tail", "byte_offset": valid * index.entry_size,
+               "length": index.length - valid * index.entry_size}
+    if index.trailing_bytes:
+        yield {"type": "trailing_bytes", "byte_offset": index.entries * index.entry_size,
+               "length": index.trailing_bytes}
+
+
+def _offset_index(path: str) -> Iterator[dict]:
+    index = kafka_index.OffsetIndex(path)
+    valid = index.dump_entries
+    for slot in range(valid):
+        entry = index.entry(slot)
+        yield {"type": "offset_index_entry", "slot": slot, "offset": entry.offset, "position": entry.position}
+    yield from _zero_tail_item(index, valid)
+
+
+def _time_index(path: str) -> Iterator[dict]:
+    index = kafka_index.TimeIndex(path)
+    valid = index.dump_entries
+    for slot in range(valid):
+        entry = index.entry(slot)
+        yield {"type": "time_index_entry", "slot": slot, "timestamp": entry.timestamp, "offset": entry.offset}
+    yield from _zero_tail_item(index, valid)
+
+
+def _txn_index(path: str) -> Iterator[dict]:
+    index = kafka_index.TransactionIndex(path)
+    for slot, txn in enumerate(index.iter_raw()):
+        yield {"type": "aborted_txn", "slot": slot, **dataclasses.asdict(txn)}
+    if index.trailing_bytes:
+        yield {"type": "trailing_bytes", "byte_offset": index.entries * index.entry_size,
+               "length": index.trailing_bytes}
+
+
+def _snapshot(path: str) -> Iterator[dict]:
+    snap = kafka_state.read_producer_snapshot(path, verify=False)
+    yield {"type": "producer_snapshot", "version": snap.version, "crc": snap.crc,
+           "computed_crc": snap.computed_crc, "crc_valid": snap.crc_ok, "producers": len(snap.entries)}
+    for entry in snap.entries:
+        yield {"type": "producer", **dataclasses.asdict(entry)}
+    if not snap.crc_ok:
+        yield {"type": "error", "byte_offset": 2,
+               "message": f"snapshot CRC {snap.crc} does not match computed {snap.computed_crc}"}
+
+
+def _checkpoint(path: str) -> Iterator[dict]:
+    checkpoint = kafka_state.read_checkpoint(path)
+    yield {"type": "checkpoint", "kind": checkpoint.kind, "version": checkpoint.version,
+           "count": checkpoint.expected_count}
+    for entry in checkpoint.entries:
+        yield {"type": "checkpoint_entry", **dataclasses.asdict(entry)}
+
+
+def _partition_metadata(path: str) -> Iterator[dict]:
+    meta = kafka_state.read_partition_metadata(path)
+    yield {"type": "partition_metadata", "version": meta.version, "topic_id": meta.topic_id}
+
+
+_READERS = {
+    "kafka-offset-index": _offset_index,
+    "kafka-time-index": _time_index,
+    "kafka-txn-index": _txn_index,
+    "kafka-producer-snapshot": _snapshot,
+    "kafka-leader-epoch-checkpoint": _checkpoint,
+    "kafka-offset-checkpoint": _checkpoint,
+    "kafka-partition-metadata": _partition_metadata,
+}
+
+
+def dump_kafka_file(detected: DetectedFile) -> Iterator[dict]:
+    from segtool.errors import SegtoolError
+
+    try:
+        yield from _READERS[detected.kind](detected.path)
+    except SegtoolError as exc:
+        if exc.offset is None and not isinstance(exc, kafka_state.CorruptCheckpoint):
+            raise
+        yield {"type": "error", "byte_offset": exc.offset, "message": exc.message}
