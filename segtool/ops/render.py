@@ -38,9 +38,17 @@ def render_text_item(item: dict) -> str:
         if item.get("control_type"):
             text += f" control {item['control_type']}"
         return text
-    if kind in ("error", "zero_tail", "trailing_bytes"):
-        label = {"error": "ERROR", "zero_tail": "zero-filled tail", "trailing_bytes": "trailing bytes"}[kind]
-        rest = item.get("message") or f"{item.get('length')} bytes"
-        return f"{label} at byte {item.get('byte_offset')}: {rest}"
+    if kind == "message":
+        crc = "ok" if item.get("bodyCRC") == item.get("bodyCRCComputed") else "BAD"
+        return (
+            f"message @{item['phyOffset']} {item.get('topic')} queue {item.get('queueId')}/{item.get('queueOffset')}"
+            f" stored {item.get('storeTimestamp')} keys {_preview(item.get('KEYS'))} tags {_preview(item.get('TAGS'))}"
+            f" body {item.get('bodyLength')} bytes crc {crc}"
+        )
+    if kind in ("error", "zero_tail", "trailing_bytes", "blank_end"):
+        label = {"error": "ERROR", "zero_tail": "zero-filled tail", "trailing_bytes": "trailing bytes",
+                 "blank_end": "end-of-file blank marker"}[kind]
+        rest = item.get("message") or (f"{item['length']} bytes" if item.get("length") is not None else "")
+        return f"{label} at byte {item.get('byte_offset')}" + (f": {rest}" if rest else "")
     fields = " ".join(f"{k}={v}" for k, v in item.items() if k not in _SKIP)
     return f"{kind} {fields}"

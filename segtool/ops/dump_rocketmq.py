@@ -1,0 +1,69 @@
+"""`dump` items for RocketMQ files: CommitLog messages, ConsumeQueue units, IndexFile entries."""
+
+from __future__ import annotations
+
+import os
+from typing import Iterator
+
+from segtool.engine.source import open_buffer
+from segtool.errors import SegtoolError
+from segtool.formats import rocketmq
+from segtool.formats.detect import DetectedFile
+
+
+def _start_offset(path: str) -> int:
+    name = os.path.basename(path)
+    return int(name) if name.isdigit() else 0
+
+
+def _end_item(end: dict | None) -> Iterator[dict]:
+    if end and end.get("kind") in ("blank", "zero-tail"):
+        kind = "blank_end" if end["kind"] == "blank" else "zero_tail"
+        yield {"type": kind, "byte_offset": end["fileOffset"], "phy_offset": end.get("phyOffset")}
+
+
+def _commitlog(path: str) -> Iterator[dict]:
+    scan = rocketmq.CommitLogFileScan(open_buffer(path), file_from_offset=_start_offset(path),
+                                      file=os.path.basename(path), path=path)
+    for message in scan:
+        message.pop("file", None)
+        yield {"type": "message", **message}
+        if message.get("bodyCRC") != message.get("bodyCRCComputed") and message.get("bodyCRCComputed") is not None:
+            yield {"type": "error", "byte_offset": message["fileOffset"],
+                   "message": f"body CRC {message['bodyCRC']} does not match computed {message['bodyCRCComputed']}"}
+    yield from _end_item(scan.end)
+
+
+def _consumequeue(path: str) -> Iterator[dict]:
+    parts = os.path.normpath(os.path.abspath(path)).split(os.sep)
+    topic, queue_id = parts[-3], int(parts[-2]) if parts[-2].isdigit() else None
+    scan = rocketmq.ConsumeQueueFileScan(open_buffer(path), topic=topic, queue_id=queue_id,
+                                         file_from_offset=_start_offset(path), path=path)
+    for unit in scan:
+        yield {"type": "cq_unit", **unit}
+    if scan.end and scan.end.get("kind") == "zero-tail":
+        yield {"type": "zero_tail", "byte_offset": scan.end["fileOffset"]}
+
+
+def _indexfile(path: str) -> Iterator[dict]:
+    with rocketmq.IndexFile(path) as index:
+        yield {"type": "index_header", **index.header, "hash_slot_num": index.hash_slot_num,
+               "index_num": index.index_num, "geometry_source": index.geometry_source}
+        for entry in index.iter_entries():
+            yield {"type": "index_entry", **entry}
+
+
+_READERS = {
+    "rocketmq-commitlog": _commitlog,
+    "rocketmq-consumequeue": _consumequeue,
+    "rocketmq-indexfile": _indexfile,
+}
+
+
+def dump_rocketmq_file(detected: DetectedFile) -> Iterator[dict]:
+    try:
+        yield from _READERS[detected.kind](detected.path)
+    except SegtoolError as exc:
+        if exc.offset is None:
+            raise
+        yield {"type": "error", "byte_offset": exc.offset, "message": exc.message}
