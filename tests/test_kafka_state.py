@@ -532,6 +532,8 @@ def test_partition_state_files_parse(part):
 
 
 def test_topic_ids_consistent_per_topic():
+    if not PARTITION_DIRS:
+        pytest.skip("../shared/corpus is absent")
     by_topic: dict[str, set[str]] = {}
     for part in PARTITION_DIRS:
         if "kafka/" in str(part) and (part / "partition.metadata").exists():
