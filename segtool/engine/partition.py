@@ -70,13 +70,19 @@ class Segment:
     def log(self):
         return open_buffer(self.log_path)
 
+    # Indexes are searched over their valid entries only: a hot copy's preallocated
+    # zero tail is what the broker's recovery trims away before it answers.
     @cached_property
     def offset_index(self) -> OffsetIndex | None:
-        return OffsetIndex(self.index_path, self.base_offset) if os.path.exists(self.index_path) else None
+        if not os.path.exists(self.index_path):
+            return None
+        return OffsetIndex(self.index_path, self.base_offset).trim_to_valid()
 
     @cached_property
     def time_index(self) -> TimeIndex | None:
-        return TimeIndex(self.timeindex_path, self.base_offset) if os.path.exists(self.timeindex_path) else None
+        if not os.path.exists(self.timeindex_path):
+            return None
+        return TimeIndex(self.timeindex_path, self.base_offset).trim_to_valid()
 
     @property
     def size(self) -> int:

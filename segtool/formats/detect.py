@@ -16,6 +16,9 @@ KAFKA_SUFFIX_KINDS = {
     ".timeindex": "kafka-time-index",
     ".txnindex": "kafka-txn-index",
     ".snapshot": "kafka-producer-snapshot",
+    # KRaft snapshots (<offset>-<epoch>.checkpoint, bootstrap.checkpoint) are record-batch
+    # files; kafka-dump-log dumps them like a .log (Snapshots.SUFFIX)
+    ".checkpoint": "kafka-log",
 }
 KAFKA_NAMED_KINDS = {
     "leader-epoch-checkpoint": "kafka-leader-epoch-checkpoint",

@@ -223,13 +223,28 @@ class AbstractIndex:
         self._keys: np.ndarray | None = None
         self._values: np.ndarray | None = None
         self._dump_entries: int | None = None
+        self._valid_limit: int | None = None
 
     # -- sizes -------------------------------------------------------------
 
     @property
     def entries(self) -> int:
-        """Broker view: ``roundDownToExactMultiple(length, entrySize) / entrySize``."""
-        return self.length // self.entry_size
+        """Broker view: ``roundDownToExactMultiple(length, entrySize) / entrySize``.
+
+        After ``trim_to_valid()`` only the entries before a zero-filled tail count,
+        as after the broker's recovery (``trimToValidSize``).
+        """
+        whole = self.length // self.entry_size
+        return whole if self._valid_limit is None else min(whole, self._valid_limit)
+
+    def trim_to_valid(self) -> "AbstractIndex":
+        """Search only the entries before a preallocated zero tail (a recovered broker's view)."""
+        limit = self.dump_entries
+        self._valid_limit = limit
+        self._keys = self._values = None
+        if self._array is not None:
+            self._array = self._array[:limit]
+        return self
 
     @property
     def max_entries(self) -> int:
@@ -304,6 +319,19 @@ class AbstractIndex:
     def smallest_upper_bound_slot(self, target: int, by_value: bool = False) -> int:
         """Kafka's ``smallestUpperBoundSlotFor``: -1 if none is >= ``target``."""
         return self._slot_range_for(target, by_value, largest_lower=False)
+
+    def ceiling_slot(self, target: int, by_value: bool = False) -> int:
+        """The first entry with key >= target, or -1.
+
+        Kafka's ``smallestUpperBoundSlotFor`` misses an entry equal to the target
+        when that entry is where its binary search starts (e.g. the first entry),
+        answering the next slot; this derives the ceiling from the floor instead.
+        """
+        floor = self.largest_lower_bound_slot(target, by_value)
+        keys = self._value_array() if by_value else self._key_array()
+        if floor != -1 and int(keys[floor]) == target:
+            return floor
+        return floor + 1 if floor + 1 < self.entries else -1
 
     def _slot_range_for(self, target: int, by_value: bool, largest_lower: bool) -> int:
         # The same steps as Kafka, so lookups on corrupt (non-monotonic) or

@@ -78,7 +78,7 @@ def lookup_index_entry(directory: str, offset: int, ceiling: bool) -> dict:
         entries = 0 if index is None else index.entries
         slot = -1
         if entries:
-            slot = index.smallest_upper_bound_slot(offset) if ceiling else index.largest_lower_bound_slot(offset)
+            slot = index.ceiling_slot(offset) if ceiling else index.largest_lower_bound_slot(offset)
         if slot == -1 and ceiling:
             continue
         found_offset, position = (segment.base_offset, 0) if slot == -1 else index.entry(slot)
