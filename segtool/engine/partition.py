@@ -19,7 +19,7 @@ from segtool.engine.source import open_buffer
 from segtool.errors import UnreadableInput
 from segtool.formats.detect import offset_from_file_name
 from segtool.formats.kafka_index import NO_TIMESTAMP, OffsetIndex, TimeIndex
-from segtool.formats.kafka_log import BatchScan, RecordBatch, batch_records
+from segtool.formats.kafka_log import BatchScan, RecordBatch, batch_records, first_record_where
 
 DEFAULT_CAP = 256 * 1024 * 1024
 
@@ -118,9 +118,9 @@ class Segment:
         for batch in self.batches_from(position):
             if batch.last_offset < offset or batch.is_control:
                 continue
-            for record in self.records(batch):
-                if record.offset >= offset:
-                    return RecordHit(record.offset, record.timestamp, self.log_path, batch.position, batch, record)
+            record = first_record_where(batch, offset, None, self.log_path, self.cap)
+            if record is not None:
+                return RecordHit(record.offset, record.timestamp, self.log_path, batch.position, batch, record)
         return None
 
     def max_timestamp_so_far(self) -> tuple[int, int]:
@@ -152,9 +152,9 @@ class Segment:
         position = self.index_position(max(floor_offset, starting_offset))
         for batch in self.batches_from(position):
             if batch.max_timestamp >= timestamp:
-                for record in self.records(batch):
-                    if record.timestamp >= timestamp and record.offset >= starting_offset:
-                        return RecordHit(record.offset, record.timestamp, self.log_path, batch.position, batch, record)
+                record = first_record_where(batch, starting_offset, timestamp, self.log_path, self.cap)
+                if record is not None:
+                    return RecordHit(record.offset, record.timestamp, self.log_path, batch.position, batch, record)
         return None
 
     def next_offset(self) -> int:

@@ -621,3 +621,50 @@ def end_txn_marker(record: Record) -> tuple[int, int]:
     if value is None or len(value) < END_TXN_MARKER_FAST.size:
         raise CorruptData("end transaction marker value is too short", None, None)
     return END_TXN_MARKER_FAST.unpack_from(value)
+
+
+def _read_varint(data, p: int, end: int) -> tuple[int, int]:
+    result = shift = 0
+    while True:
+        if p >= end or shift > 63:
+            raise IndexError(p)
+        b = data[p]
+        p += 1
+        result |= (b & 0x7F) << shift
+        if b < 0x80:
+            return (result >> 1) ^ -(result & 1), p
+        shift += 7
+
+
+def first_record_where(batch: RecordBatch, min_offset: int, min_timestamp: int | None = None,
+                       path=None, cap: int = 256 * 1024 * 1024) -> Record | None:
+    """The first record with offset >= min_offset (and timestamp >= min_timestamp).
+
+    Lookups need one record of a batch: records before it are skipped by their
+    length prefix instead of being decoded, then the match is decoded in full.
+    """
+    if batch.magic < 2 or batch.codec != 0 or not batch.record_count:
+        for record in batch_records(batch, path, cap):
+            if record.offset >= min_offset and (min_timestamp is None or record.timestamp >= min_timestamp):
+                return record
+        return None
+    buf = batch._buffer
+    start = batch.position + BATCH_V2_OVERHEAD
+    data = buf[start:batch.end]
+    end = len(data)
+    p = 0
+    rel_offset = min_offset - batch.base_offset
+    log_append = batch.is_log_append_time
+    try:
+        for _ in range(batch.record_count):
+            length, body = _read_varint(data, p, end)
+            ts_delta, q = _read_varint(data, body + 1, end)
+            off_delta, _ = _read_varint(data, q, end)
+            if off_delta >= rel_offset:
+                timestamp = batch.max_timestamp if log_append else batch.base_timestamp + ts_delta
+                if min_timestamp is None or timestamp >= min_timestamp:
+                    return decode_records(data, p, body + length, 1, batch, path, base_position=start)[0]
+            p = body + length
+    except IndexError:
+        raise TruncatedData("record fields run past the end of the batch", path, batch.position) from None
+    return None
