@@ -128,12 +128,16 @@ def dump(
     files = expand_paths(paths)
     out = _LineWriter()
     problems = False
+    current = None
     for item in dump_paths(files, deep=not shallow, cap=decompress_cap):
-        if item["type"] in ("error", "trailing_bytes"):
+        if item["type"] in ("error", "trailing_bytes") or item.get("crc_valid") is False:
             problems = True
         if format == "json":
             out(json.dumps(item, ensure_ascii=False))
         else:
+            if item["file"] != current and len(files) > 1:
+                current = item["file"]
+                out(f"== {current}")
             out(render_text_item(item))
     out.flush()
     raise typer.Exit(EXIT_PROBLEMS if problems else EXIT_CLEAN)
@@ -150,13 +154,16 @@ def _print_answer(answer: dict, as_json: bool) -> None:
     from rich.console import Console
     from rich.table import Table
 
+    console = Console(width=None if sys.stdout.isatty() else 200)
     table = Table(show_header=False, box=None)
+    table.add_column(style="bold")
+    table.add_column(overflow="fold")
     for key, value in answer.items():
         if key != "messages":
             table.add_row(key, "null" if value is None else str(value))
-    Console().print(table)
+    console.print(table)
     for message in answer.get("messages", []):
-        Console().print(message)
+        console.print(message)
 
 
 @app.command()
@@ -215,6 +222,166 @@ def lookup(
     raise typer.Exit(EXIT_CLEAN if found else EXIT_PROBLEMS)
 
 
+class _Progress:
+    """A byte-progress bar on stderr for long work; silent unless stderr is a terminal."""
+
+    def __init__(self, enabled: bool):
+        self.enabled = enabled and not _State.quiet and sys.stderr.isatty()
+        self.bar = None
+
+    def __enter__(self):
+        if self.enabled:
+            from rich.console import Console
+            from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
+
+            self.bar = Progress(TextColumn("{task.description}"), BarColumn(), DownloadColumn(),
+                                TimeRemainingColumn(), console=Console(stderr=True), transient=True)
+            self.bar.start()
+        return self
+
+    def __exit__(self, *exc):
+        if self.bar is not None:
+            self.bar.stop()
+
+    def factory(self, path: str):
+        """A callback(position) for one file, or None when progress is off."""
+        if self.bar is None:
+            return None
+        import os
+
+        task = self.bar.add_task(os.path.basename(path), total=os.path.getsize(path))
+        return lambda done: self.bar.update(task, completed=done)
+
+
+def _render_verify(report: dict) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    colours = {"ok": "green", "problems": "red", "unreadable": "red", "skipped": "dim"}
+    for item in report["files"]:
+        errors = [p for p in item.get("problems", []) if p["severity"] == "error"]
+        infos = [p for p in item.get("problems", []) if p["severity"] != "error"]
+        status = item["status"]
+        console.print(f"[{colours.get(status, 'white')}]{status.upper():10}[/] {item['path']}"
+                      f"  [dim]{item.get('kind')} {item.get('size', '?')} bytes sha256 {item.get('sha256', '?')[:16]}…[/]",
+                      highlight=False)
+        if errors or infos:
+            table = Table(show_header=True, header_style="bold", box=None, padding=(0, 1))
+            table.add_column("severity")
+            table.add_column("kind")
+            table.add_column("byte", justify="right")
+            table.add_column("message", overflow="fold")
+            for problem in errors + infos[:20]:
+                table.add_row(problem["severity"], problem["kind"],
+                              "" if problem["byte_offset"] is None else str(problem["byte_offset"]), problem["message"])
+            if len(infos) > 20:
+                table.add_row("info", "…", "", f"{len(infos) - 20} more notes (see --json)")
+            console.print(table)
+        recovery = item.get("recovery")
+        if recovery and recovery["bytes_lost"]:
+            console.print(f"  Kafka's recovery would keep {recovery['valid_bytes']} bytes and cut {recovery['bytes_lost']}"
+                          f" ({recovery['records_lost']} readable records, stop: {recovery['stop_reason']})", highlight=False)
+    summary = report["summary"]
+    console.print(f"{summary['files']} files: {summary['ok']} ok, {summary['problems']} with problems, "
+                  f"{summary['unreadable']} unreadable, {summary['skipped']} skipped", highlight=False)
+
+
+@app.command()
+def verify(
+    paths: List[str] = typer.Argument(..., help="Files, partition directories, log directories or RocketMQ stores."),
+    deep: bool = typer.Option(False, "--deep", help="Decode every record, not just batch headers and CRCs."),
+    as_json: bool = typer.Option(False, "--json", help="One JSON report on stdout."),
+):
+    """Check files as Kafka/RocketMQ would, and predict what the broker's recovery would cut.
+
+    Exit code 0 when every file is clean, 1 when problems were found, 2 when an input is unreadable.
+
+    Examples:
+
+      segtool verify /var/lib/kafka/data/orders-0
+
+      segtool verify --deep --json evidence/kafka-logs > report.json
+    """
+    from segtool.ops.verify import exit_code, verify as run_verify
+
+    with _Progress(enabled=not as_json) as progress:
+        report = run_verify(paths, deep=deep, progress_factory=progress.factory)
+    if as_json:
+        _print_json(report)
+    else:
+        _render_verify(report)
+    raise typer.Exit(exit_code(report))
+
+
+@app.command("rebuild-index")
+def rebuild_index(
+    paths: List[str] = typer.Argument(..., help="Segment .log files, partition directories or a log directory."),
+    out: Optional[str] = typer.Option(None, "--out", "-o", help="Directory to write the rebuilt indexes into."),
+    in_place: bool = typer.Option(False, "--in-place", help="Replace the indexes beside the input (backup kept, atomic)."),
+    index_interval_bytes: int = typer.Option(4096, "--index-interval-bytes", help="The topic's index.interval.bytes."),
+    as_json: bool = typer.Option(False, "--json", help="One JSON report on stdout."),
+):
+    """Rebuild .index, .timeindex and .txnindex exactly as Kafka's log recovery does.
+
+    Examples:
+
+      segtool rebuild-index data/orders-0 --out /tmp/rebuilt
+
+      segtool rebuild-index data/orders-0/00000000000000000000.log --in-place
+    """
+    from segtool.ops.rebuild import rebuild_index as run_rebuild
+
+    if out is None and not in_place:
+        _fail("give --out DIR, or --in-place to replace the files beside the input")
+    with _Progress(enabled=not as_json) as progress:
+        report = run_rebuild(paths, out_dir=out, in_place=in_place, index_interval_bytes=index_interval_bytes)
+    if as_json:
+        _print_json(report)
+    else:
+        for seg in report["segments"]:
+            note = "" if not seg["bytes_kafka_would_truncate"] else (
+                f"  (Kafka's recovery would also cut the log at byte {seg['valid_bytes']}: {seg['stop_message']})")
+            sys.stdout.write(f"{seg['log']}: {seg['offset_index_entries']} offset entries, "
+                             f"{seg['time_index_entries']} time entries, {seg['aborted_transactions']} aborted txns{note}\n")
+            for written in seg["written"]:
+                sys.stdout.write(f"  wrote {written['path']} ({written['size']} bytes, sha256 {written['sha256'][:16]}…)\n")
+    truncated = any(seg["bytes_kafka_would_truncate"] for seg in report["segments"])
+    raise typer.Exit(EXIT_PROBLEMS if truncated else EXIT_CLEAN)
+
+
+@app.command()
+def trim(
+    paths: List[str] = typer.Argument(..., help=".index / .timeindex files."),
+    out: Optional[str] = typer.Option(None, "--out", "-o", help="Directory to write the trimmed files into."),
+    in_place: bool = typer.Option(False, "--in-place", help="Shrink the files themselves (backup kept, atomic)."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Only report what would be reclaimed."),
+    as_json: bool = typer.Option(False, "--json", help="One JSON report on stdout."),
+):
+    """Shrink preallocated index files to their valid entries (Kafka's trimToValidSize).
+
+    Examples:
+
+      segtool trim data/orders-0/00000000000000001185.index --out /tmp/trimmed
+
+      segtool trim --dry-run data/orders-0/*.timeindex
+    """
+    from segtool.ops.trim import trim as run_trim
+
+    if out is None and not in_place and not dry_run:
+        _fail("give --out DIR, --in-place or --dry-run")
+    report = run_trim(paths, out_dir=out, in_place=in_place, dry_run=dry_run)
+    if as_json:
+        _print_json(report)
+    else:
+        for item in report["files"]:
+            where = f" -> {item['written']['path']}" if item["written"] else ""
+            sys.stdout.write(f"{item['path']}: {item['valid_entries']} valid entries, "
+                             f"{item['bytes_reclaimed']} bytes reclaimed{where}\n")
+        sys.stdout.write(f"total reclaimed: {report['bytes_reclaimed']} bytes\n")
+    raise typer.Exit(EXIT_CLEAN)
+
+
 def _err_line_after(out: _LineWriter):
     def emit(line: str) -> None:
         out.flush()
@@ -226,7 +393,8 @@ def _err_line_after(out: _LineWriter):
 def main() -> None:
     """Console entry point: one-line errors and exit code 2 instead of tracebacks."""
     try:
-        app(standalone_mode=False)
+        # without standalone mode the parser returns the command's exit code
+        sys.exit(app(standalone_mode=False) or 0)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
     except SegtoolError as exc:

@@ -187,11 +187,16 @@ def _update_transactions(batch: RecordBatch, state: ProducerTxnState, aborted: l
         state.ongoing[pid] = batch.base_offset
 
 
-def records_after(buf, position: int, path: str, cap: int = 256 * 1024 * 1024) -> int:
-    """Records in the well-framed batches from ``position`` on, CRC ignored (what recovery discards)."""
+def records_after(buf, position: int, path: str, cap: int = 256 * 1024 * 1024) -> tuple[int, int]:
+    """What recovery discards from ``position`` on.
+
+    Returns (records in the well-framed batches there, CRC ignored — the records
+    Kafka's tools could still list; records a torn last batch declares).
+    """
     count = 0
+    scan = BatchScan(buf, position, path=path)
     try:
-        for batch in BatchScan(buf, position, path=path):
+        for batch in scan:
             if batch.magic >= 2:
                 count += max(batch.record_count or 0, 0)
             else:
@@ -201,9 +206,8 @@ def records_after(buf, position: int, path: str, cap: int = 256 * 1024 * 1024) -
                     count += 1
     except CorruptData:
         pass
-    tail = len(buf) - position
-    if count == 0 and tail >= BATCH_V2_OVERHEAD and buf[position + 16] == 2:
-        # a cut-short v2 batch still tells how many records it held
-        (declared,) = struct.unpack_from(">i", buf, position + 57)
-        count = max(declared, 0)
-    return count
+    torn = 0
+    end = scan.valid_bytes
+    if scan.stop_reason == "truncated" and len(buf) - end >= BATCH_V2_OVERHEAD and buf[end + 16] == 2:
+        (torn,) = struct.unpack_from(">i", buf, end + 57)
+    return count, max(torn, 0)

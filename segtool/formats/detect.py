@@ -32,7 +32,7 @@ _TWENTY_DIGITS = re.compile(r"^\d{20}$")
 _ROCKETMQ_INDEX_NAME = re.compile(r"^\d{17}$")  # yyyyMMddHHmmssSSS
 _COMMITLOG_MAGICS = {
     bytes.fromhex("daa320a7"),  # MESSAGE_MAGIC_CODE (v1)
-    bytes.fromhex("daa320a8"),  # MESSAGE_MAGIC_CODE_V2
+    bytes.fromhex("daa320ab"),  # MESSAGE_MAGIC_CODE_V2
     bytes.fromhex("cbd43194"),  # BLANK_MAGIC_CODE
 }
 
@@ -72,6 +72,8 @@ def detect(path: str) -> DetectedFile:
             return DetectedFile(path, "rocketmq-commitlog")
         if grandparent3 == "consumequeue":
             return DetectedFile(path, "rocketmq-consumequeue")
+    if name == "checkpoint" and os.path.isdir(os.path.join(os.path.dirname(path), "commitlog")):
+        return DetectedFile(path, "rocketmq-checkpoint")
     if _ROCKETMQ_INDEX_NAME.match(name) and parent == "index":
         return DetectedFile(path, "rocketmq-indexfile")
     if _TWENTY_DIGITS.match(name) and _head(path, 8)[4:8] in _COMMITLOG_MAGICS:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import base64
 from typing import Iterator
 
-from segtool.errors import SegtoolError, UnreadableInput
+from segtool.errors import SegtoolError
 from segtool.engine.source import open_buffer
 from segtool.formats.detect import DetectedFile, detect
 from segtool.formats.kafka_log import BatchScan, batch_records, control_record_type
@@ -91,7 +91,10 @@ def dump_kafka_log(path: str, deep: bool = True, cap: int = DEFAULT_CAP) -> Iter
                         rec["crc_valid"] = record.crc_valid
                     yield rec
     except SegtoolError as exc:
-        yield {"type": "error", "byte_offset": exc.offset, "message": exc.message}
+        if exc.offset is not None and _zero_tail(buf, exc.offset):
+            yield {"type": "zero_tail", "byte_offset": exc.offset, "length": len(buf) - exc.offset}
+        else:
+            yield {"type": "error", "byte_offset": exc.offset, "message": exc.message}
         return
     if scan.valid_bytes < len(buf):
         kind = "zero_tail" if _zero_tail(buf, scan.valid_bytes) else "trailing_bytes"
@@ -112,7 +115,7 @@ def dump_file(detected: DetectedFile, deep: bool = True, cap: int = DEFAULT_CAP)
 
         items = dump_rocketmq_file(detected)
     else:
-        raise UnreadableInput("not a recognised Kafka or RocketMQ file", detected.path)
+        items = iter([{"type": "skipped", "message": "not a recognised Kafka or RocketMQ file"}])
     for item in items:
         item["file"] = detected.path
         yield item

@@ -53,7 +53,12 @@ def _indexfile(path: str) -> Iterator[dict]:
             yield {"type": "index_entry", **entry}
 
 
+def _checkpoint(path: str) -> Iterator[dict]:
+    yield {"type": "checkpoint", **rocketmq.read_checkpoint(open_buffer(path), path)}
+
+
 _READERS = {
+    "rocketmq-checkpoint": _checkpoint,
     "rocketmq-commitlog": _commitlog,
     "rocketmq-consumequeue": _consumequeue,
     "rocketmq-indexfile": _indexfile,

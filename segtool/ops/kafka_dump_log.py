@@ -162,6 +162,15 @@ class KafkaDumpLog:
         name = os.path.basename(path)
         if name.endswith(".log"):
             self.emit(f"Log starting offset: {offset_from_file_name(path)}")
+        elif name == "bootstrap.checkpoint":
+            self.emit("KRaft bootstrap snapshot")
+        else:
+            # KRaft snapshot: <end offset, 20 digits>-<epoch, 10 digits>.checkpoint
+            stem = name[: -len(".checkpoint")]
+            offset, _, epoch = stem.partition("-")
+            if not (offset.isdigit() and epoch.isdigit()):
+                raise CorruptData("snapshot file name is not <offset>-<epoch>.checkpoint", path)
+            self.emit(f"Snapshot end offset: {int(offset)}, epoch: {int(epoch)}")
         buf = open_buffer(path)
         end = min(opts.max_bytes, len(buf))
         scan = BatchScan(buf, 0, end, path=path)

@@ -86,3 +86,33 @@ def lookup_index_entry(directory: str, offset: int, ceiling: bool) -> dict:
                 "index": segment.index_path, "slot": slot, "offset": found_offset, "position": position,
                 "segment": segment.log_path, "timestamp": None}
     return {**_empty(partition), "requested_offset": offset, "mode": mode}
+
+
+# --------------------------------------------------------------------------
+# RocketMQ
+# --------------------------------------------------------------------------
+
+
+def lookup_key(path: str, key: str, *, topic: str | None = None, begin: int = 0, end: int = 2**63 - 1,
+               max_num: int = 64, include_collisions: bool = False) -> dict:
+    """RocketMQ key lookup (``IndexService.queryOffset`` resolved in the CommitLog).
+
+    ``path`` is a store root.  After an unclean shutdown (``abort`` file) the
+    index is first recovered in memory as RocketMQ's abnormal recovery does.
+    ``phy_offsets`` drops hash collisions unless ``include_collisions``.
+    """
+    from segtool.engine.rocketmq_store import StoreView
+
+    if topic is None:
+        raise SegtoolError("--key needs --topic (key lookups are for RocketMQ stores: the index key is topic#key)")
+    with StoreView(path) as store:
+        return store.query_offsets(topic, key, max_num=max_num, begin=begin, end=end,
+                                   include_collisions=include_collisions)
+
+
+def lookup_queue(path: str, topic: str, queue_id: int, queue_offset: int) -> dict:
+    """RocketMQ ConsumeQueue lookup: the unit at ``queue_offset`` and the message it points at."""
+    from segtool.engine.rocketmq_store import StoreView
+
+    with StoreView(path) as store:
+        return store.queue_unit(topic, queue_id, queue_offset)

@@ -1,0 +1,918 @@
+"""A RocketMQ store directory as the broker sees it: key lookups, queue lookups, index recovery.
+
+``StoreView`` answers what ``DefaultMessageStore`` answers after ``load()``:
+
+* key lookups (``IndexService.queryOffset`` over the index files newest first,
+  ``IndexFile.selectPhyOffset`` / ``isTimeMatched``), each candidate resolved in
+  the CommitLog (``lookMessageByOffset``) and hash collisions flagged, plus
+  ``DefaultMessageStore.queryMessage``'s answer;
+* ConsumeQueue lookups (``getCommitLogOffsetInQueue`` / ``ConsumeQueue.getIndexBuffer``);
+* after an unclean shutdown (an ``abort`` file), the index as RocketMQ 4.9's
+  abnormal recovery leaves it: ``IndexService.load(lastExitOK=false)`` drops
+  index files newer than the checkpoint's ``indexMsgTimestamp`` and
+  ``CommitLog.recoverAbnormally`` re-dispatches the CommitLog through
+  ``IndexService.buildIndex``.  The rebuilt files live in memory only (anonymous
+  or copy-on-write maps): the evidence is never written.
+
+``build_index_files`` is that index builder on its own (``IndexService.buildIndex``
++ ``IndexFile.putKey``), reusable to write IndexFiles; ``reput_dispatches`` /
+``recovery_dispatches`` produce its input from a CommitLog.
+
+RocketMQ's loop ``selectPhyOffset`` has no cycle guard: a ``prevIndex`` cycle
+whose entries never match spins forever.  Here a walk that comes back to an
+entry without having collected anything since its last visit is stopped and
+reported with ``terminated: False`` (RocketMQ never returns there); a cycle
+that does produce results is walked like RocketMQ does, until ``maxNum``.
+"""
+
+from __future__ import annotations
+
+import mmap
+import struct
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterable, Iterator, NamedTuple
+
+import numpy as np
+
+from segtool.errors import CorruptData, SegtoolError, TruncatedData, UnreadableInput
+from segtool.formats import rocketmq as rmq
+
+MAX_MSGS_NUM_BATCH = 64  # MessageStoreConfig.maxMsgsNumBatch
+LONG_MAX = 2**63 - 1
+INT_MAX = 2**31 - 1
+QUERY_MESSAGE_ROUNDS = 3  # DefaultMessageStore.queryMessage
+CHECKPOINT_SAFETY_MS = 3000  # StoreCheckpoint.getMinTimestamp subtracts 3 s
+
+_I32 = struct.Struct(">i")
+_ENTRY = struct.Struct(">iqii")  # keyHash, phyOffset, timeDiff (s), prevIndex
+_HEADER = struct.Struct(">qqqqii")  # IndexHeader, 40 bytes
+_HEADER_FIELDS = ("beginTimestamp", "endTimestamp", "beginPhyOffset", "endPhyOffset", "hashSlotCount", "indexCount")
+
+
+# --------------------------------------------------------------------------
+# One IndexFile as IndexService holds it
+# --------------------------------------------------------------------------
+
+
+@dataclass
+class SelectOutcome:
+    """How one ``selectPhyOffset`` walk ended."""
+
+    terminated: bool = True  # False: RocketMQ would never return (endless prevIndex cycle)
+    steps: int = 0  # entries read
+    note: str | None = None
+
+
+class IndexFileView:
+    """An IndexFile with RocketMQ's in-memory header (``IndexHeader``) over a buffer.
+
+    ``buf`` is a read-only mmap of the file, a copy-on-write mmap (an existing
+    file RocketMQ appends to during recovery) or an anonymous map (a file
+    created in memory).  As in Java, the header values used by lookups and
+    ``put_key`` are the attributes in ``header``; they reach the buffer only at
+    ``flush_header`` (``IndexFile.flush``).
+    """
+
+    def __init__(self, name: str, buf, hash_slot_num: int, index_num: int, header: dict, *,
+                 path: Path | None = None, origin: str = "disk", geometry_source: str = "explicit"):
+        self.name = name
+        self.buf = buf
+        self.hash_slot_num = hash_slot_num
+        self.index_num = index_num
+        self.header = header
+        self.path = path
+        self.origin = origin  # "disk", "rebuilt" (created in memory), "appended" (disk file extended in memory)
+        self.geometry_source = geometry_source
+        self.entries_at = rmq.INDEX_HEADER_SIZE + hash_slot_num * rmq.INDEX_SLOT_SIZE
+
+    # ---- opening ----
+
+    @classmethod
+    def open(cls, path, hash_slot_num: int | None = None, index_num: int | None = None,
+             *, copy_on_write: bool = False) -> "IndexFileView":
+        """Map an IndexFile read-only (``IndexFile`` + ``IndexHeader.load``).
+
+        The geometry is explicit or inferred (``rmq.infer_index_geometry``).
+        ``copy_on_write`` maps it privately so ``put_key`` can append in memory.
+        """
+        path = Path(path)
+        try:
+            with open(path, "rb") as f:
+                size = f.seek(0, 2)
+                if size == 0:
+                    raise CorruptData("empty IndexFile", str(path), 0)
+                access = mmap.ACCESS_COPY if copy_on_write else mmap.ACCESS_READ
+                buf = mmap.mmap(f.fileno(), 0, access=access)
+        except OSError as exc:
+            raise UnreadableInput(f"cannot read: {exc.strerror or exc}", str(path)) from exc
+        try:
+            header = rmq.read_index_header(buf, str(path))
+            if hash_slot_num is None and index_num is None:
+                hash_slot_num, index_num, source = rmq.infer_index_geometry(buf, str(path))
+            elif hash_slot_num is None or index_num is None:
+                raise ValueError("give both hash_slot_num and index_num, or neither")
+            else:
+                source = "explicit"
+                if hash_slot_num <= 0 or index_num <= 0:
+                    raise ValueError("hash_slot_num and index_num must be positive")
+                need = rmq.index_file_size(hash_slot_num, index_num)
+                if size < need:
+                    raise TruncatedData(f"IndexFile is {size} bytes, geometry {hash_slot_num}/{index_num} "
+                                            f"needs {need}", str(path), size)
+        except BaseException:
+            buf.close()
+            raise
+        header = {k: header[k] for k in _HEADER_FIELDS}
+        return cls(path.name, buf, hash_slot_num, index_num, header, path=path, geometry_source=source)
+
+    @classmethod
+    def create(cls, name: str, hash_slot_num: int, index_num: int, end_phy_offset: int = 0,
+               end_timestamp: int = 0) -> "IndexFileView":
+        """``new IndexFile(name, hashSlotNum, indexNum, endPhyOffset, endTimestamp)`` in memory.
+
+        The buffer is an anonymous map: zero pages cost nothing until written,
+        so a default-geometry (420 MB) file costs only the pages it uses.
+        """
+        size = rmq.index_file_size(hash_slot_num, index_num)
+        header = dict.fromkeys(_HEADER_FIELDS, 0)
+        header["indexCount"] = 1  # IndexHeader: indexCount starts at 1, entry 0 is never used
+        if end_phy_offset > 0:
+            header["beginPhyOffset"] = header["endPhyOffset"] = end_phy_offset
+        if end_timestamp > 0:
+            header["beginTimestamp"] = header["endTimestamp"] = end_timestamp
+        # private anonymous map: untouched pages read as the shared zero page and cost no memory
+        buf = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE)
+        return cls(name, buf, hash_slot_num, index_num, header, origin="rebuilt")
+
+    def writable_copy(self) -> "IndexFileView":
+        """This file, copy-on-write, to append to in memory (the file stays untouched)."""
+        if self.path is None:
+            return self
+        copy = IndexFileView.open(self.path, self.hash_slot_num, self.index_num, copy_on_write=True)
+        copy.header = dict(self.header)
+        copy.origin = "appended"
+        copy.geometry_source = self.geometry_source
+        return copy
+
+    # ---- IndexHeader ----
+
+    @property
+    def begin_timestamp(self) -> int:
+        return self.header["beginTimestamp"]
+
+    @property
+    def end_timestamp(self) -> int:
+        return self.header["endTimestamp"]
+
+    @property
+    def end_phy_offset(self) -> int:
+        return self.header["endPhyOffset"]
+
+    @property
+    def index_count(self) -> int:
+        return self.header["indexCount"]
+
+    def is_write_full(self) -> bool:
+        return self.header["indexCount"] >= self.index_num
+
+    def is_time_matched(self, begin: int, end: int) -> bool:
+        """``IndexFile.isTimeMatched``."""
+        b, e = self.header["beginTimestamp"], self.header["endTimestamp"]
+        return (begin < b and end > e) or (b <= begin <= e) or (b <= end <= e)
+
+    # ---- IndexFile.selectPhyOffset ----
+
+    def select_phy_offsets(self, out: list, key_hash: int, max_num: int, begin: int, end: int) -> SelectOutcome:
+        """Append the slot chain's matching phyOffsets to ``out``, as ``selectPhyOffset`` does."""
+        outcome = SelectOutcome()
+        buf = self.buf
+        count = self.header["indexCount"]
+        begin_ts = self.header["beginTimestamp"]
+        (slot_value,) = _I32.unpack_from(buf, rmq.INDEX_HEADER_SIZE + (key_hash % self.hash_slot_num) * 4)
+        if slot_value <= 0 or slot_value > count or count <= 1:
+            return outcome
+        unpack = _ENTRY.unpack_from
+        entries_at = self.entries_at
+        index_num = self.index_num
+        seen: dict[int, int] = {}  # entry -> len(out) when last read (loop guard)
+        current = slot_value
+        while len(out) < max_num:
+            if current >= index_num:
+                # Java reads past the mapped buffer: IndexOutOfBoundsException, caught in selectPhyOffset
+                outcome.note = (f"index file {self.name}: chain points at entry {current}, outside the file's "
+                                f"{index_num} entries (RocketMQ: exception, rest of this file skipped)")
+                break
+            visited = seen.get(current)
+            if visited is not None and visited == len(out):
+                outcome.terminated = False
+                outcome.note = (f"index file {self.name}: endless prevIndex cycle through entry {current} "
+                                f"(RocketMQ's selectPhyOffset never returns); stopped after {outcome.steps} entries "
+                                f"with {len(out)} offsets collected")
+                break
+            seen[current] = len(out)
+            key_hash_read, phy, time_diff, prev = unpack(buf, entries_at + current * 20)
+            outcome.steps += 1
+            if time_diff < 0:
+                break
+            time_read = begin_ts + time_diff * 1000
+            if key_hash_read == key_hash and begin <= time_read <= end:
+                out.append(phy)
+            if prev <= 0 or prev > count or prev == current or time_read < begin:
+                break
+            current = prev
+        return outcome
+
+    # ---- IndexFile.putKey ----
+
+    def put_key(self, key: str, phy_offset: int, store_timestamp: int) -> bool:
+        """``IndexFile.putKey`` (4.9): False when the file is full."""
+        header = self.header
+        count = header["indexCount"]
+        if count >= self.index_num:
+            return False
+        key_hash = rmq.index_key_hash(key)
+        slot_pos = rmq.INDEX_HEADER_SIZE + (key_hash % self.hash_slot_num) * 4
+        buf = self.buf
+        (slot_value,) = _I32.unpack_from(buf, slot_pos)
+        if slot_value <= 0 or slot_value > count:
+            slot_value = 0
+        begin_ts = header["beginTimestamp"]
+        if begin_ts <= 0:
+            time_diff = 0
+        else:
+            time_diff = _java_div(store_timestamp - begin_ts, 1000)
+            time_diff = INT_MAX if time_diff > INT_MAX else max(time_diff, 0)
+        _ENTRY.pack_into(buf, self.entries_at + count * 20, key_hash, phy_offset, time_diff, slot_value)
+        _I32.pack_into(buf, slot_pos, count)
+        if count <= 1:
+            header["beginPhyOffset"] = phy_offset
+            header["beginTimestamp"] = store_timestamp
+        if slot_value == 0:
+            header["hashSlotCount"] += 1
+        header["indexCount"] = count + 1
+        header["endPhyOffset"] = phy_offset
+        header["endTimestamp"] = store_timestamp
+        return True
+
+    def flush_header(self) -> None:
+        """``IndexHeader.updateByteBuffer``: write the header fields into the (in-memory) buffer.
+
+        A read-only file from disk is left alone: ``to_bytes`` / ``write`` put its header in the copy."""
+        if self.origin != "disk":
+            _HEADER.pack_into(self.buf, 0, *(self.header[k] for k in _HEADER_FIELDS))
+
+    def _header_bytes(self) -> bytes:
+        return _HEADER.pack(*(self.header[k] for k in _HEADER_FIELDS))
+
+    # ---- output ----
+
+    def to_bytes(self) -> bytes:
+        """The whole file as RocketMQ would flush it (current header first)."""
+        size = rmq.index_file_size(self.hash_slot_num, self.index_num)
+        return self._header_bytes() + bytes(self.buf[rmq.INDEX_HEADER_SIZE:size])
+
+    def write(self, path, *, sparse: bool = True, chunk: int = 1 << 20) -> Path:
+        """Write the flushed file to ``path`` (must not exist; zero blocks left as holes when ``sparse``)."""
+        path = Path(path)
+        size = rmq.index_file_size(self.hash_slot_num, self.index_num)
+        view = memoryview(self.buf)[:size]
+        try:
+            with open(path, "xb") as out:
+                out.write(self._header_bytes())
+                for start in range(rmq.INDEX_HEADER_SIZE, size, chunk):
+                    block = view[start:start + chunk]
+                    if sparse and not np.frombuffer(block, dtype=np.uint8).any():
+                        out.seek(len(block), 1)
+                    else:
+                        out.write(block)
+                out.truncate(size)
+        finally:
+            view.release()
+        return path
+
+    def summary(self) -> dict:
+        return {"file": self.name, "origin": self.origin,
+                "geometry": {"hashSlotNum": self.hash_slot_num, "indexNum": self.index_num,
+                             "source": self.geometry_source},
+                "header": dict(self.header)}
+
+    def close(self) -> None:
+        buf, self.buf = self.buf, None
+        if isinstance(buf, mmap.mmap):
+            try:
+                buf.close()
+            except BufferError:
+                pass
+
+
+def _java_div(a: int, b: int) -> int:
+    """Java long division (truncates toward zero)."""
+    q = abs(a) // abs(b)
+    return q if (a >= 0) == (b >= 0) else -q
+
+
+# --------------------------------------------------------------------------
+# Dispatch requests and the index builder (IndexService.buildIndex)
+# --------------------------------------------------------------------------
+
+
+class DispatchRequest(NamedTuple):
+    """What ``CommitLog.checkMessageAndReturnSize`` hands the index dispatcher."""
+
+    commit_log_offset: int  # the record's PHYSICALOFFSET field
+    store_timestamp: int
+    sys_flag: int
+    topic: str
+    keys: str | None
+    uniq_key: str | None
+    msg_size: int = 0
+
+
+@dataclass
+class DispatchFeed:
+    """Where a CommitLog feed stopped, filled while it is iterated."""
+
+    mode: str
+    start_file: str | None = None
+    dispatched: int = 0
+    stopped: dict | None = None  # {"kind", "phyOffset", "file", "reason"}
+    skipped: list = field(default_factory=list)  # reput mode: data skipped after an error
+
+
+def _dispatch_from(msg: dict, check_crc: bool) -> tuple[DispatchRequest | None, str | None]:
+    d = msg["dispatch"]
+    if not d["success"]:
+        if d.get("reason") == "CRC check failed" and not check_crc:
+            try:
+                _, keys, uniq = rmq.dispatch_info(msg["topic"], msg["properties"] or None, msg["storeTimestamp"])
+            except ValueError:
+                return None, "bad DELAY property"
+            d = {"keys": keys, "uniqKey": uniq, "commitLogOffset": msg["physicalOffsetField"]}
+        else:
+            return None, d.get("reason", "dispatch failed")
+    return DispatchRequest(d["commitLogOffset"], msg["storeTimestamp"], msg["sysFlag"], msg["topic"],
+                           d["keys"], d["uniqKey"], msg["totalSize"]), None
+
+
+def _file_dispatches(buf, start: int, name: str, path: str, check_crc: bool) -> Iterator[tuple]:
+    """("msg", DispatchRequest) per message of one CommitLog file, then one
+    ("end", kind, pos, reason) with kind blank / zero / end-of-file / corrupt / failed."""
+    size = len(buf)
+    pos = 0
+    head = rmq.BLANK_RECORD_FAST.unpack_from
+    while True:
+        if size - pos < 8:
+            yield ("end", "end-of-file", pos, None)
+            return
+        total, magic = head(buf, pos)
+        if magic == rmq.BLANK_MAGIC_CODE:
+            yield ("end", "blank", pos, None)
+            return
+        if magic == 0 and total == 0:
+            yield ("end", "zero", pos, "illegal magic code 0x0")
+            return
+        try:
+            msg = rmq.decode_message(buf, pos, end=size, file_from_offset=start, file=name, path=path,
+                                     digests=False, decompress=False)
+        except CorruptData as exc:
+            yield ("end", "corrupt", pos, exc.message)
+            return
+        request, reason = _dispatch_from(msg, check_crc)
+        if request is None:
+            yield ("end", "failed", pos, reason)
+            return
+        yield ("msg", request)
+        pos += total
+
+
+def recovery_dispatches(commitlog, checkpoint: dict | None, *, check_crc: bool = True,
+                        feed: DispatchFeed | None = None) -> Iterator[DispatchRequest]:
+    """The messages ``CommitLog.recoverAbnormally`` (4.9) dispatches, in order.
+
+    Starts at the last file whose first message's storeTimestamp is <=
+    ``StoreCheckpoint.getMinTimestamp()`` (min(physic, logics) - 3 s), or the
+    first file; a BLANK record moves to the next file; anything else that is
+    not a dispatchable message (zeros, bad magic, CRC mismatch with
+    checkCRCOnRecover, bad sizes) ends the recovery.
+    """
+    feed = feed if feed is not None else DispatchFeed("recover")
+    files = rmq.list_mapped_files(commitlog) if Path(commitlog).exists() else []
+    if not files:
+        feed.stopped = {"kind": "no-commitlog", "phyOffset": None, "file": None, "reason": None}
+        return
+    checkpoint = checkpoint or {}
+    min_ts = min(checkpoint.get("physicMsgTimestamp", 0), checkpoint.get("logicsMsgTimestamp", 0))
+    min_ts = max(min_ts - CHECKPOINT_SAFETY_MS, 0)
+    index = 0
+    for i in range(len(files) - 1, -1, -1):
+        if _matched_recover(files[i][1], min_ts):
+            index = i
+            break
+    feed.start_file = files[index][1].name
+    for start, file_path in files[index:]:
+        with rmq.MappedFile(file_path) as mf:
+            for item in _file_dispatches(mf.buf, start, file_path.name, str(file_path), check_crc):
+                if item[0] == "msg":
+                    feed.dispatched += 1
+                    yield item[1]
+                    continue
+                _, kind, pos, reason = item
+                if kind != "blank":
+                    feed.stopped = {"kind": kind, "phyOffset": start + pos, "file": file_path.name, "reason": reason}
+                    return
+    feed.stopped = {"kind": "last-file", "phyOffset": None, "file": files[-1][1].name, "reason": None}
+
+
+def _matched_recover(path: Path, min_ts: int) -> bool:
+    """``CommitLog.isMappedFileMatchedRecover`` (messageIndexSafe=false)."""
+    with rmq.MappedFile(path) as mf:
+        buf = mf.buf
+        if len(buf) < 64:
+            return False
+        total, magic = rmq.BLANK_RECORD_FAST.unpack_from(buf, 0)
+        if magic not in rmq.MESSAGE_VERSIONS:
+            return False
+        (sys_flag,) = _I32.unpack_from(buf, 36)
+        layout = rmq.MESSAGE_HEADER_FAST[(sys_flag >> 4) & 3]
+        if len(buf) < layout.size:
+            return False
+        store_ts = layout.unpack_from(buf, 0)[layout.names.index("storeTimestamp")]
+    return store_ts != 0 and store_ts <= min_ts
+
+
+def reput_dispatches(commitlog, from_offset: int | None = None, *,
+                     feed: DispatchFeed | None = None) -> Iterator[DispatchRequest]:
+    """The messages ``ReputMessageService.doReput`` dispatches from ``from_offset``
+    (default: the first file), with ``checkMessageAndReturnSize(checkCRC=false,
+    readBody=false)``: body CRCs are not checked; a BLANK record moves to the
+    next file; a record that cannot be dispatched makes a master skip the rest
+    of its file (recorded in ``feed.skipped``)."""
+    feed = feed if feed is not None else DispatchFeed("reput")
+    files = rmq.list_mapped_files(commitlog)
+    for start, file_path in files:
+        with rmq.MappedFile(file_path) as mf:
+            if from_offset is not None and start + mf.size <= from_offset:
+                continue
+            if feed.start_file is None:
+                feed.start_file = file_path.name
+            buf = mf.buf
+            skip = 0 if from_offset is None or from_offset <= start else from_offset - start
+            view = memoryview(buf)[skip:] if skip else buf
+            try:
+                for item in _file_dispatches(view, start + skip, file_path.name, str(file_path), False):
+                    if item[0] == "msg":
+                        feed.dispatched += 1
+                        yield item[1]
+                        continue
+                    _, kind, pos, reason = item
+                    if kind in ("corrupt", "failed"):
+                        feed.skipped.append({"kind": kind, "phyOffset": start + skip + pos,
+                                             "file": file_path.name, "reason": reason})
+                    elif kind == "zero":
+                        feed.stopped = {"kind": kind, "phyOffset": start + skip + pos, "file": file_path.name,
+                                        "reason": reason}
+            finally:
+                if skip:
+                    view.release()
+    if feed.stopped is None:
+        feed.stopped = {"kind": "last-file", "phyOffset": None, "file": files[-1][1].name if files else None,
+                        "reason": None}
+
+
+def default_index_file_name(previous: str | None = None) -> str:
+    """``UtilAll.timeMillisToHumanString(now)`` (local time, yyyyMMddHHmmssSSS), made
+    to sort after ``previous``."""
+    now = time.time()
+    name = time.strftime("%Y%m%d%H%M%S", time.localtime(now)) + f"{int(now * 1000) % 1000:03d}"
+    if previous is not None and previous.isdigit() and len(previous) == len(name) and name <= previous:
+        name = str(int(previous) + 1)
+    return name
+
+
+@dataclass
+class IndexBuild:
+    """The result of ``build_index_files``."""
+
+    files: list  # every IndexFileView, oldest first (existing ones included)
+    created: list  # the files created by the build (IndexFileView, in memory)
+    appended: IndexFileView | None = None  # an existing file the build appended to (copy-on-write)
+    requests: int = 0  # dispatch requests seen
+    indexed_messages: int = 0  # requests that produced at least one entry
+    entries_written: int = 0
+    skipped_before_end: int = 0  # commitLogOffset < endPhyOffset of the current file
+    skipped_rollback: int = 0
+
+    def stats(self) -> dict:
+        return {"requests": self.requests, "indexedMessages": self.indexed_messages,
+                "entriesWritten": self.entries_written, "skippedBeforeEndPhyOffset": self.skipped_before_end,
+                "skippedRollback": self.skipped_rollback, "created": [f.name for f in self.created],
+                "appendedTo": self.appended.name if self.appended else None}
+
+
+def build_index_files(dispatches: Iterable[DispatchRequest], hash_slot_num: int, index_num: int, *,
+                      existing: list[IndexFileView] | None = None,
+                      name_for: Callable[[str | None], str] = default_index_file_name) -> IndexBuild:
+    """``IndexService.buildIndex`` for each request, in memory.
+
+    ``existing`` are the index files already loaded (oldest first); when the
+    newest is not full, it is appended to through a copy-on-write map (the file
+    on disk is never written).  New files are created as RocketMQ's
+    ``getAndCreateLastIndexFile`` does: seeded with the previous file's
+    endPhyOffset/endTimestamp, named by ``name_for(previous_name)``.
+    Per request: skipped when commitLogOffset < the current file's
+    endPhyOffset or the transaction type is ROLLBACK; otherwise UNIQ_KEY, then
+    every non-empty space-separated KEYS token, is put as ``topic#key``.
+    Call ``IndexFileView.to_bytes`` / ``write`` on ``created`` to get the files.
+    """
+    if hash_slot_num <= 0 or index_num <= 0:
+        raise ValueError("hash_slot_num and index_num must be positive")
+    files = list(existing or [])
+    build = IndexBuild(files=files, created=[])
+
+    def last_file() -> IndexFileView:
+        # IndexService.getAndCreateLastIndexFile: the newest file unless it is full
+        if files and not files[-1].is_write_full():
+            return files[-1]
+        prev = files[-1] if files else None
+        created = IndexFileView.create(name_for(prev.name if prev else None), hash_slot_num, index_num,
+                                       prev.end_phy_offset if prev else 0, prev.end_timestamp if prev else 0)
+        files.append(created)
+        build.created.append(created)
+        return created
+
+    def put(index_file: IndexFileView, request: DispatchRequest, key: str) -> IndexFileView:
+        while True:
+            if index_file.origin == "disk":  # first write to a loaded file: copy-on-write from here on
+                index_file = index_file.writable_copy()
+                files[-1] = build.appended = index_file
+            if index_file.put_key(key, request.commit_log_offset, request.store_timestamp):
+                build.entries_written += 1
+                return index_file
+            index_file = last_file()
+
+    for request in dispatches:
+        build.requests += 1
+        index_file = last_file()
+        if request.commit_log_offset < index_file.end_phy_offset:
+            build.skipped_before_end += 1
+            continue
+        if request.sys_flag & rmq.TRANSACTION_ROLLBACK_TYPE == rmq.TRANSACTION_ROLLBACK_TYPE:
+            build.skipped_rollback += 1
+            continue
+        topic = request.topic
+        before = build.entries_written
+        if request.uniq_key is not None:
+            index_file = put(index_file, request, f"{topic}#{request.uniq_key}")
+        keys = request.keys
+        if keys:
+            for token in keys.split(" "):
+                if token:
+                    index_file = put(index_file, request, f"{topic}#{token}")
+        if build.entries_written > before:
+            build.indexed_messages += 1
+    for f in build.created:
+        f.flush_header()
+    if build.appended is not None:
+        build.appended.flush_header()
+    return build
+
+
+# --------------------------------------------------------------------------
+# The store
+# --------------------------------------------------------------------------
+
+
+def _message_view(msg: dict) -> dict:
+    return {"phy_offset": msg["phyOffset"], "topic": msg["topic"], "queue_id": msg["queueId"],
+            "queue_offset": msg["queueOffset"], "size": msg["totalSize"], "sys_flag": msg["sysFlag"],
+            "keys": msg["KEYS"], "uniq_key": msg["UNIQ_KEY"], "tags": msg["TAGS"],
+            "store_timestamp": msg["storeTimestamp"], "born_timestamp": msg["bornTimestamp"],
+            "offset_msg_id": msg["offsetMsgId"], "file": msg["file"]}
+
+
+def carries_key(msg: dict, topic: str, key: str) -> bool:
+    """Does the message carry ``topic#key`` as IndexService.buildIndex would index it?"""
+    if msg["topic"] != topic:
+        return False
+    if msg.get("uniq_key") == key:
+        return True
+    keys = msg.get("keys")
+    return bool(keys) and bool(key) and key in keys.split(" ")
+
+
+class StoreView:
+    """A RocketMQ store root (``commitlog/``, ``consumequeue/``, ``index/``, ``checkpoint``, ``abort``).
+
+    ``hash_slot_num`` / ``index_num`` give the index geometry (the IndexFile
+    header does not record it); without them each file's is inferred.
+    ``recover``: None = as RocketMQ would (abnormal recovery when ``abort``
+    exists), True / False to force.  ``commitlog_dir`` overrides where the
+    CommitLog is (for an index-only copy).  Nothing is read until used; the
+    index (and its recovery) is loaded once, on first use.
+    """
+
+    def __init__(self, store_dir, hash_slot_num: int | None = None, index_num: int | None = None, *,
+                 recover: bool | None = None, commitlog_dir=None, check_crc_on_recover: bool = True):
+        root = Path(store_dir)
+        if not root.exists():
+            raise UnreadableInput("no such store directory", str(root))
+        if root.is_dir() and not (root / "index").is_dir() and root.name == "index":
+            root = root.parent
+        if not root.is_dir():
+            raise UnreadableInput("not a RocketMQ store directory", str(root))
+        if not any((root / sub).is_dir() for sub in ("index", "commitlog", "consumequeue")):
+            raise UnreadableInput("not a RocketMQ store (no index/, commitlog/ or consumequeue/ inside)", str(root))
+        if (hash_slot_num is None) != (index_num is None):
+            raise ValueError("give both hash_slot_num and index_num, or neither")
+        self.root = root
+        self.hash_slot_num = hash_slot_num
+        self.index_num = index_num
+        self.index_dir = root / "index"
+        self.commitlog_dir = Path(commitlog_dir) if commitlog_dir is not None else root / "commitlog"
+        self.abort_exists = (root / "abort").exists()
+        self.recover = self.abort_exists if recover is None else recover
+        self.check_crc_on_recover = check_crc_on_recover
+        self._index_files: list[IndexFileView] | None = None
+        self._index_problems: list[dict] = []
+        self._recovery: dict | None = None
+        self._commitlog: rmq.CommitLog | None = None
+        self._closers: list[IndexFileView] = []
+
+    # ---- checkpoint ----
+
+    def checkpoint(self) -> dict | None:
+        """``StoreCheckpoint`` fields, or None when the file is missing."""
+        path = self.root / "checkpoint"
+        if not path.exists():
+            return None
+        with rmq.MappedFile(path) as mf:
+            return rmq.read_checkpoint(mf.buf, str(path))
+
+    # ---- CommitLog ----
+
+    @property
+    def commitlog(self) -> rmq.CommitLog | None:
+        if self._commitlog is None and self.commitlog_dir.is_dir():
+            self._commitlog = rmq.CommitLog(self.commitlog_dir)
+        return self._commitlog
+
+    def message_at(self, phy_offset: int) -> dict | None:
+        """``lookMessageByOffset``: the decoded message at ``phy_offset`` or None."""
+        log = self.commitlog
+        if log is None:
+            return None
+        return log.message_at(phy_offset, digests=False, decompress=False)
+
+    # ---- index files ----
+
+    def _open_disk_index(self) -> list[IndexFileView]:
+        if not self.index_dir.is_dir():
+            return []
+        loaded = []
+        for path in rmq.list_index_files(self.index_dir):
+            try:
+                loaded.append(IndexFileView.open(path, self.hash_slot_num, self.index_num))
+            except (SegtoolError, ValueError) as exc:
+                self._index_problems.append({"file": path.name, "problem": str(exc)})
+        self._closers.extend(loaded)
+        return loaded
+
+    @property
+    def index_files(self) -> list[IndexFileView]:
+        """The index files IndexService holds after load (oldest first)."""
+        if self._index_files is None:
+            loaded = self._open_disk_index()
+            self._index_files = self._recover_index(loaded) if self.recover else loaded
+        return self._index_files
+
+    def _recover_index(self, loaded: list[IndexFileView]) -> list[IndexFileView]:
+        """IndexService.load(lastExitOK=false) + the index part of CommitLog.recoverAbnormally."""
+        checkpoint = self.checkpoint()
+        cp = checkpoint or {"physicMsgTimestamp": 0, "logicsMsgTimestamp": 0, "indexMsgTimestamp": 0}
+        limit = cp["indexMsgTimestamp"]
+        kept = [f for f in loaded if f.end_timestamp <= limit]
+        dropped = [f for f in loaded if f.end_timestamp > limit]
+        if self.hash_slot_num is not None:
+            geometry, geometry_source = (self.hash_slot_num, self.index_num), "explicit"
+        elif loaded:
+            ref = (kept or loaded)[-1]
+            geometry, geometry_source = (ref.hash_slot_num, ref.index_num), f"as {ref.name} ({ref.geometry_source})"
+        else:
+            geometry, geometry_source = (rmq.DEFAULT_HASH_SLOT_NUM, rmq.DEFAULT_INDEX_NUM), "RocketMQ default (assumed)"
+        feed = DispatchFeed("recover")
+        requests = recovery_dispatches(self.commitlog_dir, cp, check_crc=self.check_crc_on_recover, feed=feed)
+        build = build_index_files(requests, *geometry, existing=kept)
+        self._closers.extend(build.created)
+        if build.appended is not None:
+            self._closers.append(build.appended)
+        self._recovery = {
+            "note": (("unclean shutdown (abort file)" if self.abort_exists else "recovery forced (no abort file)")
+                     + ": index as RocketMQ 4.9's abnormal recovery leaves it, rebuilt in memory; "
+                     "the files on disk are untouched"),
+            "abortFileExists": self.abort_exists,
+            "checkpoint": checkpoint,
+            "checkpointMissing": checkpoint is None,
+            "droppedIndexFiles": [f.name for f in dropped],
+            "keptIndexFiles": [f.name for f in kept],
+            "geometry": {"hashSlotNum": geometry[0], "indexNum": geometry[1], "source": geometry_source},
+            "commitlogRecoveryStartFile": feed.start_file,
+            "commitlogDispatched": feed.dispatched,
+            "commitlogStopped": feed.stopped,
+            "build": build.stats(),
+            "indexFilesAfterLoad": [f.name for f in build.files],
+        }
+        return build.files
+
+    @property
+    def recovery(self) -> dict | None:
+        """What the recovery did (None when the index was taken as it is on disk)."""
+        self.index_files
+        return self._recovery
+
+    # ---- key lookups ----
+
+    def select_offsets(self, topic: str, key: str, max_num: int = MAX_MSGS_NUM_BATCH, begin: int = 0,
+                       end: int = LONG_MAX) -> dict:
+        """``IndexService.queryOffset``: the raw phyOffsets in RocketMQ's order (with the loop guard)."""
+        if max_num < 0:
+            raise SegtoolError(f"max_num must be >= 0 (got {max_num})")
+        effective = min(max_num, MAX_MSGS_NUM_BATCH)
+        key_hash = rmq.index_key_hash(rmq.index_key(topic, key))
+        files = self.index_files
+        out: list[int] = []
+        searched = []
+        notes = []
+        terminated = True
+        last_ts = last_phy = 0
+        for i in range(len(files) - 1, -1, -1):
+            f = files[i]
+            if i == len(files) - 1:
+                last_ts, last_phy = f.end_timestamp, f.end_phy_offset
+            if f.is_time_matched(begin, end):
+                before = len(out)
+                outcome = f.select_phy_offsets(out, key_hash, effective, begin, end)
+                searched.append({"file": f.name, "found": len(out) - before, "entriesRead": outcome.steps})
+                if outcome.note:
+                    notes.append(outcome.note)
+                if not outcome.terminated:
+                    terminated = False
+                    break
+            if f.begin_timestamp < begin:
+                break
+            if len(out) >= effective:
+                break
+        return {"phy_offsets": out, "terminated": terminated, "effective_max_num": effective,
+                "key_hash": key_hash, "index_last_update_timestamp": last_ts,
+                "index_last_update_phy_offset": last_phy, "searched": searched, "notes": notes}
+
+    def query_offsets(self, topic: str, key: str, max_num: int = MAX_MSGS_NUM_BATCH, begin: int = 0,
+                      end: int = LONG_MAX, include_collisions: bool = False) -> dict:
+        """A key lookup: ``IndexService.queryOffset`` resolved in the CommitLog.
+
+        ``index_phy_offsets`` is RocketMQ's raw answer (order and duplicates
+        kept); ``phy_offsets`` is the same without hash collisions and offsets
+        that hold no readable message, unless ``include_collisions`` (then it
+        equals ``index_phy_offsets``).  ``messages`` has one item per raw offset.
+        """
+        raw = self.select_offsets(topic, key, max_num, begin, end)
+        have_log = self.commitlog is not None
+        decoded: dict[int, dict] = {}
+        messages = []
+        for phy in raw["phy_offsets"]:
+            item = decoded.get(phy)
+            if item is None:
+                item = decoded[phy] = self._resolve(phy, topic, key, have_log)
+            messages.append(item)
+        notes = list(raw["notes"])
+        if not have_log:
+            notes.append(f"no CommitLog at {self.commitlog_dir}: offsets not verified against messages")
+        if include_collisions:
+            kept = list(raw["phy_offsets"])
+        else:
+            kept = [m["phy_offset"] for m in messages
+                    if m.get("collision") is False or (m.get("collision") is None and not have_log)]
+        collisions = sum(1 for m in messages if m.get("collision"))
+        files = self.index_files
+        searched = {s["file"] for s in raw["searched"]}
+        answer = {
+            "store": str(self.root), "topic": topic, "key": key, "index_key": rmq.index_key(topic, key),
+            "key_hash": raw["key_hash"], "begin": begin, "end": end, "max_num": max_num,
+            "effective_max_num": raw["effective_max_num"], "include_collisions": include_collisions,
+            "phy_offsets": kept, "index_phy_offsets": raw["phy_offsets"], "collisions": collisions,
+            "messages": messages,
+            "query_message_phy_offsets": self._query_message(topic, key, max_num, begin, end, raw, decoded),
+            "terminated": raw["terminated"],
+            "index_last_update_timestamp": raw["index_last_update_timestamp"],
+            "index_last_update_phy_offset": raw["index_last_update_phy_offset"],
+            "index_files": [{**f.summary(), "searched": f.name in searched} for f in reversed(files)],
+            "index_searched": raw["searched"],
+            "recovered": self._recovery is not None,
+            "recovery": self._recovery,
+            "notes": notes,
+        }
+        if self._index_problems:
+            answer["index_problems"] = list(self._index_problems)
+        if not raw["terminated"]:
+            answer["notes"].append("terminated=false: RocketMQ itself would never answer this query")
+        return answer
+
+    def _resolve(self, phy: int, topic: str, key: str, have_log: bool) -> dict:
+        if not have_log:
+            return {"phy_offset": phy, "collision": None, "matches_query": None, "error": "no commitlog"}
+        try:
+            msg = self.message_at(phy)
+        except SegtoolError as exc:
+            return {"phy_offset": phy, "collision": None, "matches_query": None, "error": str(exc)}
+        if msg is None:
+            return {"phy_offset": phy, "collision": None, "matches_query": None,
+                    "error": "no message at this offset"}
+        view = _message_view(msg)
+        match = carries_key(view, topic, key)
+        return {**view, "matches_query": match, "collision": not match}
+
+    def _query_message(self, topic, key, max_num, begin, end, first: dict, decoded: dict) -> list[int]:
+        """``DefaultMessageStore.queryMessage``'s offsets: up to 3 rounds, ascending per round."""
+        result: list[int] = []
+        last_time = end
+        raw = first
+        for round_no in range(QUERY_MESSAGE_ROUNDS):
+            if round_no:
+                raw = self.select_offsets(topic, key, max_num, begin, last_time)
+            offsets = sorted(raw["phy_offsets"])
+            if not offsets:
+                break
+            for m, phy in enumerate(offsets):
+                item = decoded.get(phy)
+                if item is None:
+                    item = decoded[phy] = self._resolve(phy, topic, key, self.commitlog is not None)
+                if "error" in item:
+                    continue  # lookMessageByOffset failed: the exception is logged, nothing added
+                if m == 0:
+                    last_time = item["store_timestamp"]
+                result.append(phy)
+            if result or last_time < begin:
+                break
+        return result
+
+    # ---- ConsumeQueue ----
+
+    def queue_unit(self, topic: str, queue_id: int, queue_offset: int) -> dict:
+        """``getCommitLogOffsetInQueue`` / ``ConsumeQueue.getIndexBuffer`` plus the message it points at."""
+        directory = self.root / "consumequeue" / topic / str(queue_id)
+        answer = {"store": str(self.root), "topic": topic, "queue_id": queue_id, "queue_offset": queue_offset,
+                  "queue_exists": directory.is_dir(), "phy_offset": None, "size": None, "tags_code": None,
+                  "min_offset_in_queue": None, "max_offset_in_queue": None, "message": None}
+        if not answer["queue_exists"]:
+            return answer
+        queue = rmq.ConsumeQueue(directory, topic, queue_id)
+        answer["min_offset_in_queue"], answer["max_offset_in_queue"] = _queue_bounds(queue)
+        unit = queue.unit(queue_offset) if queue_offset >= 0 else None
+        if unit is not None:
+            answer.update(phy_offset=unit["commitLogOffset"], size=unit["size"], tags_code=unit["tagsCode"])
+            try:
+                msg = self.message_at(unit["commitLogOffset"])
+            except SegtoolError as exc:
+                answer["message_error"] = str(exc)
+            else:
+                answer["message"] = _message_view(msg) if msg is not None else None
+        return answer
+
+    def close(self) -> None:
+        for f in self._closers:
+            f.close()
+        self._closers.clear()
+        self._index_files = None
+        if self._commitlog is not None:
+            self._commitlog.close()
+            self._commitlog = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def _queue_bounds(queue: rmq.ConsumeQueue) -> tuple[int, int]:
+    """(minOffsetInQueue, maxOffsetInQueue) from the first and last files only.
+
+    Max: the last file's first unit recovery would not accept (``ConsumeQueue.recover``);
+    min: the first file's first valid unit.
+    """
+    if not queue.files:
+        return 0, 0
+    bad = None
+    bounds = []
+    for start, file_path in (queue.files[0], queue.files[-1]):
+        with rmq.MappedFile(file_path) as mf:
+            units = rmq.consumequeue_units(mf.buf)
+            invalid = (units["commitLogOffset"] < 0) | (units["size"] <= 0)
+            bad = np.flatnonzero(invalid)
+            stop = int(bad[0]) if bad.size else len(units)
+            valid = np.flatnonzero(~invalid[:stop] & (units["size"][:stop] != rmq.CQ_BLANK_UNIT_SIZE))
+            first = int(valid[0]) if valid.size else stop
+            bounds.append((start // rmq.CQ_UNIT_SIZE + first, start // rmq.CQ_UNIT_SIZE + stop))
+            del units, invalid
+    return bounds[0][0], bounds[1][1]

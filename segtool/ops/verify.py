@@ -1,0 +1,346 @@
+"""`verify`: check files the way Kafka does, and more; predict what recovery would cut.
+
+Each file gets ``{"path", "size", "sha256", "kind", "status", "problems", ...}``;
+a problem is ``{"kind", "severity", "byte_offset", "message"}`` where severity
+"error" makes the file's status "problems" and "info" does not (offset gaps,
+which compaction makes legal, for example).  ``.log`` files also get
+``recovery``: where Kafka's log recovery would truncate and what it would lose.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Callable
+
+from segtool.engine.recovery import recover_segment, records_after
+from segtool.engine.source import open_buffer, sha256_of
+from segtool.errors import CorruptData, SegtoolError, UnreadableInput
+from segtool.formats import kafka_index, kafka_state
+from segtool.formats.detect import detect, expand_paths, offset_from_file_name
+from segtool.formats.kafka_log import BatchScan, batch_records
+from segtool.ops.kafka_dump_log import KafkaDumpLog, KafkaDumpOptions
+
+_INT32_MAX = 2**31 - 1
+
+
+def _problem(kind: str, byte_offset: int | None, message: str, severity: str = "error") -> dict:
+    return {"kind": kind, "severity": severity, "byte_offset": byte_offset, "message": message}
+
+
+def _zero_tail(buf, start: int) -> bool:
+    tail = buf[start:]
+    return len(tail) > 0 and tail.count(0) == len(tail)
+
+
+# -- .log -------------------------------------------------------------------
+
+
+def verify_log(path: str, deep: bool = False, progress: Callable[[int], None] | None = None) -> dict:
+    buf = open_buffer(path)
+    base = offset_from_file_name(path)
+    problems: list[dict] = []
+    recovery = recover_segment(buf, path, base, count_records=False, progress=progress)
+    previous_last = None
+    first_base = None
+    scan = BatchScan(buf, path=path)
+    batches = records = 0
+    try:
+        for batch in scan:
+            batches += 1
+            if first_base is None:
+                first_base = batch.base_offset
+            if not batch.crc_valid:
+                algorithm = "CRC-32C" if batch.magic >= 2 else "CRC32"
+                problems.append(_problem("crc_mismatch", batch.position,
+                                         f"{algorithm} stored {batch.crc} but computed {batch.computed_crc()}"))
+            if batch.magic >= 2:
+                count = batch.record_count or 0
+                if count > batch.last_offset_delta + 1:
+                    problems.append(_problem("record_count", batch.position,
+                                             f"{count} records cannot fit {batch.last_offset_delta + 1} offsets"))
+            if batch.last_offset - base > _INT32_MAX:
+                problems.append(_problem("relative_offset_overflow", batch.position,
+                                         f"offset {batch.last_offset} is more than 2^31-1 past the segment base {base}"))
+            if batch.base_offset < base:
+                problems.append(_problem("offset_before_base", batch.position,
+                                         f"batch base offset {batch.base_offset} is below the segment base {base}"))
+            if previous_last is not None:
+                if batch.base_offset <= previous_last:
+                    problems.append(_problem("offsets_not_increasing", batch.position,
+                                             f"batch starts at {batch.base_offset} after offset {previous_last}"))
+                elif batch.base_offset > previous_last + 1:
+                    problems.append(_problem("offset_gap", batch.position,
+                                             f"offsets {previous_last + 1}..{batch.base_offset - 1} are absent "
+                                             "(legal after compaction)", "info"))
+            previous_last = batch.last_offset
+            if deep:
+                try:
+                    records += len(batch_records(batch, path))
+                except CorruptData as exc:
+                    problems.append(_problem("record_structure", exc.offset, exc.message))
+            elif batch.magic >= 2:
+                records += batch.record_count or 0
+    except CorruptData as exc:
+        problems.append(_problem("corrupt_framing", exc.offset, exc.message))
+    end = scan.valid_bytes
+    if end < len(buf) and scan.stop_reason != "corrupt":
+        if _zero_tail(buf, end):
+            problems.append(_problem("zero_tail", end, f"{len(buf) - end} zero bytes after the last batch "
+                                                       "(preallocated or torn write)"))
+        else:
+            problems.append(_problem("trailing_bytes", end, f"{len(buf) - end} bytes after the last whole batch "
+                                                            "do not form a batch"))
+    if first_base is not None and first_base != base:
+        severity = "error" if first_base < base else "info"
+        problems.append(_problem("segment_name", 0, f"file is named for offset {base} but its first batch starts "
+                                                    f"at {first_base}", severity))
+    lost_records, torn_records = records_after(buf, recovery.valid_bytes, path) if recovery.bytes_lost else (0, 0)
+    if recovery.bytes_lost and recovery.stop_reason == "invalid_batch":
+        problems.append(_problem("recovery_truncation", recovery.valid_bytes,
+                                 f"Kafka's recovery stops here: {recovery.stop_message}"))
+    return {
+        "batches": batches,
+        "records": records,
+        "problems": problems,
+        "recovery": {
+            "valid_bytes": recovery.valid_bytes,
+            "bytes_lost": recovery.bytes_lost,
+            "records_lost": lost_records,
+            "torn_batch_records": torn_records,
+            "stop_reason": recovery.stop_reason,
+            "stop_message": recovery.stop_message,
+        },
+    }
+
+
+# -- indexes ----------------------------------------------------------------
+
+
+def _index_vs_log(path: str, time_index: bool) -> list[dict]:
+    """kafka-dump-log's --verify-index-only checks, reported as problems."""
+    tool = KafkaDumpLog(KafkaDumpOptions(verify_index_only=True), lambda line: None)
+    problems = []
+    try:
+        if time_index:
+            tool.dump_time_index(path)
+        else:
+            tool.dump_offset_index(path)
+    except SegtoolError as exc:
+        problems.append(_problem("index_points_nowhere", exc.offset, exc.message))
+    for pairs in tool.index_mismatches.values():
+        for index_offset, log_offset in reversed(pairs):
+            problems.append(_problem("index_offset_mismatch", None,
+                                     f"index entry offset {index_offset} but the batch there ends at {log_offset}"))
+    for pairs in tool.time_mismatches.values():
+        for index_ts, log_ts in pairs:
+            problems.append(_problem("timestamp_mismatch", None,
+                                     f"index timestamp {index_ts} but the batch's max timestamp is {log_ts}"))
+    for pairs in tool.time_out_of_order.values():
+        for index_ts, previous in pairs:
+            problems.append(_problem("timestamp_out_of_order", None,
+                                     f"index timestamp {index_ts} is not above the previous entry's {previous}"))
+    for pairs in tool.time_not_found.values():
+        for index_offset, log_offset in pairs:
+            problems.append(_problem("indexed_offset_not_found", None,
+                                     f"indexed offset {index_offset} not found in the log (batch found: {log_offset})"))
+    return problems
+
+
+def _older_broker_time_entries(path: str, problems: list[dict]) -> list[dict]:
+    """Older brokers indexed any offset inside the batch: accept offsets within [base, last]."""
+    if not any(p["kind"] == "indexed_offset_not_found" for p in problems):
+        return problems
+    index = kafka_index.TimeIndex(path).trim_to_valid()
+    offsets_index = kafka_index.OffsetIndex(path.rsplit(".", 1)[0] + ".index")
+    log = open_buffer(path.rsplit(".", 1)[0] + ".log")
+    inside = set()
+    for slot in range(index.entries):
+        entry = index.entry(slot)
+        for batch in BatchScan(log, offsets_index.lookup(entry.offset).position):
+            if batch.last_offset >= entry.offset:
+                if batch.base_offset <= entry.offset:
+                    inside.add(entry.offset)
+                break
+    kept = []
+    for problem in problems:
+        if problem["kind"] == "indexed_offset_not_found":
+            offset = int(problem["message"].split()[2])
+            if offset in inside:
+                problem = dict(problem, severity="info", kind="indexed_offset_inside_batch",
+                               message=problem["message"] + "; it lies inside the batch, as older brokers indexed")
+        kept.append(problem)
+    return kept
+
+
+def verify_index(path: str, time_index: bool) -> dict:
+    cls = kafka_index.TimeIndex if time_index else kafka_index.OffsetIndex
+    index = cls(path)
+    problems = []
+    try:
+        index.sanity_check(path)
+    except kafka_index.CorruptIndex as exc:
+        problems.append(_problem("sanity_check", exc.offset, exc.kafka_message))
+    valid = index.dump_entries
+    if index.entries > valid:
+        problems.append(_problem("zero_tail", valid * index.entry_size,
+                                 f"{index.entries - valid} zero entries after {valid} valid ones "
+                                 "(preallocated file of a hot copy; `segtool trim` shrinks it)", "info"))
+    problems.extend(_monotonicity(index, valid, time_index))
+    log = path.rsplit(".", 1)[0] + ".log"
+    if os.path.exists(log):
+        checks = _index_vs_log(path, time_index)
+        if valid == 1 and index.entries > 1 and tuple(index.entry(0))[-1 if time_index else 1] == 0:
+            # a hot copy whose only "entry" is the first preallocated zero slot
+            checks = [dict(p, severity="info", message=p["message"] + " (the slot is preallocated zeros)")
+                      if p["kind"] in ("index_offset_mismatch", "indexed_offset_not_found") else p for p in checks]
+        if time_index:
+            checks = _older_broker_time_entries(path, checks)
+        problems.extend(checks)
+    else:
+        problems.append(_problem("missing_log", None, "no .log beside this index to check it against", "info"))
+    return {"entries": valid, "problems": problems}
+
+
+def _monotonicity(index, valid: int, time_index: bool) -> list[dict]:
+    """Entries must grow: offsets and positions (offset index), timestamps and offsets (time index)."""
+    problems = []
+    previous = None
+    for slot in range(valid):
+        entry = tuple(index.entry(slot))
+        if previous is not None:
+            names = ("timestamp", "offset") if time_index else ("offset", "position")
+            for name, before, now in zip(names, previous, entry):
+                if now < before or (now == before and not time_index):
+                    problems.append(_problem("entries_out_of_order", slot * index.entry_size,
+                                             f"entry {slot} {name} {now} is not above entry {slot - 1}'s {before}"))
+        previous = entry
+    return problems
+
+
+def verify_txn_index(path: str) -> dict:
+    index = kafka_index.TransactionIndex(path)
+    problems = []
+    try:
+        index.sanity_check(path)
+    except kafka_index.KafkaReportedError as exc:
+        problems.append(_problem("sanity_check", exc.offset, exc.kafka_message))
+    if index.trailing_bytes:
+        problems.append(_problem("trailing_bytes", index.entries * index.entry_size,
+                                 f"{index.trailing_bytes} bytes after the last whole entry"))
+    return {"entries": index.entries, "problems": problems}
+
+
+def verify_snapshot(path: str) -> dict:
+    try:
+        snap = kafka_state.read_producer_snapshot(path, verify=False)
+    except kafka_state.CorruptSnapshot as exc:
+        return {"problems": [_problem("snapshot_structure", exc.offset, exc.kafka_message)]}
+    problems = []
+    if not snap.crc_ok:
+        problems.append(_problem("crc_mismatch", 2, f"CRC-32C stored {snap.crc} but computed {snap.computed_crc}"))
+    return {"producers": len(snap.entries), "problems": problems}
+
+
+def verify_leader_epochs(path: str) -> dict:
+    """leader-epoch-checkpoint against the leader epochs the batches carry."""
+    try:
+        entries = kafka_state.read_leader_epoch_checkpoint(path)
+    except kafka_state.CorruptCheckpoint as exc:
+        return {"problems": [_problem("checkpoint_format", exc.offset, exc.message)]}
+    directory = os.path.dirname(path)
+    first_offset_of_epoch: dict[int, int] = {}
+    for name in sorted(n for n in os.listdir(directory) if n.endswith(".log")):
+        try:
+            for batch in BatchScan(open_buffer(os.path.join(directory, name))):
+                if batch.magic >= 2 and batch.partition_leader_epoch >= 0:
+                    first_offset_of_epoch.setdefault(batch.partition_leader_epoch, batch.base_offset)
+        except CorruptData:
+            continue
+    problems = []
+    for entry in entries:
+        seen = first_offset_of_epoch.get(entry.epoch)
+        if seen is not None and seen != entry.start_offset and seen > entry.start_offset:
+            problems.append(_problem("leader_epoch", None,
+                                     f"epoch {entry.epoch} starts at {entry.start_offset} in the checkpoint but its "
+                                     f"first batch in the log is at {seen}", "info"))
+    known = {e.epoch for e in entries}
+    for epoch, offset in sorted(first_offset_of_epoch.items()):
+        if epoch not in known and entries and epoch > max(known):
+            problems.append(_problem("leader_epoch", None,
+                                     f"batches carry leader epoch {epoch} from offset {offset}, which the "
+                                     "checkpoint does not list"))
+    return {"epochs": len(entries), "problems": problems}
+
+
+# -- dispatch ---------------------------------------------------------------
+
+
+def verify_file(path: str, deep: bool = False, progress=None) -> dict:
+    detected = detect(path)
+    result = {"path": path, "kind": detected.kind}
+    try:
+        result["size"] = os.path.getsize(path)
+        result["sha256"] = sha256_of(path)
+        kind = detected.kind
+        if kind == "kafka-log":
+            result.update(verify_log(path, deep, progress))
+        elif kind == "kafka-offset-index":
+            result.update(verify_index(path, time_index=False))
+        elif kind == "kafka-time-index":
+            result.update(verify_index(path, time_index=True))
+        elif kind == "kafka-txn-index":
+            result.update(verify_txn_index(path))
+        elif kind == "kafka-producer-snapshot":
+            result.update(verify_snapshot(path))
+        elif kind == "kafka-leader-epoch-checkpoint":
+            result.update(verify_leader_epochs(path))
+        elif kind in ("kafka-offset-checkpoint", "kafka-partition-metadata"):
+            reader = kafka_state.read_checkpoint if kind == "kafka-offset-checkpoint" else kafka_state.read_partition_metadata
+            try:
+                reader(path)
+                result["problems"] = []
+            except kafka_state.CorruptCheckpoint as exc:
+                result["problems"] = [_problem("format", exc.offset, exc.message)]
+        elif kind.startswith("rocketmq-"):
+            from segtool.ops.verify_rocketmq import verify_rocketmq_file
+
+            result.update(verify_rocketmq_file(detected, deep))
+        else:
+            result["problems"] = []
+            result["status"] = "skipped"
+            return result
+    except UnreadableInput as exc:
+        result.update(status="unreadable", problems=[_problem("unreadable", exc.offset, exc.message)])
+        return result
+    except SegtoolError as exc:
+        result.setdefault("problems", []).append(_problem("unreadable", exc.offset, exc.message))
+        result["status"] = "unreadable"
+        return result
+    errors = [p for p in result["problems"] if p["severity"] == "error"]
+    result["status"] = "problems" if errors else "ok"
+    return result
+
+
+def verify(paths: list[str], deep: bool = False, progress_factory=None) -> dict:
+    files = []
+    for path in expand_paths(paths):
+        progress = progress_factory(path) if progress_factory else None
+        files.append(verify_file(path, deep, progress))
+    statuses = [f["status"] for f in files]
+    return {
+        "files": files,
+        "summary": {
+            "files": len(files),
+            "ok": statuses.count("ok"),
+            "problems": statuses.count("problems"),
+            "unreadable": statuses.count("unreadable"),
+            "skipped": statuses.count("skipped"),
+        },
+    }
+
+
+def exit_code(report: dict) -> int:
+    summary = report["summary"]
+    if summary["unreadable"]:
+        return 2
+    return 1 if summary["problems"] else 0
