@@ -79,6 +79,9 @@ class SegmentRecovery:
     max_timestamp: int = NO_TIMESTAMP
     offset_of_max_timestamp: int = -1
     next_offset: int | None = None
+    framing_error: CorruptData | None = None  # where batch framing itself broke, if it did
+    framed_bytes: int = 0  # end of the last well-framed batch
+    framing_stop: str | None = None  # "truncated" / "corrupt" / None
 
     @property
     def bytes_lost(self) -> int:
@@ -111,8 +114,13 @@ def ensure_valid(batch: RecordBatch) -> str | None:
 def recover_segment(buf, log_path: str, base_offset: int,
                     index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES,
                     txn_state: ProducerTxnState | None = None, count_records: bool = False,
-                    cap: int = 256 * 1024 * 1024, progress=None) -> SegmentRecovery:
-    """Run LogSegment.recover over ``buf`` without writing anything."""
+                    cap: int = 256 * 1024 * 1024, progress=None, observe=None) -> SegmentRecovery:
+    """Run LogSegment.recover over ``buf`` without writing anything.
+
+    ``observe(batch)``, when given, sees every well-framed batch of the file,
+    including those after the point where recovery stops (verify reports them
+    in the same single pass).
+    """
     txn_state = ProducerTxnState() if txn_state is None else txn_state
     offset_entries: list[tuple[int, int]] = []
     time_entries: list[tuple[int, int]] = []
@@ -122,20 +130,27 @@ def recover_segment(buf, log_path: str, base_offset: int,
     max_ts, max_ts_offset = NO_TIMESTAMP, -1
     last_time_entry = (NO_TIMESTAMP, base_offset)
     stop_reason = stop_message = None
+    framing_error = None
     batches = records = 0
     next_offset = None
     scan = BatchScan(buf, path=log_path)
     try:
         for batch in scan:
+            if observe is not None:
+                observe(batch)
+            if stop_reason is not None:
+                continue  # recovery has stopped; the observer still sees the rest
             problem = ensure_valid(batch)
             if problem is not None:
                 stop_reason, stop_message = "invalid_batch", problem
-                break
-            if batch.last_offset - base_offset > _INT32_MAX or batch.last_offset < base_offset:
+            elif batch.last_offset - base_offset > _INT32_MAX or batch.last_offset < base_offset:
                 stop_reason = "offset_out_of_range"
                 stop_message = (f"batch last offset {batch.last_offset} does not fit the segment's "
                                 f"32-bit relative offsets from base {base_offset}")
-                break
+            if stop_reason is not None:
+                if observe is None:
+                    break
+                continue
             if batch.max_timestamp > max_ts:
                 max_ts, max_ts_offset = batch.max_timestamp, batch.last_offset
             if valid_bytes - last_index_entry > index_interval_bytes:
@@ -154,20 +169,26 @@ def recover_segment(buf, log_path: str, base_offset: int,
             if progress is not None:
                 progress(valid_bytes)
         else:
-            if scan.stop_reason == "truncated":
+            if scan.stop_reason == "truncated" and stop_reason is None:
                 stop_reason = "truncated"
                 stop_message = "the last batch is cut short by the end of the file"
     except CorruptData as exc:
-        stop_reason, stop_message = "corrupt_framing", exc.message
+        framing_error = exc
+        if stop_reason is None:
+            stop_reason, stop_message = "corrupt_framing", exc.message
     # the closing entry of a normally closed segment
     if max_ts > last_time_entry[0]:
         time_entries.append((max_ts, max_ts_offset - base_offset))
-    return SegmentRecovery(
+    result = SegmentRecovery(
         log_path=log_path, base_offset=base_offset, size=len(buf), valid_bytes=valid_bytes,
         offset_entries=offset_entries, time_entries=time_entries, aborted_txns=aborted,
         stop_reason=stop_reason, stop_message=stop_message, batches=batches, records=records,
         max_timestamp=max_ts, offset_of_max_timestamp=max_ts_offset, next_offset=next_offset,
     )
+    result.framing_error = framing_error
+    result.framed_bytes = scan.valid_bytes
+    result.framing_stop = scan.stop_reason
+    return result
 
 
 def _update_transactions(batch: RecordBatch, state: ProducerTxnState, aborted: list, path, cap) -> None:

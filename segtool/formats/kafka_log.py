@@ -14,6 +14,7 @@ rest are "invalid bytes at the end").
 
 from __future__ import annotations
 
+import mmap
 import struct
 from dataclasses import dataclass, field
 
@@ -185,7 +186,7 @@ class Record:
         return -1 if self.value is None else len(self.value)
 
 
-@dataclass
+@dataclass(slots=True)
 class RecordBatch:
     """A v2 record batch or a legacy (possibly compressed wrapper) message, as framed in a file."""
 
@@ -208,6 +209,7 @@ class RecordBatch:
     key: bytes | None = None
     value: bytes | None = None
     _buffer: object = field(default=None, repr=False, compare=False)
+    _computed_crc: int | None = field(default=None, repr=False, compare=False)
 
     @property
     def codec(self) -> int:
@@ -257,12 +259,15 @@ class RecordBatch:
         return self.crc == self.computed_crc()
 
     def computed_crc(self) -> int | None:
-        buf = self._buffer
-        if self.magic >= 2:
-            if self.size < BATCH_V2_OVERHEAD:
-                return None
-            return crc32c(buf[self.position + CRC_V2_START:self.end])
-        return crc32(buf[self.position + 16:self.end])
+        if self._computed_crc is None:
+            buf = self._buffer
+            if self.magic >= 2:
+                if self.size < BATCH_V2_OVERHEAD:
+                    return None
+                self._computed_crc = crc32c(buf[self.position + CRC_V2_START:self.end])
+            else:
+                self._computed_crc = crc32(buf[self.position + 16:self.end])
+        return self._computed_crc
 
     def raw(self) -> bytes:
         return bytes(self._buffer[self.position:self.end])
@@ -301,6 +306,7 @@ class BatchScan:
         pos = self.start
         unpack_v2 = BATCH_HEADER_V2_FAST.unpack_from
         unpack_head = _OFFSET_SIZE.unpack_from
+        released = pos - pos % mmap.PAGESIZE
         while True:
             if pos + HEADER_SIZE_UP_TO_MAGIC >= end:
                 if pos < end:
@@ -336,6 +342,24 @@ class BatchScan:
             pos += size + LOG_OVERHEAD
             self.valid_bytes = pos
             yield batch
+            if pos - released > _RELEASE_EVERY:
+                released = _release_pages(buf, released, pos)
+
+
+_RELEASE_EVERY = 32 * 1024 * 1024
+
+
+def _release_pages(buf, start: int, end: int) -> int:
+    """Drop already-scanned pages of a mapped file from our resident set.
+
+    The pages stay in the page cache; only this process stops holding them, so
+    memory does not grow with the size of the file being scanned.
+    """
+    end -= end % mmap.PAGESIZE
+    if end > start and isinstance(buf, mmap.mmap):
+        buf.madvise(mmap.MADV_DONTNEED, start, end - start)
+        return end
+    return start
 
 
 def _legacy_message(buf, pos: int, size: int, magic: int, path) -> RecordBatch:

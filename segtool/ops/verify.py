@@ -39,68 +39,69 @@ def verify_log(path: str, deep: bool = False, progress: Callable[[int], None] | 
     buf = open_buffer(path)
     base = offset_from_file_name(path)
     problems: list[dict] = []
-    recovery = recover_segment(buf, path, base, count_records=False, progress=progress)
-    previous_last = None
-    first_base = None
-    scan = BatchScan(buf, path=path)
-    batches = records = 0
-    try:
-        for batch in scan:
-            batches += 1
-            if first_base is None:
-                first_base = batch.base_offset
-            if not batch.crc_valid:
-                algorithm = "CRC-32C" if batch.magic >= 2 else "CRC32"
-                problems.append(_problem("crc_mismatch", batch.position,
-                                         f"{algorithm} stored {batch.crc} but computed {batch.computed_crc()}"))
-            if batch.magic >= 2:
-                count = batch.record_count or 0
-                if count > batch.last_offset_delta + 1:
-                    problems.append(_problem("record_count", batch.position,
-                                             f"{count} records cannot fit {batch.last_offset_delta + 1} offsets"))
-            if batch.last_offset - base > _INT32_MAX:
-                problems.append(_problem("relative_offset_overflow", batch.position,
-                                         f"offset {batch.last_offset} is more than 2^31-1 past the segment base {base}"))
-            if batch.base_offset < base:
-                problems.append(_problem("offset_before_base", batch.position,
-                                         f"batch base offset {batch.base_offset} is below the segment base {base}"))
-            if previous_last is not None:
-                if batch.base_offset <= previous_last:
-                    problems.append(_problem("offsets_not_increasing", batch.position,
-                                             f"batch starts at {batch.base_offset} after offset {previous_last}"))
-                elif batch.base_offset > previous_last + 1:
-                    problems.append(_problem("offset_gap", batch.position,
-                                             f"offsets {previous_last + 1}..{batch.base_offset - 1} are absent "
-                                             "(legal after compaction)", "info"))
-            previous_last = batch.last_offset
-            if deep:
-                try:
-                    records += len(batch_records(batch, path))
-                except CorruptData as exc:
-                    problems.append(_problem("record_structure", exc.offset, exc.message))
-            elif batch.magic >= 2:
-                records += batch.record_count or 0
-    except CorruptData as exc:
-        problems.append(_problem("corrupt_framing", exc.offset, exc.message))
-    end = scan.valid_bytes
-    if end < len(buf) and scan.stop_reason != "corrupt":
-        if _zero_tail(buf, end):
-            problems.append(_problem("zero_tail", end, f"{len(buf) - end} zero bytes after the last batch "
-                                                       "(preallocated or torn write)"))
+    state = {"previous_last": None, "first_base": None, "batches": 0, "records": 0}
+
+    def check(batch) -> None:
+        state["batches"] += 1
+        if state["first_base"] is None:
+            state["first_base"] = batch.base_offset
+        if not batch.crc_valid:
+            algorithm = "CRC-32C" if batch.magic >= 2 else "CRC32"
+            problems.append(_problem("crc_mismatch", batch.position,
+                                     f"{algorithm} stored {batch.crc} but computed {batch.computed_crc()}"))
+        if batch.magic >= 2 and (batch.record_count or 0) > batch.last_offset_delta + 1:
+            problems.append(_problem("record_count", batch.position, f"{batch.record_count} records cannot fit "
+                                                                     f"{batch.last_offset_delta + 1} offsets"))
+        if batch.last_offset - base > _INT32_MAX:
+            problems.append(_problem("relative_offset_overflow", batch.position,
+                                     f"offset {batch.last_offset} is more than 2^31-1 past the segment base {base}"))
+        if batch.base_offset < base:
+            problems.append(_problem("offset_before_base", batch.position,
+                                     f"batch base offset {batch.base_offset} is below the segment base {base}"))
+        previous_last = state["previous_last"]
+        if previous_last is not None:
+            if batch.base_offset <= previous_last:
+                problems.append(_problem("offsets_not_increasing", batch.position,
+                                         f"batch starts at {batch.base_offset} after offset {previous_last}"))
+            elif batch.base_offset > previous_last + 1:
+                problems.append(_problem("offset_gap", batch.position,
+                                         f"offsets {previous_last + 1}..{batch.base_offset - 1} are absent "
+                                         "(legal after compaction)", "info"))
+        state["previous_last"] = batch.last_offset
+        if deep:
+            try:
+                state["records"] += len(batch_records(batch, path))
+            except CorruptData as exc:
+                problems.append(_problem("record_structure", exc.offset, exc.message))
+        elif batch.magic >= 2:
+            state["records"] += batch.record_count or 0
+
+    # one pass: Kafka's recovery, with every framed batch checked on the way
+    recovery = recover_segment(buf, path, base, progress=progress, observe=check)
+    if recovery.framing_error is not None:
+        exc = recovery.framing_error
+        if exc.offset is not None and _zero_tail(buf, exc.offset):
+            problems.append(_problem("zero_tail", exc.offset, f"{len(buf) - exc.offset} zero bytes after the last "
+                                                              "batch (preallocated or torn write)"))
         else:
-            problems.append(_problem("trailing_bytes", end, f"{len(buf) - end} bytes after the last whole batch "
-                                                            "do not form a batch"))
+            problems.append(_problem("corrupt_framing", exc.offset, exc.message))
+    elif recovery.framed_bytes < len(buf):
+        end = recovery.framed_bytes
+        kind, what = ("zero_tail", "zero bytes after the last batch (preallocated or torn write)") \
+            if _zero_tail(buf, end) else ("trailing_bytes", "bytes after the last whole batch do not form a batch")
+        problems.append(_problem(kind, end, f"{len(buf) - end} {what}"))
+    first_base = state["first_base"]
     if first_base is not None and first_base != base:
         severity = "error" if first_base < base else "info"
         problems.append(_problem("segment_name", 0, f"file is named for offset {base} but its first batch starts "
                                                     f"at {first_base}", severity))
     lost_records, torn_records = records_after(buf, recovery.valid_bytes, path) if recovery.bytes_lost else (0, 0)
-    if recovery.bytes_lost and recovery.stop_reason == "invalid_batch":
+    if recovery.bytes_lost and recovery.stop_reason in ("invalid_batch", "offset_out_of_range"):
         problems.append(_problem("recovery_truncation", recovery.valid_bytes,
                                  f"Kafka's recovery stops here: {recovery.stop_message}"))
     return {
-        "batches": batches,
-        "records": records,
+        "batches": state["batches"],
+        "records": state["records"],
         "problems": problems,
         "recovery": {
             "valid_bytes": recovery.valid_bytes,
@@ -275,12 +276,18 @@ def verify_leader_epochs(path: str) -> dict:
 # -- dispatch ---------------------------------------------------------------
 
 
-def verify_file(path: str, deep: bool = False, progress=None) -> dict:
+def verify_file(path: str, deep: bool = False, progress=None, hash_input: bool = True) -> dict:
     detected = detect(path)
     result = {"path": path, "kind": detected.kind}
+    hasher = None
     try:
         result["size"] = os.path.getsize(path)
-        result["sha256"] = sha256_of(path)
+        if hash_input:
+            # hashing releases the GIL: it runs on the other core while the file is checked
+            from concurrent.futures import ThreadPoolExecutor
+
+            hasher = ThreadPoolExecutor(max_workers=1)
+            digest = hasher.submit(sha256_of, path)
         kind = detected.kind
         if kind == "kafka-log":
             result.update(verify_log(path, deep, progress))
@@ -308,6 +315,9 @@ def verify_file(path: str, deep: bool = False, progress=None) -> dict:
         else:
             result["problems"] = []
             result["status"] = "skipped"
+        if hasher is not None:
+            result["sha256"] = digest.result()
+        if result.get("status") == "skipped":
             return result
     except UnreadableInput as exc:
         result.update(status="unreadable", problems=[_problem("unreadable", exc.offset, exc.message)])
@@ -321,11 +331,11 @@ def verify_file(path: str, deep: bool = False, progress=None) -> dict:
     return result
 
 
-def verify(paths: list[str], deep: bool = False, progress_factory=None) -> dict:
+def verify(paths: list[str], deep: bool = False, progress_factory=None, hash_inputs: bool = True) -> dict:
     files = []
     for path in expand_paths(paths):
         progress = progress_factory(path) if progress_factory else None
-        files.append(verify_file(path, deep, progress))
+        files.append(verify_file(path, deep, progress, hash_inputs))
     statuses = [f["status"] for f in files]
     return {
         "files": files,
