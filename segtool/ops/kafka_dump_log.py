@@ -21,7 +21,9 @@ from segtool.formats.kafka_log import (
     NO_TIMESTAMP,
     BatchScan,
     RecordBatch,
+    batch_columns,
     batch_records,
+    increment_sequence,
     control_record_type,
     end_txn_marker,
 )
@@ -184,12 +186,20 @@ class KafkaDumpLog:
             for batch in scan:
                 emit(batch_line(batch, valid_bytes))
                 if opts.deep:
-                    records = batch_records(batch, path, opts.decompress_cap)
-                    for record in records:
-                        if record.offset != last_offset + 1 and last_offset != -1:
-                            pairs.append((last_offset, record.offset))
-                        last_offset = record.offset
-                    emit_many(self._record_lines(batch, records, parse))
+                    columns = None
+                    if parse is _plain_parser and not batch.is_control and not opts.skip_record_metadata:
+                        columns = batch_columns(batch, path, opts.decompress_cap)
+                    if columns is not None:
+                        offsets, lines = self._column_lines(batch, columns)
+                    else:
+                        records = batch_records(batch, path, opts.decompress_cap)
+                        offsets = [record.offset for record in records]
+                        lines = self._record_lines(batch, records, parse)
+                    for offset in offsets:
+                        if offset != last_offset + 1 and last_offset != -1:
+                            pairs.append((last_offset, offset))
+                        last_offset = offset
+                    emit_many(lines)
                 valid_bytes += batch.size
         finally:
             if pairs:
@@ -198,6 +208,38 @@ class KafkaDumpLog:
         trailing = end - valid_bytes
         if trailing > 0 and opts.max_bytes == INT_MAX:
             emit(f"Found {trailing} invalid bytes at the end of {name}")
+
+    def _column_lines(self, batch: RecordBatch, columns) -> tuple[list[int], list[str]]:
+        """The same lines as ``_record_lines``, built from columnar records (v2, not control)."""
+        count = columns.count
+        offsets = (columns.offset_delta + batch.base_offset).tolist()
+        if batch.is_log_append_time:
+            timestamps = [batch.max_timestamp] * count
+        else:
+            timestamps = (columns.timestamp_delta + batch.base_timestamp).tolist()
+        if batch.base_sequence == -1:
+            sequences = [-1] * count
+        else:
+            sequences = [increment_sequence(batch.base_sequence, d) for d in columns.offset_delta.tolist()]
+        if columns.headers is None:
+            header_keys = [""] * count
+        else:
+            header_keys = [",".join([h[0] for h in hs]) for hs in columns.headers]
+        ts_type = batch.timestamp_type
+        print_contents = self.options.print_contents
+        lines = []
+        append = lines.append
+        for offset, ts, seq, hk, key, value in zip(offsets, timestamps, sequences, header_keys,
+                                                   columns.keys(), columns.values()):
+            line = (f"| offset: {offset} {ts_type}: {ts} keySize: {-1 if key is None else len(key)}"
+                    f" valueSize: {-1 if value is None else len(value)} sequence: {seq} headerKeys: [{hk}]")
+            if print_contents:
+                if key is not None:
+                    line += f" key: {key.decode('utf-8', 'replace')}"
+                if value is not None:
+                    line += f" payload: {value.decode('utf-8', 'replace')}"
+            append(line)
+        return offsets, lines
 
     def _record_lines(self, batch: RecordBatch, records, parse) -> list[str]:
         """The "| offset: ..." lines of one batch (DumpLogSegments.dumpLog's inner loop)."""
