@@ -135,12 +135,16 @@ class Segment:
                 best = (batch.max_timestamp, batch.last_offset)
         return best
 
-    def largest_timestamp(self) -> int:
-        """LogSegment.largestTimestamp: max timestamp so far, else the file's mtime."""
+    @cached_property
+    def _largest_timestamp(self) -> int:
         ts = self.max_timestamp_so_far()[0]
         if ts >= 0:
             return ts
         return int(os.stat(self.log_path).st_mtime * 1000)
+
+    def largest_timestamp(self) -> int:
+        """LogSegment.largestTimestamp: max timestamp so far, else the file's mtime (read once)."""
+        return self._largest_timestamp
 
     def find_offset_by_timestamp(self, timestamp: int, starting_offset: int) -> RecordHit | None:
         """LogSegment.findOffsetByTimestamp then FileRecords.searchForTimestamp."""

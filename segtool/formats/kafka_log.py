@@ -679,8 +679,23 @@ def first_record_where(batch: RecordBatch, min_offset: int, min_timestamp: int |
     p = 0
     rel_offset = min_offset - batch.base_offset
     log_append = batch.is_log_append_time
+    skip = 0
+    if min_timestamp is None and batch.record_count == batch.last_offset_delta + 1 and rel_offset > 0:
+        # dense batch (not compacted): record k holds offset base + k, so hop over
+        # the first k records by their length prefix alone
+        skip = min(rel_offset, batch.record_count - 1)
     try:
-        for _ in range(batch.record_count):
+        for _ in range(skip):
+            b = data[p]
+            if b < 0x80:  # one- and two-byte lengths inline: this loop is the lookup hot path
+                p += 1 + ((b >> 1) ^ -(b & 1))
+            elif data[p + 1] < 0x80:
+                b = (b & 0x7F) | (data[p + 1] << 7)
+                p += 2 + ((b >> 1) ^ -(b & 1))
+            else:
+                length, body = _read_varint(data, p, end)
+                p = body + length
+        for _ in range(batch.record_count - skip):
             length, body = _read_varint(data, p, end)
             ts_delta, q = _read_varint(data, body + 1, end)
             off_delta, _ = _read_varint(data, q, end)
