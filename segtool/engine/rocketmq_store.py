@@ -36,6 +36,7 @@ from typing import Callable, Iterable, Iterator, NamedTuple
 
 import numpy as np
 
+from segtool.engine.source import require_regular_file
 from segtool.errors import CorruptData, SegtoolError, TruncatedData, UnreadableInput
 from segtool.formats import rocketmq as rmq
 
@@ -98,6 +99,7 @@ class IndexFileView:
         ``copy_on_write`` maps it privately so ``put_key`` can append in memory.
         """
         path = Path(path)
+        require_regular_file(path)
         try:
             with open(path, "rb") as f:
                 size = f.seek(0, 2)

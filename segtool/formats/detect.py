@@ -82,6 +82,8 @@ def detect(path: str) -> DetectedFile:
 
 
 def _head(path: str, n: int) -> bytes:
+    if not os.path.isfile(path):  # never open a FIFO or device just to sniff it
+        return b""
     try:
         with open(path, "rb") as handle:
             return handle.read(n)

@@ -184,6 +184,9 @@ def snapshot_offset_from_name(path) -> int:
 
 
 def _read_bytes(path) -> bytes:
+    from segtool.engine.source import require_regular_file
+
+    require_regular_file(path)
     try:
         with open(path, "rb") as f:
             return f.read()

@@ -577,7 +577,10 @@ class MappedFile:
     """A read-only mmap of one store file (empty files map to b"")."""
 
     def __init__(self, path):
+        from segtool.engine.source import require_regular_file
+
         self.path = Path(path)
+        require_regular_file(self.path)
         try:
             with open(self.path, "rb") as f:
                 self.size = os.fstat(f.fileno()).st_size
