@@ -279,9 +279,11 @@ def _render_verify(report: dict) -> None:
                 table.add_row("info", "…", "", f"{len(infos) - 20} more notes (see --json)")
             console.print(table)
         recovery = item.get("recovery")
-        if recovery and recovery["bytes_lost"]:
-            console.print(f"  Kafka's recovery would keep {recovery['valid_bytes']} bytes and cut {recovery['bytes_lost']}"
-                          f" ({recovery['records_lost']} readable records, stop: {recovery['stop_reason']})", highlight=False)
+        if recovery and recovery.get("bytes_lost"):
+            broker = "RocketMQ" if item.get("kind", "").startswith("rocketmq") else "Kafka"
+            console.print(f"  {broker}'s recovery would keep {recovery['valid_bytes']} bytes and cut "
+                          f"{recovery['bytes_lost']} ({recovery['records_lost']} records, stop: "
+                          f"{recovery.get('stop_reason')})", highlight=False)
     summary = report["summary"]
     console.print(f"{summary['files']} files: {summary['ok']} ok, {summary['problems']} with problems, "
                   f"{summary['unreadable']} unreadable, {summary['skipped']} skipped", highlight=False)
@@ -320,21 +322,44 @@ def rebuild_index(
     paths: List[str] = typer.Argument(..., help="Segment .log files, partition directories or a log directory."),
     out: Optional[str] = typer.Option(None, "--out", "-o", help="Directory to write the rebuilt indexes into."),
     in_place: bool = typer.Option(False, "--in-place", help="Replace the indexes beside the input (backup kept, atomic)."),
-    index_interval_bytes: int = typer.Option(4096, "--index-interval-bytes", help="The topic's index.interval.bytes."),
+    index_interval_bytes: int = typer.Option(4096, "--index-interval-bytes", help="Kafka: the topic's index.interval.bytes."),
+    hash_slot_num: Optional[int] = typer.Option(None, "--hash-slot-num", help="RocketMQ: IndexFile slots (default: the store's, else 5,000,000)."),
+    index_num: Optional[int] = typer.Option(None, "--index-num", help="RocketMQ: IndexFile entries (default: the store's, else 20,000,000)."),
     as_json: bool = typer.Option(False, "--json", help="One JSON report on stdout."),
 ):
-    """Rebuild .index, .timeindex and .txnindex exactly as Kafka's log recovery does.
+    """Rebuild indexes: Kafka's .index/.timeindex/.txnindex exactly as its log recovery does,
+    or a RocketMQ store's IndexFiles as IndexService.buildIndex does.
 
     Examples:
 
       segtool rebuild-index data/orders-0 --out /tmp/rebuilt
 
       segtool rebuild-index data/orders-0/00000000000000000000.log --in-place
+
+      segtool rebuild-index rocketmq/store --out /tmp/rebuilt-store
     """
     from segtool.ops.rebuild import rebuild_index as run_rebuild
 
     if out is None and not in_place:
         _fail("give --out DIR, or --in-place to replace the files beside the input")
+    import os
+
+    stores = [p for p in paths if os.path.isdir(os.path.join(p, "commitlog")) or os.path.basename(os.path.normpath(p)) == "commitlog"]
+    if stores:
+        if len(stores) != len(paths):
+            _fail("give either RocketMQ stores or Kafka segments, not both")
+        from segtool.ops.rebuild_rocketmq import rebuild_rocketmq_index
+
+        reports = [rebuild_rocketmq_index(store, out_dir=out, in_place=in_place, hash_slot_num=hash_slot_num,
+                                          index_num=index_num) for store in stores]
+        if as_json:
+            _print_json({"stores": reports})
+        else:
+            for rep in reports:
+                for written in rep["files"]:
+                    sys.stdout.write(f"wrote {written['path']} ({written['entries']} entries, {written['size']} bytes,"
+                                     f" sha256 {written['sha256'][:16]}…)\n")
+        raise typer.Exit(EXIT_CLEAN)
     with _Progress(enabled=not as_json) as progress:
         report = run_rebuild(paths, out_dir=out, in_place=in_place, index_interval_bytes=index_interval_bytes)
     if as_json:

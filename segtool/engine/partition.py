@@ -100,7 +100,9 @@ class Segment:
         """OffsetIndex.lookup: byte position to start scanning for ``offset``."""
         if self.offset_index is None:
             return 0
-        return self.offset_index.lookup(offset).position
+        position = self.offset_index.lookup(offset).position
+        # a damaged index may point outside the log: scan from the start instead
+        return position if 0 <= position <= self.size else 0
 
     def translate_offset(self, offset: int) -> RecordBatch | None:
         """LogSegment.translateOffset: the first batch whose last offset >= ``offset``."""

@@ -42,9 +42,13 @@ def write_atomically(target: str, data: bytes, backup: bool = False) -> dict:
             os.fsync(fd)
         finally:
             os.close(fd)
+        expected = hashlib.sha256(data).digest()
+        readback = hashlib.sha256()
         with open(temp, "rb") as check:
-            if hashlib.sha256(check.read()).digest() != hashlib.sha256(data).digest():
-                raise SegtoolError("the written file does not read back identically; target left untouched", target)
+            while chunk := check.read(1 << 20):  # chunked: large index files stay out of memory
+                readback.update(chunk)
+        if readback.digest() != expected:
+            raise SegtoolError("the written file does not read back identically; target left untouched", target)
         if backup and os.path.exists(target):
             backup_path = target + BACKUP_SUFFIX
             shutil.copy2(target, backup_path)
@@ -57,7 +61,7 @@ def write_atomically(target: str, data: bytes, backup: bool = False) -> dict:
     finally:
         if os.path.exists(temp):
             os.unlink(temp)
-    return {"path": target, "size": len(data), "sha256": hashlib.sha256(data).hexdigest(), "backup": backup_path}
+    return {"path": target, "size": len(data), "sha256": expected.hex(), "backup": backup_path}
 
 
 def output_path(source: str, out_dir: str | None, in_place: bool, name: str | None = None) -> str:

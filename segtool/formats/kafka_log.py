@@ -293,6 +293,9 @@ class BatchScan:
     """
 
     def __init__(self, buffer, start: int = 0, end: int | None = None, path: str | None = None):
+        if start < 0 or start > len(buffer):
+            # an index entry can point anywhere; only positions inside the file are scanned
+            raise CorruptData(f"position {start} is outside the {len(buffer)}-byte file", path, start)
         self.buffer = buffer
         self.start = start
         self.end = len(buffer) if end is None else min(end, len(buffer))

@@ -157,11 +157,14 @@ def _older_broker_time_entries(path: str, problems: list[dict]) -> list[dict]:
     inside = set()
     for slot in range(index.entries):
         entry = index.entry(slot)
-        for batch in BatchScan(log, offsets_index.lookup(entry.offset).position):
-            if batch.last_offset >= entry.offset:
-                if batch.base_offset <= entry.offset:
-                    inside.add(entry.offset)
-                break
+        try:
+            for batch in BatchScan(log, offsets_index.lookup(entry.offset).position):
+                if batch.last_offset >= entry.offset:
+                    if batch.base_offset <= entry.offset:
+                        inside.add(entry.offset)
+                    break
+        except CorruptData:
+            continue  # reported by the index-versus-log checks already
     kept = []
     for problem in problems:
         if problem["kind"] == "indexed_offset_not_found":
@@ -321,6 +324,9 @@ def verify_file(path: str, deep: bool = False, progress=None, hash_input: bool =
             return result
     except UnreadableInput as exc:
         result.update(status="unreadable", problems=[_problem("unreadable", exc.offset, exc.message)])
+        return result
+    except OSError as exc:  # e.g. a symlink loop or a file removed while we read
+        result.update(status="unreadable", problems=[_problem("unreadable", None, exc.strerror or str(exc))])
         return result
     except SegtoolError as exc:
         result.setdefault("problems", []).append(_problem("unreadable", exc.offset, exc.message))

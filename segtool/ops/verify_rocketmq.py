@@ -50,7 +50,7 @@ from segtool.errors import CorruptData, SegtoolError, TruncatedData
 from segtool.formats import rocketmq as rmq
 
 INDEX_CHECK_LIMIT = 50_000  # index entries checked against the CommitLog per file without --deep
-PROBLEMS_PER_KIND = 25  # listed per kind and file; the rest are counted in one summary problem
+PROBLEMS_PER_KIND = 10  # listed per kind and file; the rest are counted in one summary problem
 _DISPATCHED_TRAN_TYPES = (rmq.TRANSACTION_NOT_TYPE, rmq.TRANSACTION_COMMIT_TYPE)  # reach the ConsumeQueue
 
 
@@ -176,15 +176,25 @@ class StoreContext:
         self._index_headers: list[tuple[str, dict]] | None = None
         self._data_end_ts: int | None | bool = False
         self._cq_sizes: Counter | None = None
+        self._index_geometries: list | None = None
+        self._has_cq: bool | None = None
 
     def signature(self) -> tuple:
+        """Names, sizes and mtimes of the files the context caches facts about."""
         files = []
-        for d in (self.commitlog_dir,):
-            if d is not None:
-                for p in sorted(d.iterdir()):
-                    st = p.stat()
-                    files.append((p.name, st.st_size, st.st_mtime_ns))
-        return (tuple(files), self.abort)
+        dirs = [self.commitlog_dir]
+        if self.root is not None:
+            dirs.append(self.root / "index")
+        for d in dirs:
+            if d is not None and d.is_dir():
+                with os.scandir(d) as entries:
+                    for entry in entries:
+                        st = entry.stat()
+                        files.append((d.name, entry.name, st.st_size, st.st_mtime_ns))
+        if self.root is not None and (self.root / "checkpoint").is_file():
+            st = (self.root / "checkpoint").stat()
+            files.append(("", "checkpoint", st.st_size, st.st_mtime_ns))
+        return (tuple(sorted(files)), self.abort)
 
     def close(self) -> None:
         if self._commitlog is not None:
@@ -330,6 +340,23 @@ class StoreContext:
                         continue
         return self._index_headers
 
+    def index_geometries(self, exclude: str | None = None) -> list[tuple[int, int]]:
+        """(hashSlotNum, indexNum) of the store's other index files that can be inferred, most common first."""
+        if self._index_geometries is None:
+            found = []
+            index_dir = self.root / "index" if self.root is not None else None
+            if index_dir is not None and index_dir.is_dir():
+                for path in rmq.list_index_files(index_dir):
+                    try:
+                        view = rs.IndexFileView.open(path)
+                    except (SegtoolError, ValueError):
+                        continue
+                    found.append((path.name, (view.hash_slot_num, view.index_num)))
+                    view.close()
+            self._index_geometries = found
+        counts = Counter(g for name, g in self._index_geometries if name != exclude)
+        return [g for g, _ in counts.most_common()]
+
     def cq_bounds(self, topic: str, queue_id: int) -> tuple[int, int] | None:
         key = (topic, queue_id)
         if key not in self._cq_bounds:
@@ -345,7 +372,9 @@ class StoreContext:
 
     @property
     def has_consumequeue(self) -> bool:
-        return self.root is not None and (self.root / "consumequeue").is_dir()
+        if self._has_cq is None:
+            self._has_cq = self.root is not None and (self.root / "consumequeue").is_dir()
+        return self._has_cq
 
 
 def _configured_size(files: list[tuple[int, int]]) -> int | None:
@@ -423,6 +452,7 @@ def _scan_commitlog_file(buf, size, start, path, name, deep, problems: _Problems
     unindexed: list[int] = []
     queue_last: dict[tuple[str, int], int] = {}
     index_end_phy = max((h["endPhyOffset"] for _, h in ctx.index_headers), default=None) if ctx else None
+    check_queues = ctx is not None and ctx.has_consumequeue
     while True:
         left = size - pos
         if left == 0:
@@ -440,7 +470,7 @@ def _scan_commitlog_file(buf, size, start, path, name, deep, problems: _Problems
         total, magic = rmq.BLANK_RECORD_FAST.unpack_from(buf, pos)
         if magic == rmq.BLANK_MAGIC_CODE:
             end = {"kind": "blank", "fileOffset": pos, "totalSize": total}
-            data_end = pos + 8
+            data_end = pos  # the BLANK record marks the end; it holds no message bytes
             if total != left:
                 problems.add("blank_size", pos, f"BLANK end-of-file record says {total} bytes are left but "
                                                 f"{left} are")
@@ -475,10 +505,10 @@ def _scan_commitlog_file(buf, size, start, path, name, deep, problems: _Problems
         try:
             msg = rmq.decode_message(buf, pos, end=size, file_from_offset=start, file=name, path=path,
                                      digests=False, decompress=deep)
-        except TruncatedData as exc:
+        except TruncatedData:
             end = {"kind": "truncated", "fileOffset": pos, "totalSize": total}
             problems.add("truncated_message", pos, f"message of totalSize {total} (phyOffset {phy}) is cut off: "
-                                                   f"only {left} bytes left in the file ({exc.message})")
+                                                   f"only {left} bytes left in the file")
             cut_problem = pos if cut_problem is None else cut_problem
             data_end = (_last_nonzero(buf, pos, size) or pos) + 1
             break
@@ -520,7 +550,7 @@ def _scan_commitlog_file(buf, size, start, path, name, deep, problems: _Problems
                              f"{msg['topic']}/{msg['queueId']}: queueOffset {msg['queueOffset']} follows "
                              f"{previous} in this file", "info")
             queue_last[key] = msg["queueOffset"]
-            if ctx is not None and ctx.has_consumequeue:
+            if check_queues:
                 bounds = ctx.cq_bounds(*key)
                 if bounds is None or msg["queueOffset"] >= bounds[1]:
                     undispatched.append((phy, msg["topic"], msg["queueId"], msg["queueOffset"]))
@@ -546,12 +576,14 @@ def _scan_commitlog_file(buf, size, start, path, name, deep, problems: _Problems
 
 def _file_recovery(buf, size, start, name, scan: dict, ctx: StoreContext | None) -> dict:
     """What RocketMQ's recovery keeps of this file (see the module docstring)."""
-    torn_at_end = scan["end"].get("kind") in ("truncated", "torn", "corrupt") and scan["end"].get("fileOffset") is not None
+    end = scan["end"]
+    torn_at_end = end.get("kind") in ("truncated", "torn", "corrupt") and end.get("fileOffset") is not None
     if ctx is None:
         # a loose file: recovery as if it were the only file
         cut_pos = scan["cut_problem"] if scan["cut_problem"] is not None else (
             scan["end"]["fileOffset"] if scan["end"].get("kind") in ("blank", "zero-tail") else size)
-        info = {"mode": "file alone", "stop_message": f"stops at file offset {cut_pos}"}
+        info = {"mode": "file alone", "stop_reason": scan["end"].get("kind"),
+                "stop_message": f"stops at file offset {cut_pos}"}
         deleted = False
         checked = True
         loads = True
@@ -566,7 +598,7 @@ def _file_recovery(buf, size, start, name, scan: dict, ctx: StoreContext | None)
         where = f"{stop.get('kind')} at phyOffset {stop.get('phyOffset')} in {stop.get('file')}"
         if stop.get("reason"):
             where += f": {stop['reason']}"
-        info = {"mode": rec["mode"], "stop_message": where}
+        info = {"mode": rec["mode"], "stop_reason": stop.get("kind"), "stop_message": where}
         if deleted:
             cut_pos = 0
         elif start <= cut < start + max(size, 1) and checked:
@@ -721,8 +753,22 @@ def verify_indexfile(path: str, deep: bool, ctx: StoreContext, hash_slot_num: in
     try:
         view = rs.IndexFileView.open(path, hash_slot_num, index_num)
     except (CorruptData, ValueError) as exc:
-        problems.add("geometry", getattr(exc, "offset", None), str(getattr(exc, "message", exc)))
-        return {"problems": problems.result()}
+        # the header does not record the geometry: an empty or damaged file may still be read
+        # with the geometry of the store's other index files
+        view = None
+        if hash_slot_num is None and not isinstance(exc, TruncatedData):
+            for geometry in ctx.index_geometries(exclude=os.path.basename(path)):
+                try:
+                    view = rs.IndexFileView.open(path, *geometry)
+                except (CorruptData, ValueError):
+                    continue
+                problems.add("geometry", 0, f"{exc.message if isinstance(exc, SegtoolError) else exc}; read with "
+                                            f"the geometry of the store's other index files ({geometry[0]}/"
+                                            f"{geometry[1]})", "info")
+                break
+        if view is None:
+            problems.add("geometry", getattr(exc, "offset", None), str(getattr(exc, "message", exc)))
+            return {"problems": problems.result()}
     try:
         return _verify_index_view(view, path, deep, ctx, problems)
     finally:
@@ -763,7 +809,7 @@ def _verify_index_view(view: rs.IndexFileView, path: str, deep: bool, ctx: Store
         problems.add("index_count", 36, f"indexCount {count} claims entries 1..{count - 1} but only 1..{last_written} "
                                         f"are written (entries {last_written + 1}..{count - 1} are zero)")
     elif last_written > claimed_last:
-        problems.add("entries_beyond_index_count", entry_offset(claimed_last + 1),
+        problems.add("entries_beyond_index_count", 36,
                      f"entries up to {last_written} are written but indexCount {count} covers 1..{count - 1} "
                      "(header not flushed, or indexCount damaged): RocketMQ ignores them")
     w = min(last_written, claimed_last)  # entries 1..w are examined
@@ -784,10 +830,10 @@ def _verify_index_view(view: rs.IndexFileView, path: str, deep: bool, ctx: Store
     used = np.flatnonzero(slots != 0)
     for s in used.tolist():
         v = int(slots[s])
-        if v < 0 or v >= count or v > w:
+        if v < 0 or v > max(w, last_written) or (v >= count and last_written <= claimed_last):
             problems.add("slot_out_of_range", rmq.INDEX_HEADER_SIZE + 4 * s,
                          f"slot {s} points at entry {v}, outside the written entries 1..{w}")
-        elif entry_slot[v] != s:
+        elif v <= w and entry_slot[v] != s:
             problems.add("slot_hash_mismatch", rmq.INDEX_HEADER_SIZE + 4 * s,
                          f"slot {s} points at entry {v} whose keyHash {int(key_hash[v])} belongs to slot "
                          f"{int(entry_slot[v])}")
@@ -1062,7 +1108,7 @@ def verify_checkpoint(path: str, deep: bool, ctx: StoreContext) -> dict:
                                                   "configured size", "info")
     out = {"checkpoint": cp, "problems": problems.result()}
     if recovery is not None:
-        out["recovery"] = recovery
+        out["store_recovery"] = recovery
     return out
 
 

@@ -1,0 +1,201 @@
+"""`rebuild-index` for a RocketMQ store: the IndexFiles RocketMQ would build from its CommitLog.
+
+What RocketMQ does when its ``index/`` directory is emptied and the broker
+restarted: ``ReputMessageService.doReput`` reads the whole CommitLog with
+``checkMessageAndReturnSize(checkCRC=false)`` and ``IndexService.buildIndex``
+puts UNIQ_KEY and every KEYS token of each message (``reput_dispatches`` +
+``build_index_files``).  The file contents are byte-identical to the broker's
+(``expected/rebuilt-index/`` of the corpus).
+
+File names.  RocketMQ names an IndexFile by the wall-clock time of its creation
+(``yyyyMMddHHmmssSSS`` in the broker's local time zone), which a rebuild cannot
+reproduce and which would make every run differ.  By default
+(``naming="begin-timestamp"``) each file is named by its header's
+beginTimestamp (the storeTimestamp of its first entry) in UTC, in the same
+format: deterministic, close to what a live broker wrote (it creates the file
+when it dispatches that first message: in the corpus the broker's names are
+7-14 ms after the beginTimestamp), and in the same order (a name that would not
+sort after the previous one is bumped by 1 ms).  ``naming="now"`` names files
+like RocketMQ itself (local wall clock at creation).  IndexService loads every
+file of ``index/`` sorted by name, so only the order matters to the broker.
+
+Output goes to ``out_dir/index/`` (never inside the store).  ``in_place``
+replaces the store's ``index/`` (broker stopped!): the old directory is first
+copied to ``<store>/index.segtool-backup-<UTC time>/`` (outside ``index/``, where
+RocketMQ would otherwise load the copies as index files), the new files are
+written atomically, then the old files the rebuild did not replace are removed.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from pathlib import Path
+
+from segtool.engine import rocketmq_store as rs
+from segtool.engine.safe_write import _fsync_dir, check_out_dir, output_path, write_atomically
+from segtool.errors import SegtoolError, UnreadableInput
+from segtool.formats import rocketmq as rmq
+
+NAMINGS = ("begin-timestamp", "now")
+
+
+def index_file_name(timestamp_ms: int, previous: str | None = None) -> str:
+    """``yyyyMMddHHmmssSSS`` of ``timestamp_ms`` in UTC, bumped to sort after ``previous``."""
+    seconds, millis = divmod(int(timestamp_ms), 1000)
+    name = time.strftime("%Y%m%d%H%M%S", time.gmtime(seconds)) + f"{millis:03d}"
+    if previous is not None and previous.isdigit() and len(previous) == len(name) and name <= previous:
+        name = str(int(previous) + 1)
+    return name
+
+
+def _store_root(store_dir) -> Path:
+    root = Path(store_dir)
+    if not root.exists():
+        raise UnreadableInput("no such store directory", str(root))
+    if root.is_dir() and root.name == "commitlog" and not (root / "commitlog").is_dir():
+        root = root.parent
+    if not root.is_dir():
+        raise UnreadableInput("expected a RocketMQ store directory (with commitlog/ inside)", str(root))
+    return root
+
+
+def _geometry(root: Path, hash_slot_num: int | None, index_num: int | None) -> tuple[int, int, str]:
+    if (hash_slot_num is None) != (index_num is None):
+        raise SegtoolError("give both hash_slot_num and index_num (--hash-slot-num/--index-num), or neither")
+    if hash_slot_num is not None:
+        if hash_slot_num <= 0 or index_num <= 0:
+            raise SegtoolError("hash_slot_num and index_num must be positive")
+        return hash_slot_num, index_num, "explicit"
+    index_dir = root / "index"
+    if index_dir.is_dir():
+        for path in reversed(rmq.list_index_files(index_dir)):
+            try:
+                view = rs.IndexFileView.open(path)
+            except (SegtoolError, ValueError):
+                continue
+            try:
+                return view.hash_slot_num, view.index_num, f"as the store's {path.name} ({view.geometry_source})"
+            finally:
+                view.close()
+    return rmq.DEFAULT_HASH_SLOT_NUM, rmq.DEFAULT_INDEX_NUM, "RocketMQ default (maxHashSlotNum/maxIndexNum)"
+
+
+def _backup_index_dir(index_dir: Path) -> str | None:
+    """Copy ``index/`` beside it (synced); returns the copy's path (None when there is nothing)."""
+    files = [p for p in index_dir.iterdir() if p.is_file()] if index_dir.is_dir() else []
+    if not files:
+        return None
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    backup = index_dir.parent / f"index.segtool-backup-{stamp}"
+    n = 1
+    while backup.exists():
+        backup = index_dir.parent / f"index.segtool-backup-{stamp}-{n}"
+        n += 1
+    try:
+        backup.mkdir()
+        for path in files:
+            target = backup / path.name
+            shutil.copy2(path, target)
+            with open(target, "rb+") as handle:
+                os.fsync(handle.fileno())
+        _fsync_dir(str(backup))
+        _fsync_dir(str(index_dir.parent))
+    except OSError as exc:
+        raise SegtoolError(f"cannot back up the index directory: {exc.strerror or exc}", str(index_dir)) from None
+    return str(backup)
+
+
+def rebuild_rocketmq_index(store_dir, out_dir=None, in_place: bool = False, hash_slot_num: int | None = None,
+                           index_num: int | None = None, *, naming: str = "begin-timestamp",
+                           commitlog_dir=None) -> dict:
+    """Rebuild the IndexFiles of the RocketMQ store at ``store_dir`` from its CommitLog.
+
+    Writes to ``out_dir/index/`` (or the store's own ``index/`` with
+    ``in_place``); geometry explicit (``hash_slot_num`` and ``index_num``),
+    else that of the store's existing index files, else RocketMQ's default.
+    ``commitlog_dir`` reads the CommitLog from elsewhere.  Returns the report:
+    ``{"store", "commitlog", "index_dir", "in_place", "geometry", "naming",
+    "dispatch", "build", "files": [{"path", "name", "size", "sha256",
+    "entries", "index_count", "hash_slot_count", "begin_timestamp",
+    "end_timestamp", "begin_phy_offset", "end_phy_offset"}], "backup_dir",
+    "removed", "notes"}``.
+    """
+    if naming not in NAMINGS:
+        raise SegtoolError(f"naming must be one of {', '.join(NAMINGS)}")
+    root = _store_root(store_dir)
+    commitlog = Path(commitlog_dir) if commitlog_dir is not None else root / "commitlog"
+    if not commitlog.is_dir() or not rmq.list_mapped_files(commitlog):
+        raise UnreadableInput("no CommitLog files to rebuild the index from", str(commitlog))
+    if not in_place and out_dir is None:
+        raise SegtoolError("give --out DIR (or --in-place to replace the store's index/, with a backup)")
+    if in_place and out_dir is not None:
+        raise SegtoolError("give either --out DIR or --in-place, not both")
+    check_out_dir(out_dir, [str(root), str(commitlog)])
+    hs, n, geometry_source = _geometry(root, hash_slot_num, index_num)
+
+    feed = rs.DispatchFeed("reput")
+    pending = iter(range(1, 1 << 30))
+    name_for = rs.default_index_file_name if naming == "now" else (lambda previous: f"pending-{next(pending)}")
+    build = rs.build_index_files(rs.reput_dispatches(commitlog, feed=feed), hs, n, name_for=name_for)
+    index_dir = root / "index"
+    target_dir = None if in_place else os.path.join(out_dir, "index")
+    report = {
+        "store": str(root), "commitlog": str(commitlog),
+        "index_dir": str(index_dir) if in_place else target_dir, "in_place": in_place,
+        "geometry": {"hashSlotNum": hs, "indexNum": n, "fileSize": rmq.index_file_size(hs, n),
+                     "source": geometry_source},
+        "naming": naming, "files": [], "backup_dir": None, "removed": [], "notes": [],
+    }
+    try:
+        if naming == "begin-timestamp":
+            previous = None
+            for view in build.created:
+                view.name = previous = index_file_name(view.header["beginTimestamp"], previous)
+        report["dispatch"] = {"mode": "reput (checkCRC=false)", "startFile": feed.start_file,
+                              "dispatched": feed.dispatched, "skipped": feed.skipped, "stopped": feed.stopped}
+        report["build"] = build.stats()
+        if feed.skipped:
+            report["notes"].append(f"{len(feed.skipped)} undecodable record(s) made the reput skip the rest of their "
+                                   "CommitLog file, as a RocketMQ master does: those messages are not indexed")
+        if not build.created:
+            report["notes"].append("no message carries a key: RocketMQ creates no index file")
+        if in_place:
+            report["backup_dir"] = _backup_index_dir(index_dir)
+            index_dir.mkdir(exist_ok=True)
+        size = rmq.index_file_size(hs, n)
+        for view in build.created:
+            source = str(index_dir / view.name)
+            target = output_path(source, target_dir, in_place, view.name)
+            data = memoryview(view.buf)[:size]
+            try:
+                written = write_atomically(target, data, backup=False)
+            finally:
+                data.release()
+            header = view.header
+            report["files"].append({
+                "path": written["path"], "name": view.name, "size": written["size"], "sha256": written["sha256"],
+                "entries": header["indexCount"] - 1, "index_count": header["indexCount"],
+                "hash_slot_count": header["hashSlotCount"],
+                "begin_timestamp": header["beginTimestamp"], "end_timestamp": header["endTimestamp"],
+                "begin_phy_offset": header["beginPhyOffset"], "end_phy_offset": header["endPhyOffset"],
+            })
+        if in_place:
+            keep = {view.name for view in build.created}
+            for path in sorted(p for p in index_dir.iterdir() if p.is_file() and p.name not in keep):
+                try:
+                    path.unlink()
+                except OSError as exc:
+                    raise SegtoolError(f"cannot remove the old index file: {exc.strerror or exc}", str(path)) from None
+                report["removed"].append(str(path))
+            _fsync_dir(str(index_dir))
+            if (root / "abort").exists():
+                report["notes"].append("the store has an abort file: on start RocketMQ's abnormal recovery drops "
+                                       "index files that end after the checkpoint's indexMsgTimestamp and "
+                                       "re-indexes those messages")
+    finally:
+        for view in build.created:
+            view.close()
+    return report
+

@@ -1,0 +1,243 @@
+"""Run every command on mutated inputs and record anything that is not a clean answer.
+
+A clean answer is a result, or a ``SegtoolError`` whose message is one line and
+names the file (the CLI prints it and exits 2).  Anything else — another
+exception, a hang past the time bound, running out of the memory limit — is a
+failure, recorded with the seed and mutation so it can be replayed.
+
+Workers run in separate processes with an address-space limit, and each input
+has a time bound proportional to its size.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import resource
+import shutil
+import signal
+import tempfile
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+
+from segtool.errors import SegtoolError
+from tests.fuzz.mutate import STRUCTURAL, Seed, mutate, read_seed, seeds
+
+MEMORY_LIMIT = 3 * 1024**3
+DUMP_CAP = 8 * 1024 * 1024
+
+
+class Hang(Exception):
+    pass
+
+
+def _alarm(signum, frame):
+    raise Hang()
+
+
+@dataclass
+class Failure:
+    seed: str
+    mutation: str
+    rng_seed: int
+    command: str
+    error: str
+
+    def as_dict(self) -> dict:
+        return self.__dict__.copy()
+
+
+def _check_error(exc: SegtoolError, target: str) -> str | None:
+    text = str(exc)
+    if "\n" in text:
+        return f"multi-line error: {text!r}"
+    if exc.path is None:
+        return f"error names no file: {text!r}"
+    return None
+
+
+def _commands(seed: Seed, scenario: Path, target: Path, out: Path, rng: random.Random):
+    """(name, callable) for every command that can take this input."""
+    from segtool.ops import lookup as lk
+    from segtool.ops.dump import dump_paths
+    from segtool.ops.kafka_dump_log import KafkaDumpOptions, run_kafka_dump
+    from segtool.ops.render import render_text_item
+    from segtool.ops.verify import verify
+
+    def dump():
+        for item in dump_paths([str(target)], cap=DUMP_CAP):
+            json.dumps(item, ensure_ascii=False)
+            render_text_item(item)
+
+    def kafka_format():
+        opts = KafkaDumpOptions(deep_iteration=True, print_data_log=True, decompress_cap=DUMP_CAP)
+        lines: list[str] = []
+        run_kafka_dump([str(target)], opts, lines.append, lines.append)
+
+    cmds = [("dump", dump), ("verify", lambda: verify([str(target)], deep=True, hash_inputs=False))]
+    if seed.family == "kafka":
+        cmds.append(("dump-kafka", kafka_format))
+        cmds.append(("verify-dir", lambda: verify([str(scenario)], hash_inputs=False)))
+        cmds.append(("lookup-offset", lambda: lk.lookup_offset(str(scenario), rng.randrange(-5, 9000))))
+        cmds.append(("lookup-timestamp", lambda: lk.lookup_timestamp(
+            str(scenario), rng.choice([-1, -2, -3, 0, 1795304370000 + rng.randrange(10**7)]))))
+        cmds.append(("lookup-floor", lambda: lk.lookup_index_entry(str(scenario), rng.randrange(9000), rng.random() < .5)))
+        from segtool.ops.rebuild import rebuild_index
+
+        cmds.append(("rebuild-index", lambda: rebuild_index([str(scenario)], out_dir=str(out / "rebuilt"))))
+        if seed.kind in ("kafka-offset-index", "kafka-time-index"):
+            from segtool.ops.trim import trim
+
+            cmds.append(("trim", lambda: trim([str(target)], out_dir=str(out / "trimmed"))))
+        try:
+            from segtool.pipeline.local import scan_local  # the Spark issue's local engine, when present
+
+            cmds.append(("scan-local", lambda: scan_local([str(scenario)], str(out / "scan"))))
+        except ImportError:
+            pass
+    else:
+        cmds.append(("lookup-key", lambda: lk.lookup_key(str(scenario), rng.choice(["k-1", "order-7", "AaAa", ""]),
+                                                         topic=rng.choice(["TopicTest", "BulkTopic", "x"]))))
+        cmds.append(("lookup-queue", lambda: lk.lookup_queue(str(scenario), rng.choice(["AuditTopic", "x"]),
+                                                             rng.randrange(4), rng.randrange(-1, 400))))
+        try:
+            from segtool.ops.rebuild_rocketmq import rebuild_rocketmq_index
+
+            cmds.append(("rebuild-index", lambda: rebuild_rocketmq_index(str(scenario), out_dir=str(out / "rmq"))))
+        except ImportError:
+            pass
+    return cmds
+
+
+class Worker:
+    """Holds private copies of the scenarios; mutates one file at a time and restores it."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        self.copies: dict[Path, Path] = {}
+        self.seeds = seeds()
+        self.originals: dict[tuple[Path, str], bytes] = {}
+
+    def scenario_copy(self, scenario: Path) -> Path:
+        if scenario not in self.copies:
+            target = self.root / f"s{len(self.copies)}" / scenario.name
+            shutil.copytree(scenario, target, symlinks=False)
+            for path in target.rglob("*"):
+                if path.is_file():
+                    path.chmod(0o644)
+            self.copies[scenario] = target
+        return self.copies[scenario]
+
+    def run(self, rng_seed: int) -> list[Failure]:
+        rng = random.Random(rng_seed)
+        seed = rng.choice(self.seeds)
+        scenario = self.scenario_copy(seed.scenario)
+        target = scenario / seed.relative
+        key = (seed.scenario, seed.relative)
+        if key not in self.originals:
+            self.originals[key] = read_seed(target)
+        original = self.originals[key]
+        structural = rng.random() < 0.01
+        if structural:
+            mutation = rng.choice(STRUCTURAL)
+            data = original
+        else:
+            mutation, data = mutate(rng, original, seed.kind)
+        out = Path(tempfile.mkdtemp(dir=self.root))
+        failures = []
+        try:
+            self._place(target, mutation if structural else None, data)
+            bound = 10 + len(data) / 1_000_000 * 5
+            for name, command in _commands(seed, scenario, target, out, rng):
+                signal.signal(signal.SIGALRM, _alarm)
+                signal.setitimer(signal.ITIMER_REAL, bound)
+                try:
+                    command()
+                except SegtoolError as exc:
+                    problem = _check_error(exc, str(target))
+                    if problem:
+                        failures.append(Failure(str(key), mutation, rng_seed, name, problem))
+                except Hang:
+                    failures.append(Failure(str(key), mutation, rng_seed, name, f"no answer within {bound:.0f} s"))
+                except MemoryError:
+                    failures.append(Failure(str(key), mutation, rng_seed, name, "memory limit reached"))
+                except Exception as exc:  # the very thing we are hunting
+                    tb = traceback.format_exc(limit=-3)
+                    failures.append(Failure(str(key), mutation, rng_seed, name, f"{type(exc).__name__}: {exc}\n{tb}"))
+                finally:
+                    signal.setitimer(signal.ITIMER_REAL, 0)
+        finally:
+            self._restore(target, original)
+            shutil.rmtree(out, ignore_errors=True)
+        return failures
+
+    @staticmethod
+    def _place(target: Path, structural: str | None, data: bytes) -> None:
+        if target.is_symlink() or target.exists():
+            if target.is_dir() and not target.is_symlink():
+                shutil.rmtree(target)
+            else:
+                target.unlink()
+        if structural == "directory":
+            target.mkdir()
+            (target / "inner.log").write_bytes(data[:100])
+        elif structural == "dangling_symlink":
+            target.symlink_to(target.parent / "does-not-exist")
+        elif structural == "symlink_loop":
+            target.symlink_to(target)
+        elif structural == "fifo":
+            os.mkfifo(target)
+        else:
+            target.write_bytes(data)
+
+    @staticmethod
+    def _restore(target: Path, original: bytes) -> None:
+        if target.is_symlink() or target.exists():
+            if target.is_dir() and not target.is_symlink():
+                shutil.rmtree(target)
+            else:
+                target.unlink()
+        target.write_bytes(original)
+
+
+_WORKER: Worker | None = None
+
+
+def _init_worker(root: str) -> None:
+    global _WORKER
+    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
+    _WORKER = Worker(Path(tempfile.mkdtemp(dir=root)))
+
+
+def _run_batch(rng_seeds: list[int]) -> list[dict]:
+    out = []
+    for rng_seed in rng_seeds:
+        out.extend(f.as_dict() for f in _WORKER.run(rng_seed))
+    return out
+
+
+def run_campaign(inputs: int, master_seed: int, processes: int = 2, chunk: int = 200) -> dict:
+    """Fuzz ``inputs`` mutated inputs; returns counts and every failure."""
+    import multiprocessing
+
+    root = tempfile.mkdtemp(prefix="segtool-fuzz-")
+    rng = random.Random(master_seed)
+    input_seeds = [rng.getrandbits(48) for _ in range(inputs)]
+    chunks = [input_seeds[i:i + chunk] for i in range(0, inputs, chunk)]
+    failures: list[dict] = []
+    try:
+        ctx = multiprocessing.get_context("fork")
+        with ctx.Pool(processes, initializer=_init_worker, initargs=(root,)) as pool:
+            for result in pool.imap_unordered(_run_batch, chunks):
+                failures.extend(result)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    return {"inputs": inputs, "seed": master_seed, "failures": failures}
+
+
+def replay(rng_seed: int) -> list[Failure]:
+    """Run one input again in this process (for debugging a reported failure)."""
+    worker = Worker(Path(tempfile.mkdtemp(prefix="segtool-replay-")))
+    return worker.run(rng_seed)
