@@ -97,17 +97,19 @@ def _commands(seed: Seed, scenario: Path, target: Path, out: Path, rng: random.R
             cmds.append(("scan-local", lambda: scan_local([str(scenario)], str(out / "scan"))))
         except ImportError:
             pass
-    else:
+    elif seed.kind != "rocketmq-consumequeue":
+        # key lookups and index rebuilds read the CommitLog and IndexFiles, not the ConsumeQueue
         cmds.append(("lookup-key", lambda: lk.lookup_key(str(scenario), rng.choice(["k-1", "order-7", "AaAa", ""]),
                                                          topic=rng.choice(["TopicTest", "BulkTopic", "x"]))))
-        cmds.append(("lookup-queue", lambda: lk.lookup_queue(str(scenario), rng.choice(["AuditTopic", "x"]),
-                                                             rng.randrange(4), rng.randrange(-1, 400))))
         try:
             from segtool.ops.rebuild_rocketmq import rebuild_rocketmq_index
 
             cmds.append(("rebuild-index", lambda: rebuild_rocketmq_index(str(scenario), out_dir=str(out / "rmq"))))
         except ImportError:
             pass
+    if seed.family == "rocketmq":
+        cmds.append(("lookup-queue", lambda: lk.lookup_queue(str(scenario), rng.choice(["AuditTopic", "x"]),
+                                                             rng.randrange(4), rng.randrange(-1, 400))))
     return cmds
 
 
