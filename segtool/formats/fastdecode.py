@@ -1,20 +1,24 @@
 """Derive fast decoders from construct schemas.
 
 The construct ``Struct`` in each format module is the single declaration of a
-layout.  For fixed-size layouts built from integer fields this module generates
-one ``struct.Struct`` that unpacks every field in a single call (in the spirit
-of dissect.cstruct's compiler), plus a numpy dtype for array views over
-memory-mapped files.  ``tests/test_fastdecode.py`` checks that the derived
-decoders and construct agree on the corpus.
+layout.  For fixed-size layouts built from integer fields, ``compile_fixed``
+generates one ``struct.Struct`` that unpacks every field in a single call (in
+the spirit of dissect.cstruct's compiler), plus a numpy dtype for array views
+over memory-mapped files.
+
+The hot Kafka paths (lookups, scans) load their compiled layouts from
+``_compiled_layouts.py``, a table this module generates from the schemas
+(``python -m segtool.formats.fastdecode``), so a short-lived command does not
+pay for importing construct.  ``tests/test_fastdecode.py`` requires the table
+to equal a fresh compilation of every registered schema, and the corpus tests
+require both decoders to agree.
 """
 
 from __future__ import annotations
 
+import importlib
 import struct
-from dataclasses import dataclass
-
-import construct as cs
-import numpy as np
+from dataclasses import dataclass, field
 
 _INT_CODES = {
     (1, False): "B", (1, True): "b",
@@ -23,9 +27,23 @@ _INT_CODES = {
     (8, False): "Q", (8, True): "q",
 }
 
+# Schemas whose compiled form is kept in the generated table: name -> (module, attribute)
+TABLE_SCHEMAS = {
+    "BATCH_HEADER_V2": ("segtool.formats.kafka_schemas", "BATCH_HEADER_V2"),
+    "LEGACY_HEADER_V0": ("segtool.formats.kafka_schemas", "LEGACY_HEADER_V0"),
+    "LEGACY_HEADER_V1": ("segtool.formats.kafka_schemas", "LEGACY_HEADER_V1"),
+    "CONTROL_KEY": ("segtool.formats.kafka_schemas", "CONTROL_KEY"),
+    "END_TXN_MARKER": ("segtool.formats.kafka_schemas", "END_TXN_MARKER"),
+    "OFFSET_INDEX_ENTRY": ("segtool.formats.kafka_schemas", "OFFSET_INDEX_ENTRY"),
+    "TIME_INDEX_ENTRY": ("segtool.formats.kafka_schemas", "TIME_INDEX_ENTRY"),
+    "TXN_INDEX_ENTRY": ("segtool.formats.kafka_schemas", "TXN_INDEX_ENTRY"),
+}
 
-def _field_code(subcon: cs.Construct) -> tuple[str, str]:
+
+def _field_code(subcon) -> tuple[str, str]:
     """Return (struct code, byte order char) for one fixed-size integer field."""
+    import construct as cs
+
     sub = subcon
     while isinstance(sub, (cs.Renamed, cs.Const)) or type(sub).__name__ == "Transformed":
         sub = sub.subcon
@@ -40,13 +58,25 @@ def _field_code(subcon: cs.Construct) -> tuple[str, str]:
     raise TypeError(f"field {subcon!r} is not a fixed-size integer or bytes field")
 
 
+def _split_codes(fmt: str) -> list[str]:
+    """'>qi16sB' -> ['q', 'i', '16s', 'B']."""
+    codes, digits = [], ""
+    for ch in fmt[1:]:
+        if ch.isdigit():
+            digits += ch
+        else:
+            codes.append(digits + ch)
+            digits = ""
+    return codes
+
+
 @dataclass(frozen=True)
 class FixedLayout:
-    """A fixed-size construct Struct compiled to a struct.Struct."""
+    """A fixed-size layout compiled to a struct.Struct (``schema`` is None when loaded from the table)."""
 
-    schema: cs.Struct
     names: tuple[str, ...]
     packer: struct.Struct
+    schema: object = field(default=None, compare=False, repr=False)
 
     @property
     def size(self) -> int:
@@ -58,21 +88,24 @@ class FixedLayout:
     def as_dict(self, buffer, offset: int = 0) -> dict:
         return dict(zip(self.names, self.packer.unpack_from(buffer, offset)))
 
-    def numpy_dtype(self) -> np.dtype:
+    def field_offset(self, name: str) -> int:
+        """Byte offset of a field inside the layout."""
+        order = self.packer.format[0]
+        codes = _split_codes(self.packer.format)
+        index = self.names.index(name)
+        return struct.calcsize(order + "".join(codes[:index]))
+
+    def numpy_dtype(self):
         """A structured dtype with the same layout, for views over index files."""
-        order = "<" if self.packer.format.startswith("<") else ">"
-        fields = []
-        for name, sub in zip(self.names, _fields(self.schema)):
-            code, _ = _field_code(sub)
-            fields.append((name, order + ("S" + code[:-1] if code.endswith("s") else code)))
+        import numpy as np
+
+        order = self.packer.format[0]
+        fields = [(name, order + ("S" + code[:-1] if code.endswith("s") else code))
+                  for name, code in zip(self.names, _split_codes(self.packer.format))]
         return np.dtype(fields)
 
 
-def _fields(schema: cs.Struct):
-    return [sub for sub in schema.subcons if sub.name is not None]
-
-
-def compile_fixed(schema: cs.Struct) -> FixedLayout:
+def compile_fixed(schema) -> FixedLayout:
     """Turn a Struct of fixed-size integer/bytes fields into one struct format."""
     codes = []
     orders = set()
@@ -91,4 +124,44 @@ def compile_fixed(schema: cs.Struct) -> FixedLayout:
     packer = struct.Struct(order + "".join(codes))
     if packer.size != schema.sizeof():
         raise TypeError("derived struct size differs from the schema size")
-    return FixedLayout(schema, tuple(names), packer)
+    return FixedLayout(tuple(names), packer, schema)
+
+
+def compiled(name: str) -> FixedLayout:
+    """The compiled layout of a registered schema, from the generated table."""
+    from segtool.formats._compiled_layouts import LAYOUTS
+
+    fmt, names = LAYOUTS[name]
+    return FixedLayout(tuple(names), struct.Struct(fmt))
+
+
+def compile_table() -> dict[str, tuple[str, tuple[str, ...]]]:
+    """Compile every registered schema afresh (what the generated table must hold)."""
+    table = {}
+    for name, (module, attribute) in TABLE_SCHEMAS.items():
+        layout = compile_fixed(getattr(importlib.import_module(module), attribute))
+        table[name] = (layout.packer.format, layout.names)
+    return table
+
+
+def render_table(table: dict) -> str:
+    lines = [
+        '"""Generated by `python -m segtool.formats.fastdecode` from the construct schemas; do not edit.',
+        "",
+        "Each entry: schema name -> (struct format, field names).  tests/test_fastdecode.py",
+        'checks this table against a fresh compilation of the schemas."""',
+        "",
+        "LAYOUTS = {",
+    ]
+    for name, (fmt, names) in table.items():
+        lines.append(f"    {name!r}: ({fmt!r}, {tuple(names)!r}),")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    import pathlib
+
+    target = pathlib.Path(__file__).with_name("_compiled_layouts.py")
+    target.write_text(render_table(compile_table()))
+    print(f"wrote {target}")

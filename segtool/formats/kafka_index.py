@@ -40,56 +40,50 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar, Iterator, NamedTuple
 
-import construct as cs
-import numpy as np
 
+from segtool.engine.source import open_buffer
 from segtool.errors import CorruptData, UnreadableInput
-from segtool.formats.fastdecode import FixedLayout, compile_fixed
+from segtool.formats.fastdecode import FixedLayout, compiled
 
 # --------------------------------------------------------------------------
 # Entry schemas
 # --------------------------------------------------------------------------
 
-OFFSET_INDEX_ENTRY = cs.Struct(
-    # OffsetIndex.java, ENTRY_SIZE = 8.  Offset stored relative to the segment's
-    # base offset (the number in the file name): absolute = base + relative.
-    "relative_offset" / cs.Int32sb,
-    # Byte position in the .log of the batch whose *last* offset is the indexed
-    # offset (LogSegment.append indexes a batch by its last offset).
-    "position" / cs.Int32sb,
-)
+def _numpy():
+    """numpy, imported on first use: lookups work on the mapped bytes directly."""
+    import numpy
 
-TIME_INDEX_ENTRY = cs.Struct(
-    # TimeIndex.java, ENTRY_SIZE = 12.  The largest timestamp seen up to and
-    # including the batch ending at the indexed offset (ms since the epoch;
-    # RecordBatch.NO_TIMESTAMP = -1 when none).
-    "timestamp" / cs.Int64sb,
-    # Offset relative to the segment's base offset, as in the offset index.
-    "relative_offset" / cs.Int32sb,
-)
+    return numpy
 
-TXN_INDEX_ENTRY = cs.Struct(
-    # AbortedTxn.java, TOTAL_SIZE = 34.  Written as a short, CURRENT_VERSION = 0.
-    # NB: AbortedTxn.version() reads it back with buffer.get(0), i.e. only the
-    # first (high) byte, sign-extended; see ``kafka_version``.
-    "version" / cs.Int16sb,
-    # Producer whose transaction was aborted.
-    "producer_id" / cs.Int64sb,
-    # First offset of the aborted transaction (may lie in an earlier segment).
-    "first_offset" / cs.Int64sb,
-    # Offset of the ABORT control marker's batch that ended the transaction.
-    "last_offset" / cs.Int64sb,
-    # Last stable offset of the partition when the abort was written.
-    "last_stable_offset" / cs.Int64sb,
-)
 
-OFFSET_INDEX_LAYOUT: FixedLayout = compile_fixed(OFFSET_INDEX_ENTRY)
-TIME_INDEX_LAYOUT: FixedLayout = compile_fixed(TIME_INDEX_ENTRY)
-TXN_INDEX_LAYOUT: FixedLayout = compile_fixed(TXN_INDEX_ENTRY)
+# Declared in ``kafka_schemas``; compiled layouts from the generated table (``fastdecode``).
+OFFSET_INDEX_LAYOUT: FixedLayout = compiled("OFFSET_INDEX_ENTRY")
+TIME_INDEX_LAYOUT: FixedLayout = compiled("TIME_INDEX_ENTRY")
+TXN_INDEX_LAYOUT: FixedLayout = compiled("TXN_INDEX_ENTRY")
 
-OFFSET_INDEX_DTYPE: np.dtype = OFFSET_INDEX_LAYOUT.numpy_dtype()
-TIME_INDEX_DTYPE: np.dtype = TIME_INDEX_LAYOUT.numpy_dtype()
-TXN_INDEX_DTYPE: np.dtype = TXN_INDEX_LAYOUT.numpy_dtype()
+_LAZY = {
+    # numpy dtypes and construct schemas are built on first use: lookups need neither
+    "OFFSET_INDEX_DTYPE": lambda: OFFSET_INDEX_LAYOUT.numpy_dtype(),
+    "TIME_INDEX_DTYPE": lambda: TIME_INDEX_LAYOUT.numpy_dtype(),
+    "TXN_INDEX_DTYPE": lambda: TXN_INDEX_LAYOUT.numpy_dtype(),
+    "OFFSET_INDEX_ENTRY": lambda: _schemas().OFFSET_INDEX_ENTRY,
+    "TIME_INDEX_ENTRY": lambda: _schemas().TIME_INDEX_ENTRY,
+    "TXN_INDEX_ENTRY": lambda: _schemas().TXN_INDEX_ENTRY,
+}
+
+
+def _schemas():
+    from segtool.formats import kafka_schemas
+
+    return kafka_schemas
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        value = _LAZY[name]()
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 NO_TIMESTAMP = -1  # RecordBatch.NO_TIMESTAMP
 ABORTED_TXN_CURRENT_VERSION = 0  # AbortedTxn.CURRENT_VERSION
@@ -173,12 +167,8 @@ def map_entries(path, dtype: np.dtype, count: int | None = None) -> np.ndarray:
     if n < 0 or n * dtype.itemsize > size:
         raise ValueError(f"{count} entries of {dtype.itemsize} bytes exceed the file size {size}")
     if n == 0:
-        return np.zeros(0, dtype=dtype)
-    try:
-        mm = np.memmap(path, dtype=dtype, mode="r", shape=(n,))
-    except OSError as e:
-        raise UnreadableInput(f"cannot map: {e.strerror or e}", str(path)) from None
-    return mm.view(np.ndarray)
+        return _numpy().zeros(0, dtype=dtype)
+    return _numpy().frombuffer(open_buffer(path), dtype=dtype, count=n)
 
 
 # --------------------------------------------------------------------------
@@ -200,16 +190,40 @@ class TimestampOffset(NamedTuple):
     offset: int
 
 
+class _FieldView:
+    """One field of every entry, read from the mapping on demand: what the binary search probes."""
+
+    __slots__ = ("buffer", "size", "offset", "unpack", "add")
+
+    def __init__(self, index: "AbstractIndex", field: str, add: int):
+        layout = index.LAYOUT
+        self.buffer = index.buffer
+        self.size = layout.size
+        self.offset = layout.field_offset(field)
+        code = layout.packer.format[0] + _field_code(layout, field)
+        self.unpack = __import__("struct").Struct(code).unpack_from
+        self.add = add
+
+    def __getitem__(self, n: int) -> int:
+        return self.unpack(self.buffer, n * self.size + self.offset)[0] + self.add
+
+
+def _field_code(layout: FixedLayout, field: str) -> str:
+    from segtool.formats.fastdecode import _split_codes
+
+    return _split_codes(layout.packer.format)[layout.names.index(field)]
+
+
 class AbstractIndex:
     """Read-only view of a Kafka offset or time index file.
 
-    Subclasses set ``ENTRY`` (the construct schema), ``LAYOUT``/``DTYPE`` (derived
-    from it), ``SUFFIX``, and which fields are the search key and value.
+    Subclasses set ``LAYOUT`` (compiled from the entry schema in
+    ``kafka_schemas``), ``SUFFIX``, and which fields are the search key and value.
+    Entries are read from the read-only mapping with the compiled layout; numpy
+    views (``array``) are made only for whole-file work.
     """
 
-    ENTRY: ClassVar[cs.Struct]
     LAYOUT: ClassVar[FixedLayout]
-    DTYPE: ClassVar[np.dtype]
     SUFFIX: ClassVar[str]
     KIND: ClassVar[str]
     entry_size: ClassVar[int]  # bytes per entry (Kafka's entrySize()), = LAYOUT.size
@@ -219,9 +233,10 @@ class AbstractIndex:
         self.display_path = os.fspath(path)  # as given: Kafka's messages show the path as passed
         self.base_offset = base_offset_from_name(path) if base_offset is None else int(base_offset)
         self.length = _file_size(path)
-        self._array: np.ndarray | None = None
-        self._keys: np.ndarray | None = None
-        self._values: np.ndarray | None = None
+        self._buffer = None
+        self._array = None
+        self._keys = None
+        self._values = None
         self._dump_entries: int | None = None
         self._valid_limit: int | None = None
 
@@ -245,11 +260,16 @@ class AbstractIndex:
         since Kafka never indexes position 0 (the first entry needs more than
         index.interval.bytes before it).
         """
-        raw = self.array.view(np.uint8).reshape(-1, self.entry_size) if self.entries else None
-        if raw is None:
+        size = self.entry_size
+        end = self.entries * size
+        if end == 0:
             return 0
-        zero = np.flatnonzero(~raw.any(axis=1))
-        return int(zero[0]) if len(zero) else self.entries
+        zero = bytes(size)
+        buf = self.buffer
+        pos = buf.find(zero, 0, end)
+        while pos != -1 and pos % size:  # a run of zeros across two entries is not an empty slot
+            pos = buf.find(zero, pos + 1, end)
+        return self.entries if pos == -1 else pos // size
 
     def trim_to_valid(self) -> "AbstractIndex":
         """Search only the entries before a preallocated zero tail (a recovered broker's view)."""
@@ -271,10 +291,21 @@ class AbstractIndex:
         return self.length % self.entry_size
 
     @property
-    def array(self) -> np.ndarray:
-        """Raw entries (relative offsets, as stored) of the broker view, memory-mapped."""
+    def buffer(self):
+        """The file, mapped read-only."""
+        if self._buffer is None:
+            self._buffer = open_buffer(self.path)
+        return self._buffer
+
+    @property
+    def array(self):
+        """Raw entries (relative offsets, as stored) of the broker view: a numpy view of the mapping."""
         if self._array is None:
-            self._array = map_entries(self.path, self.DTYPE, self.entries)
+            dtype = self.LAYOUT.numpy_dtype()
+            if self.entries:
+                self._array = _numpy().frombuffer(self.buffer, dtype=dtype, count=self.entries)
+            else:
+                self._array = _numpy().zeros(0, dtype=dtype)
         return self._array
 
     @property
@@ -285,14 +316,14 @@ class AbstractIndex:
             if len(rel) <= 1:
                 self._dump_entries = len(rel)
             else:
-                hits = np.flatnonzero(rel[1:] == 0)
+                hits = _numpy().flatnonzero(rel[1:] == 0)
                 self._dump_entries = int(hits[0]) + 1 if len(hits) else len(rel)
         return self._dump_entries
 
     @property
     def offsets(self) -> np.ndarray:
         """Absolute offsets (int64) of the broker-view entries."""
-        return self.array["relative_offset"].astype(np.int64) + self.base_offset
+        return self.array["relative_offset"].astype("int64") + self.base_offset
 
     # -- entries -----------------------------------------------------------
 
@@ -303,7 +334,7 @@ class AbstractIndex:
         """Entry ``n`` with the offset made absolute (Kafka's ``entry(n)``)."""
         if not 0 <= n < self.entries:
             raise IndexError(f"attempt to fetch entry {n} from {self.path}, which has {self.entries} entries")
-        return self._make_entry(self.LAYOUT.unpack_from(self.array, n * self.entry_size))
+        return self._make_entry(self.LAYOUT.unpack_from(self.buffer, n * self.entry_size))
 
     def iter_entries(self, limit: int | None = None) -> Iterator:
         """Entries of the broker view (or the first ``limit``), offsets absolute."""
@@ -397,9 +428,7 @@ class AbstractIndex:
 class OffsetIndex(AbstractIndex):
     """``.index``: offset -> byte position in the ``.log`` (key: offset, value: position)."""
 
-    ENTRY = OFFSET_INDEX_ENTRY
     LAYOUT = OFFSET_INDEX_LAYOUT
-    DTYPE = OFFSET_INDEX_DTYPE
     SUFFIX = INDEX_SUFFIX
     KIND = "offset"
     entry_size = OFFSET_INDEX_LAYOUT.size  # 8
@@ -408,14 +437,14 @@ class OffsetIndex(AbstractIndex):
         rel, position = raw
         return OffsetPosition(self.base_offset + rel, position)
 
-    def _key_array(self) -> np.ndarray:
+    def _key_array(self):
         if self._keys is None:
-            self._keys = self.offsets
+            self._keys = _FieldView(self, "relative_offset", self.base_offset)
         return self._keys
 
-    def _value_array(self) -> np.ndarray:
+    def _value_array(self):
         if self._values is None:
-            self._values = self.array["position"].astype(np.int64)
+            self._values = _FieldView(self, "position", 0)
         return self._values
 
     @property
@@ -463,9 +492,7 @@ class OffsetIndex(AbstractIndex):
 class TimeIndex(AbstractIndex):
     """``.timeindex``: timestamp -> offset (key: timestamp, value: offset)."""
 
-    ENTRY = TIME_INDEX_ENTRY
     LAYOUT = TIME_INDEX_LAYOUT
-    DTYPE = TIME_INDEX_DTYPE
     SUFFIX = TIME_INDEX_SUFFIX
     KIND = "time"
     entry_size = TIME_INDEX_LAYOUT.size  # 12
@@ -474,14 +501,14 @@ class TimeIndex(AbstractIndex):
         timestamp, rel = raw
         return TimestampOffset(timestamp, self.base_offset + rel)
 
-    def _key_array(self) -> np.ndarray:
+    def _key_array(self):
         if self._keys is None:
-            self._keys = self.array["timestamp"].astype(np.int64)
+            self._keys = _FieldView(self, "timestamp", 0)
         return self._keys
 
-    def _value_array(self) -> np.ndarray:
+    def _value_array(self):
         if self._values is None:
-            self._values = self.offsets
+            self._values = _FieldView(self, "relative_offset", self.base_offset)
         return self._values
 
     @property
@@ -623,9 +650,7 @@ class AbortedTxn:
 class TransactionIndex:
     """Read-only view of a ``.txnindex`` (TransactionIndex.java)."""
 
-    ENTRY = TXN_INDEX_ENTRY
     LAYOUT = TXN_INDEX_LAYOUT
-    DTYPE = TXN_INDEX_DTYPE
     SUFFIX = TXN_INDEX_SUFFIX
     entry_size = TXN_INDEX_LAYOUT.size  # 34
 
@@ -634,7 +659,7 @@ class TransactionIndex:
         self.display_path = os.fspath(path)
         self.base_offset = base_offset_from_name(path) if base_offset is None else int(base_offset)
         self.length = _file_size(path)
-        self._array: np.ndarray | None = None
+        self._array = None
 
     @property
     def entries(self) -> int:
@@ -649,7 +674,7 @@ class TransactionIndex:
     @property
     def array(self) -> np.ndarray:
         if self._array is None:
-            self._array = map_entries(self.path, self.DTYPE, self.entries)
+            self._array = map_entries(self.path, self.LAYOUT.numpy_dtype(), self.entries)
         return self._array
 
     def iter_raw(self) -> Iterator[AbortedTxn]:
@@ -665,7 +690,7 @@ class TransactionIndex:
         shown = self.display_path if display_path is None else display_path
         result = []
         versions = self.array["version"]
-        bad = np.flatnonzero((versions >> 8) > ABORTED_TXN_CURRENT_VERSION)
+        bad = _numpy().flatnonzero((versions >> 8) > ABORTED_TXN_CURRENT_VERSION)
         limit = int(bad[0]) if len(bad) else self.entries
         for raw in self.array[:limit].tolist():
             result.append(AbortedTxn(*raw))

@@ -1,10 +1,10 @@
 """Kafka `.log` segments: record batches (magic 2) and legacy message sets (magic 0/1).
 
-The construct schemas below are the declaration of every layout.  The fixed
-headers are decoded in the hot path by a ``struct.Struct`` derived from the
-schema (``fastdecode.compile_fixed``); the varint-encoded v2 records are decoded
-by ``decode_records``, which ``tests/test_kafka_log.py`` checks against
-``RECORD_V2`` on every batch of the corpus.
+The layouts are declared once, as construct schemas in ``kafka_schemas``.  The
+fixed headers are decoded in the hot path by a ``struct.Struct`` compiled from
+those schemas (``fastdecode``); the varint-encoded v2 records are decoded by
+``decode_records`` (and, column-wise, by ``record_columns``), both checked
+against ``RECORD_V2`` on every batch of the corpus (tests/test_kafka_log.py).
 
 Batch framing follows Kafka's ``FileLogInputStream.nextBatch``: a batch needs
 more than 17 bytes (offset, size, epoch, magic) left in the file; a size below
@@ -18,15 +18,14 @@ import mmap
 import struct
 from dataclasses import dataclass, field
 
-import construct as cs
 from crc32c import crc32c
 from zlib import crc32
 
 from segtool.errors import CorruptData, TruncatedData
-from segtool.formats.fastdecode import compile_fixed
+from segtool.formats.fastdecode import compiled
 
 # --------------------------------------------------------------------------
-# Schemas
+# Layouts
 # --------------------------------------------------------------------------
 
 LOG_OVERHEAD = 12  # offset int64 + size int32, in front of every batch/message
@@ -35,100 +34,28 @@ RECORD_OVERHEAD_V0 = 14  # smallest legal size field (legacy v0 message, empty k
 BATCH_V2_OVERHEAD = 61
 CRC_V2_START = 21  # CRC-32C covers attributes .. end of batch
 
-BATCH_HEADER_V2 = cs.Struct(
-    "base_offset" / cs.Int64sb,  # offset of the first record
-    "batch_length" / cs.Int32sb,  # bytes after this field
-    "partition_leader_epoch" / cs.Int32sb,
-    "magic" / cs.Int8sb,  # 2
-    "crc" / cs.Int32ub,  # CRC-32C of attributes..end
-    "attributes" / cs.Int16sb,  # codec(0-2) timestampType(3) transactional(4) control(5) deleteHorizon(6)
-    "last_offset_delta" / cs.Int32sb,
-    "base_timestamp" / cs.Int64sb,  # first timestamp; the delete horizon when bit 6 is set
-    "max_timestamp" / cs.Int64sb,
-    "producer_id" / cs.Int64sb,
-    "producer_epoch" / cs.Int16sb,
-    "base_sequence" / cs.Int32sb,
-    "record_count" / cs.Int32sb,
-)
+# The construct declarations live in ``kafka_schemas``; the hot path uses their
+# compiled form (see ``fastdecode``).  ``kafka_log.BATCH_HEADER_V2`` etc. still
+# resolve, lazily, for builders, tests and documentation.
+BATCH_HEADER_V2_FAST = compiled("BATCH_HEADER_V2")
+LEGACY_HEADER_V0_FAST = compiled("LEGACY_HEADER_V0")
+LEGACY_HEADER_V1_FAST = compiled("LEGACY_HEADER_V1")
+CONTROL_KEY_FAST = compiled("CONTROL_KEY")
+END_TXN_MARKER_FAST = compiled("END_TXN_MARKER")
 
-LEGACY_HEADER_V0 = cs.Struct(
-    "offset" / cs.Int64sb,  # absolute offset (v1 inner messages: relative)
-    "message_size" / cs.Int32sb,  # bytes after this field
-    "crc" / cs.Int32ub,  # CRC32 of magic..end
-    "magic" / cs.Int8sb,  # 0
-    "attributes" / cs.Int8sb,  # codec(0-2), timestampType(3, v1 only)
-)
-
-LEGACY_HEADER_V1 = cs.Struct(
-    "offset" / cs.Int64sb,
-    "message_size" / cs.Int32sb,
-    "crc" / cs.Int32ub,
-    "magic" / cs.Int8sb,  # 1
-    "attributes" / cs.Int8sb,
-    "timestamp" / cs.Int64sb,
-)
+_SCHEMA_NAMES = {
+    "BATCH_HEADER_V2", "LEGACY_HEADER_V0", "LEGACY_HEADER_V1", "LEGACY_MESSAGE_V0", "LEGACY_MESSAGE_V1",
+    "RECORD_HEADER_V2", "RECORD_V2_BODY", "RECORD_V2", "CONTROL_KEY", "END_TXN_MARKER",
+}
 
 
-class _NullableBytes(cs.Construct):
-    """Bytes prefixed by a length field where -1 means null (Kafka's nullable bytes)."""
+def __getattr__(name: str):
+    if name in _SCHEMA_NAMES:
+        from segtool.formats import kafka_schemas
 
-    def __init__(self, lengthfield):
-        super().__init__()
-        self.lengthfield = lengthfield
+        return getattr(kafka_schemas, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
-    def _parse(self, stream, context, path):
-        length = self.lengthfield._parsereport(stream, context, path)
-        if length < 0:
-            return None
-        return cs.stream_read(stream, length, path)
-
-    def _build(self, obj, stream, context, path):
-        if obj is None:
-            self.lengthfield._build(-1, stream, context, path)
-        else:
-            self.lengthfield._build(len(obj), stream, context, path)
-            cs.stream_write(stream, obj, len(obj), path)
-        return obj
-
-
-LEGACY_MESSAGE_V0 = cs.Struct(
-    *LEGACY_HEADER_V0.subcons,
-    "key" / _NullableBytes(cs.Int32sb),
-    "value" / _NullableBytes(cs.Int32sb),
-)
-
-LEGACY_MESSAGE_V1 = cs.Struct(
-    *LEGACY_HEADER_V1.subcons,
-    "key" / _NullableBytes(cs.Int32sb),
-    "value" / _NullableBytes(cs.Int32sb),
-)
-
-RECORD_HEADER_V2 = cs.Struct(
-    "key" / cs.PascalString(cs.ZigZag, "utf8"),
-    "value" / _NullableBytes(cs.ZigZag),
-)
-
-RECORD_V2_BODY = cs.Struct(
-    "attributes" / cs.Int8sb,  # unused, 0
-    "timestamp_delta" / cs.ZigZag,  # from the batch's base timestamp
-    "offset_delta" / cs.ZigZag,  # from the batch's base offset
-    "key" / _NullableBytes(cs.ZigZag),
-    "value" / _NullableBytes(cs.ZigZag),
-    "headers" / cs.PrefixedArray(cs.ZigZag, RECORD_HEADER_V2),
-)
-
-# A record: zigzag varint length of the body, then the body.
-RECORD_V2 = cs.Struct("length" / cs.ZigZag, *RECORD_V2_BODY.subcons)
-
-# Control record key (version, type) and the end-transaction marker value.
-CONTROL_KEY = cs.Struct("version" / cs.Int16sb, "type" / cs.Int16sb)
-END_TXN_MARKER = cs.Struct("version" / cs.Int16sb, "coordinator_epoch" / cs.Int32sb)
-
-BATCH_HEADER_V2_FAST = compile_fixed(BATCH_HEADER_V2)
-LEGACY_HEADER_V0_FAST = compile_fixed(LEGACY_HEADER_V0)
-LEGACY_HEADER_V1_FAST = compile_fixed(LEGACY_HEADER_V1)
-CONTROL_KEY_FAST = compile_fixed(CONTROL_KEY)
-END_TXN_MARKER_FAST = compile_fixed(END_TXN_MARKER)
 
 _OFFSET_SIZE = struct.Struct(">qi")
 _INT32 = struct.Struct(">i")
