@@ -173,7 +173,7 @@ def lookup(
     timestamp: Optional[str] = typer.Option(None, "--timestamp", help="Kafka: ListOffsets for epoch ms, ISO-8601, latest, earliest or max-timestamp."),
     floor: bool = typer.Option(False, "--floor", help="With --offset: the offset index's floor entry (<=), no scan."),
     ceiling: bool = typer.Option(False, "--ceiling", help="With --offset: the offset index's ceiling entry (>=), no scan."),
-    key: Optional[str] = typer.Option(None, "--key", help="Find messages by key (RocketMQ: with --topic)."),
+    key: Optional[str] = typer.Option(None, "--key", help="Find records by key: a Kafka partition (index-keys makes it fast) or a RocketMQ store with --topic."),
     topic: Optional[str] = typer.Option(None, "--topic", help="RocketMQ topic."),
     begin: int = typer.Option(0, "--begin", help="RocketMQ key lookup: window start, epoch ms."),
     end: int = typer.Option(2**63 - 1, "--end", help="RocketMQ key lookup: window end, epoch ms."),
@@ -295,6 +295,8 @@ def verify(
     deep: bool = typer.Option(False, "--deep", help="Decode every record, not just batch headers and CRCs."),
     no_hash: bool = typer.Option(False, "--no-hash", help="Skip the sha256 of each input (faster on huge files)."),
     as_json: bool = typer.Option(False, "--json", help="One JSON report on stdout."),
+    engine: Optional[str] = typer.Option(None, "--engine", help="local (default) or spark: one Spark task per file."),
+    master: Optional[str] = typer.Option(None, "--master", help="Spark master URL (implies --engine spark; default local[*])."),
 ):
     """Check files as Kafka/RocketMQ would, and predict what the broker's recovery would cut.
 
@@ -308,8 +310,15 @@ def verify(
     """
     from segtool.ops.verify import exit_code, verify as run_verify
 
-    with _Progress(enabled=not as_json) as progress:
-        report = run_verify(paths, deep=deep, progress_factory=progress.factory, hash_inputs=not no_hash)
+    runner = _pipeline_engine(engine, master)
+    if runner is not None:
+        from segtool.pipeline.verify import verify_distributed
+
+        with runner:
+            report = verify_distributed(paths, runner, deep=deep, hash_inputs=not no_hash)
+    else:
+        with _Progress(enabled=not as_json) as progress:
+            report = run_verify(paths, deep=deep, progress_factory=progress.factory, hash_inputs=not no_hash)
     if as_json:
         _print_json(report)
     else:
@@ -326,6 +335,8 @@ def rebuild_index(
     hash_slot_num: Optional[int] = typer.Option(None, "--hash-slot-num", help="RocketMQ: IndexFile slots (default: the store's, else 5,000,000)."),
     index_num: Optional[int] = typer.Option(None, "--index-num", help="RocketMQ: IndexFile entries (default: the store's, else 20,000,000)."),
     as_json: bool = typer.Option(False, "--json", help="One JSON report on stdout."),
+    engine: Optional[str] = typer.Option(None, "--engine", help="Kafka: local (default) or spark, one Spark task per partition."),
+    master: Optional[str] = typer.Option(None, "--master", help="Spark master URL (implies --engine spark; default local[*])."),
 ):
     """Rebuild indexes: Kafka's .index/.timeindex/.txnindex exactly as its log recovery does,
     or a RocketMQ store's IndexFiles as IndexService.buildIndex does.
@@ -360,8 +371,16 @@ def rebuild_index(
                     sys.stdout.write(f"wrote {written['path']} ({written['entries']} entries, {written['size']} bytes,"
                                      f" sha256 {written['sha256'][:16]}…)\n")
         raise typer.Exit(EXIT_CLEAN)
-    with _Progress(enabled=not as_json) as progress:
-        report = run_rebuild(paths, out_dir=out, in_place=in_place, index_interval_bytes=index_interval_bytes)
+    runner = _pipeline_engine(engine, master)
+    if runner is not None:
+        from segtool.pipeline.rebuild import rebuild_distributed
+
+        with runner:
+            report = rebuild_distributed(paths, runner, out_dir=out, in_place=in_place,
+                                         index_interval_bytes=index_interval_bytes)
+    else:
+        with _Progress(enabled=not as_json) as progress:
+            report = run_rebuild(paths, out_dir=out, in_place=in_place, index_interval_bytes=index_interval_bytes)
     if as_json:
         _print_json(report)
     else:
@@ -374,6 +393,63 @@ def rebuild_index(
                 sys.stdout.write(f"  wrote {written['path']} ({written['size']} bytes, sha256 {written['sha256'][:16]}…)\n")
     truncated = any(seg["bytes_kafka_would_truncate"] for seg in report["segments"])
     raise typer.Exit(EXIT_PROBLEMS if truncated else EXIT_CLEAN)
+
+
+def _pipeline_engine(engine: Optional[str], master: Optional[str]):
+    """None for the local engine of verify/rebuild-index (their own in-process code), else the Spark engine."""
+    from segtool.pipeline.engines import engine_name, make_engine
+
+    if engine_name(engine, master) == "local" and not master:
+        return None
+    return make_engine(engine, master, quiet=_State.quiet)
+
+
+@app.command()
+def scan(
+    paths: List[str] = typer.Argument(..., help="Kafka log or partition directories, RocketMQ stores (or directories above them); paths or URIs (s3://, hdfs://)."),
+    out: str = typer.Option(..., "--out", "-o", help="Output directory or URI: Parquet datasets OUT/kafka and OUT/rocketmq, and OUT/scan-report.json."),
+    engine: Optional[str] = typer.Option(None, "--engine", help="local (a process pool; the default) or spark."),
+    master: Optional[str] = typer.Option(None, "--master", help="Spark master URL (implies --engine spark; default local[*])."),
+    workers: Optional[int] = typer.Option(None, "--workers", help="local engine: worker processes (default: one per core)."),
+    split_size: str = typer.Option("64MiB", "--split-size", help="Cut bigger segments and CommitLog files into tasks of about this size (0: never)."),
+    with_values: bool = typer.Option(False, "--with-values", help="Also store each record's value / message body."),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Replace the part files of an earlier scan in OUT."),
+    as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+):
+    """Every Kafka record and RocketMQ message into Parquet, one row each, on this machine or on Spark.
+
+    Kafka rows are what kafka-dump-log --deep-iteration lists (control records included, legacy
+    wrapper messages expanded); the schema is in docs/pipeline.md. Exit code 1 when damaged data
+    was met (see the report's problems), 2 when an input is unreadable.
+
+    Examples:
+
+      segtool scan /var/lib/kafka/data --out /cases/42/scan
+
+      segtool scan evidence/kafka-logs evidence/rocketmq/store --out scan --engine spark --master local[4]
+
+      spark-submit segtool/pipeline/spark_job.py scan hdfs://nn/evidence --out hdfs://nn/cases/42/scan
+    """
+    from segtool.pipeline.engines import make_engine
+    from segtool.pipeline.scan import exit_code as scan_exit_code, parse_size, scan as run_scan
+
+    runner = make_engine(engine, master, workers, quiet=_State.quiet)
+    with runner:
+        report = run_scan(paths, out, runner, split_bytes=parse_size(split_size), with_values=with_values,
+                          overwrite=overwrite)
+    if as_json:
+        _print_json(report)
+    else:
+        for kind, data in report["datasets"].items():
+            sys.stdout.write(f"{kind}: {data['rows']} rows in {data['files']} files under {data['path']}\n")
+        timing = report["timing"]
+        sys.stdout.write(f"{report['inputs']['bytes']} input bytes in {report['tasks']} tasks on {report['engine']}"
+                         f": scan {timing['scan_seconds']} s ({timing['mb_per_second']} MB/s), "
+                         f"start-up {timing['startup_seconds']} s\n")
+        for problem in report["problems"]:
+            where = "" if problem["byte_offset"] is None else f" byte {problem['byte_offset']}"
+            sys.stdout.write(f"{problem['severity']}: {problem['path']}{where}: {problem['message']}\n")
+    raise typer.Exit(scan_exit_code(report))
 
 
 @app.command()
@@ -405,6 +481,32 @@ def trim(
             sys.stdout.write(f"{item['path']}: {item['valid_entries']} valid entries, "
                              f"{item['bytes_reclaimed']} bytes reclaimed{where}\n")
         sys.stdout.write(f"total reclaimed: {report['bytes_reclaimed']} bytes\n")
+    raise typer.Exit(EXIT_CLEAN)
+
+
+@app.command("index-keys")
+def index_keys(
+    partition_dir: str = typer.Argument(..., help="A Kafka partition directory."),
+    out: Optional[str] = typer.Option(None, "--out", "-o", help="Where to write the index (default: PARTITION_DIR.keyindex beside it)."),
+    as_json: bool = typer.Option(False, "--json", help="One JSON report on stdout."),
+):
+    """Build a hash index of record keys (RocketMQ's IndexFile layout) so `lookup --key` need not scan.
+
+    The index goes beside the partition directory, never inside it.
+
+    Examples:
+
+      segtool index-keys data/orders-0
+
+      segtool lookup data/orders-0 --key order-42
+    """
+    from segtool.ops.keyindex import index_keys as run_index_keys
+
+    report = run_index_keys(partition_dir, out)
+    if as_json:
+        _print_json(report)
+    else:
+        sys.stdout.write(f"indexed {report['records_indexed']} keyed records into {report['index_dir']}\n")
     raise typer.Exit(EXIT_CLEAN)
 
 

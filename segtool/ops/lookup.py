@@ -8,6 +8,7 @@ Every function returns a plain dict (the CLI's ``--json`` object).
 from __future__ import annotations
 
 import datetime as _dt
+import os
 
 from segtool.engine.partition import PartitionView
 from segtool.errors import SegtoolError
@@ -103,8 +104,12 @@ def lookup_key(path: str, key: str, *, topic: str | None = None, begin: int = 0,
     """
     from segtool.engine.rocketmq_store import StoreView
 
+    if os.path.isdir(path) and any(name.endswith(".log") for name in os.listdir(path)):
+        from segtool.ops.keyindex import lookup_kafka_key
+
+        return lookup_kafka_key(path, key, max_num=max_num if max_num != 64 else 1000)
     if topic is None:
-        raise SegtoolError("--key needs --topic (key lookups are for RocketMQ stores: the index key is topic#key)")
+        raise SegtoolError("--key on a RocketMQ store needs --topic (the index key is topic#key)", path)
     with StoreView(path) as store:
         return store.query_offsets(topic, key, max_num=max_num, begin=begin, end=end,
                                    include_collisions=include_collisions)

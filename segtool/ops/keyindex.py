@@ -1,0 +1,134 @@
+"""Kafka key lookups: a scan, or a RocketMQ-style hash index built once.
+
+Kafka cannot find a record by key without reading everything.  ``index_keys``
+writes a hash index for one partition with RocketMQ's IndexFile layout and
+builder (the same engine ``rebuild-index`` uses for RocketMQ stores) into a
+directory beside the partition directory (``<partition>.keyindex/``), never
+inside it.  ``lookup_kafka_key`` walks that index's hash chain when it is
+present and still matches the segments, and scans otherwise.
+
+Index entries: keyHash = Java ``String.hashCode`` of the key bytes read as
+ISO-8859-1 characters (so binary keys hash exactly), phyOffset = the record's
+Kafka offset, timeDiff = seconds since the first indexed record's timestamp.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+from segtool.engine.partition import PartitionView
+from segtool.engine.safe_write import write_atomically
+from segtool.errors import SegtoolError
+from segtool.formats import rocketmq as rmq
+from segtool.formats.kafka_log import BatchScan, batch_records
+
+META_NAME = "keyindex.json"
+INDEX_NAME = "keys.index"
+
+
+def key_index_dir(partition_dir: str) -> str:
+    return os.path.normpath(os.path.abspath(partition_dir)) + ".keyindex"
+
+
+def _segment_fingerprint(partition: PartitionView) -> list[dict]:
+    return [{"log": os.path.basename(s.log_path), "size": os.path.getsize(s.log_path)} for s in partition.segments]
+
+
+def _records(partition: PartitionView):
+    for segment in partition.segments:
+        for batch in BatchScan(segment.log, path=segment.log_path):
+            if batch.is_control:
+                continue
+            for record in batch_records(batch, segment.log_path):
+                if record.key is not None:
+                    yield record
+
+
+def _key_text(key: bytes) -> str:
+    return key.decode("latin-1")
+
+
+def index_keys(partition_dir: str, out_dir: str | None = None) -> dict:
+    """Build the key index of a partition; returns what was written."""
+    from segtool.engine.rocketmq_store import IndexFileView
+
+    partition = PartitionView(partition_dir)
+    target = out_dir or key_index_dir(partition_dir)
+    source = os.path.normpath(os.path.abspath(partition_dir))
+    if os.path.normpath(os.path.abspath(target)).startswith(source + os.sep):
+        raise SegtoolError("the key index must not be written inside the partition directory", target)
+    records = list(_records(partition))
+    index_num = len(records) + 1  # entry 0 is never used, as in RocketMQ
+    slots = max(64, len(records) // 2)
+    view = IndexFileView.create(INDEX_NAME, slots, index_num)
+    for record in records:
+        view.put_key(_key_text(record.key), record.offset, max(record.timestamp, 0))
+    os.makedirs(target, exist_ok=True)
+    written = write_atomically(os.path.join(target, INDEX_NAME), view.to_bytes())
+    meta = {
+        "partition_dir": source,
+        "hash_slot_num": slots,
+        "index_num": index_num,
+        "key_encoding": "ISO-8859-1 characters of the key bytes, Java String.hashCode",
+        "records_indexed": len(records),
+        "segments": _segment_fingerprint(partition),
+    }
+    write_atomically(os.path.join(target, META_NAME), json.dumps(meta, indent=1).encode())
+    return {"index_dir": target, "records_indexed": len(records), "index_file": written}
+
+
+def _usable_index(partition: PartitionView):
+    """The partition's key index when it exists and was built from these exact segments."""
+    from segtool.engine.rocketmq_store import IndexFileView
+
+    directory = key_index_dir(partition.directory)
+    meta_path = os.path.join(directory, META_NAME)
+    if not os.path.exists(meta_path):
+        return None, None
+    try:
+        with open(meta_path) as handle:
+            meta = json.load(handle)
+    except (OSError, ValueError):
+        return None, "the key index metadata is unreadable; scanned instead"
+    if meta.get("segments") != _segment_fingerprint(partition):
+        return None, "the key index is stale (segments changed since it was built); scanned instead"
+    view = IndexFileView.open(os.path.join(directory, INDEX_NAME), meta["hash_slot_num"], meta["index_num"])
+    return view, None
+
+
+def lookup_kafka_key(partition_dir: str, key: str, max_num: int = 1000) -> dict:
+    """Every record whose key equals ``key`` (UTF-8), in offset order (at most ``max_num``)."""
+    partition = PartitionView(partition_dir)
+    wanted = key.encode("utf-8")
+    view, note = _usable_index(partition)
+    hits = []
+    if view is not None:
+        candidates: list[int] = []
+        view.select_phy_offsets(candidates, rmq.index_key_hash(_key_text(wanted)), max_num * 4, 0, 2**63 - 1)
+        collisions = 0
+        for offset in candidates:
+            hit = partition.read_at(offset)
+            if hit is None or hit.offset != offset or hit.record.key != wanted:
+                collisions += 1
+                continue
+            hits.append(hit.as_dict())
+            if len(hits) >= max_num:
+                break
+        method = "key index"
+    else:
+        collisions = 0
+        for segment in partition.segments:
+            for batch in BatchScan(segment.log, path=segment.log_path):
+                if batch.is_control:
+                    continue
+                for record in batch_records(batch, segment.log_path):
+                    if record.key == wanted:
+                        hits.append({"offset": record.offset, "timestamp": record.timestamp,
+                                     "segment": segment.log_path, "position": batch.position,
+                                     "key": key, "value_size": record.value_size})
+        hits = hits[:max_num]
+        method = "scan"
+    hits.sort(key=lambda h: h["offset"])
+    return {"partition_dir": partition_dir, "key": key, "method": method, "note": note,
+            "offsets": [h["offset"] for h in hits], "records": hits, "hash_collisions_dropped": collisions}
