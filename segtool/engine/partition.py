@@ -168,8 +168,8 @@ class Segment:
         start = 0
         if self.offset_index is not None and self.offset_index.entries > 0:
             start = self.offset_index.last_entry().position
-            if start > self.size:
-                start = 0
+            if not 0 <= start <= self.size:
+                start = 0  # a damaged index entry: scan the whole segment
         last = None
         for batch in self.batches_from(start):
             last = batch
