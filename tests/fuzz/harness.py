@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from segtool.errors import SegtoolError
-from tests.fuzz.mutate import STRUCTURAL, Seed, mutate, read_seed, seeds
+from tests.fuzz.mutate import STRUCTURAL, Seed, mutate, read_seed, seeds, shrink
 
 MEMORY_LIMIT = 3 * 1024**3
 DUMP_CAP = 8 * 1024 * 1024
@@ -122,20 +122,42 @@ class Worker:
         self.seeds = seeds()
         self.originals: dict[tuple[Path, str], bytes] = {}
 
-    def scenario_copy(self, scenario: Path) -> Path:
-        if scenario not in self.copies:
-            target = self.root / f"s{len(self.copies)}" / scenario.name
-            shutil.copytree(scenario, target, symlinks=False)
+    def scenario_copy(self, seed: Seed) -> Path:
+        """A private copy of the seed's surroundings.
+
+        A Kafka seed gets its own segment (files sharing its base offset) plus
+        the partition's checkpoints, so directory-wide commands cost one segment;
+        a RocketMQ seed gets the whole store.
+        """
+        key = (seed.scenario, seed.relative.split(".")[0] if seed.family == "kafka" else "")
+        if key not in self.copies:
+            target = self.root / f"s{len(self.copies)}" / seed.scenario.name
+            if seed.family == "kafka":
+                target.mkdir(parents=True)
+                stem = seed.relative.split(".")[0]
+                for path in seed.scenario.iterdir():
+                    if path.is_file() and (path.name.split(".")[0] == stem or not path.name[0].isdigit()):
+                        shutil.copyfile(path, target / path.name)
+            else:
+                shutil.copytree(seed.scenario, target, symlinks=False)
+                # one CommitLog file, cut to its first messages: every command stays quick
+                logs = sorted((target / "commitlog").iterdir())
+                for extra in logs[1:]:
+                    extra.unlink()
+                logs[0].write_bytes(shrink(read_seed(logs[0]), "rocketmq-commitlog"))
+            for path in target.rglob("*"):
+                if path.is_file() and path.suffix == ".log":
+                    path.write_bytes(shrink(read_seed(path), "kafka-log"))
             for path in target.rglob("*"):
                 if path.is_file():
                     path.chmod(0o644)
-            self.copies[scenario] = target
-        return self.copies[scenario]
+            self.copies[key] = target
+        return self.copies[key]
 
     def run(self, rng_seed: int) -> list[Failure]:
         rng = random.Random(rng_seed)
         seed = rng.choice(self.seeds)
-        scenario = self.scenario_copy(seed.scenario)
+        scenario = self.scenario_copy(seed)
         target = scenario / seed.relative
         key = (seed.scenario, seed.relative)
         if key not in self.originals:
