@@ -380,7 +380,8 @@ def rebuild_index(
                                          index_interval_bytes=index_interval_bytes)
     else:
         with _Progress(enabled=not as_json) as progress:
-            report = run_rebuild(paths, out_dir=out, in_place=in_place, index_interval_bytes=index_interval_bytes)
+            report = run_rebuild(paths, out_dir=out, in_place=in_place, index_interval_bytes=index_interval_bytes,
+                             progress_factory=progress.factory)
     if as_json:
         _print_json(report)
     else:

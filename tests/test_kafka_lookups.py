@@ -64,3 +64,25 @@ def test_offset_lookups_match_broker(restored):
             assert answer["timestamp"] == row["timestamp"], row
             assert answer["timestamp_type"] == row["timestamp_type"], row
             assert (answer["key"] or "null") == (row["key"] if row["key"] is not None else "null"), row
+
+
+def test_cli_json_answers(tmp_path):
+    import subprocess
+    import sys
+
+    cases = [c for c in case_dirs("kafka") if c.name == "c07-compacted"]
+    if not cases:
+        pytest.skip("c07-compacted not available")
+    target = restore_case(cases[0], tmp_path)
+    part = target / "data" / "c07-compact-0"
+    rows = json.loads((cases[0] / "expected" / "offset-lookups.json").read_text())
+    row = next(r for r in rows if r["offset"] is not None)
+    run = subprocess.run([sys.executable, "-m", "segtool.cli", "lookup", str(part), "--offset",
+                          str(row["requested_offset"]), "--json"], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    answer = json.loads(run.stdout)
+    assert {"offset", "timestamp", "segment", "position"} <= set(answer)
+    assert answer["offset"] == row["offset"] and answer["timestamp"] == row["timestamp"]
+    past = subprocess.run([sys.executable, "-m", "segtool.cli", "lookup", str(part), "--timestamp",
+                           "2100-01-01T00:00:00Z", "--json"], capture_output=True, text=True)
+    assert past.returncode == 1 and json.loads(past.stdout)["offset"] is None

@@ -36,7 +36,7 @@ def _segments_of(path: str) -> list[list[Segment]]:
 
 
 def rebuild_index(paths: list[str], out_dir: str | None = None, in_place: bool = False,
-                  index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES, progress=None) -> dict:
+                  index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES, progress_factory=None) -> dict:
     check_out_dir(out_dir, paths)
     report = {"index_interval_bytes": index_interval_bytes, "segments": []}
     for path in paths:
@@ -44,6 +44,7 @@ def rebuild_index(paths: list[str], out_dir: str | None = None, in_place: bool =
             txn_state = ProducerTxnState.from_snapshot(
                 os.path.join(os.path.dirname(segments[0].log_path), f"{segments[0].base_offset:020d}.snapshot"))
             for segment in segments:
+                progress = progress_factory(segment.log_path) if progress_factory else None
                 recovery = recover_segment(segment.log, segment.log_path, segment.base_offset,
                                            index_interval_bytes, txn_state, progress=progress)
                 target_dir = out_dir
