@@ -9,10 +9,14 @@ input unless ``in_place`` is asked for.
 from __future__ import annotations
 
 import os
+from concurrent.futures import ThreadPoolExecutor
 
 from segtool.engine.partition import PartitionView, Segment
 from segtool.engine.recovery import DEFAULT_INDEX_INTERVAL_BYTES, ProducerTxnState, recover_segment
 from segtool.engine.safe_write import check_out_dir, output_path, write_atomically
+from segtool.engine.source import sha256_of
+
+_hasher = ThreadPoolExecutor(max_workers=1)
 from segtool.errors import UnreadableInput
 
 
@@ -45,6 +49,7 @@ def rebuild_index(paths: list[str], out_dir: str | None = None, in_place: bool =
                 os.path.join(os.path.dirname(segments[0].log_path), f"{segments[0].base_offset:020d}.snapshot"))
             for segment in segments:
                 progress = progress_factory(segment.log_path) if progress_factory else None
+                digest = _hasher.submit(sha256_of, segment.log_path)  # on the other core, while we scan
                 recovery = recover_segment(segment.log, segment.log_path, segment.base_offset,
                                            index_interval_bytes, txn_state, progress=progress)
                 target_dir = out_dir
@@ -63,6 +68,7 @@ def rebuild_index(paths: list[str], out_dir: str | None = None, in_place: bool =
                         recovery.txn_index_bytes(), backup=in_place))
                 report["segments"].append({
                     "log": segment.log_path,
+                    "log_sha256": digest.result(),
                     "base_offset": segment.base_offset,
                     "size": recovery.size,
                     "valid_bytes": recovery.valid_bytes,

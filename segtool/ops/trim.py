@@ -7,7 +7,7 @@ copy the valid entries are those before the zero-filled preallocated tail.
 from __future__ import annotations
 
 from segtool.engine.safe_write import check_out_dir, output_path, write_atomically
-from segtool.engine.source import open_buffer
+from segtool.engine.source import open_buffer, sha256_of
 from segtool.errors import UnreadableInput
 from segtool.formats.detect import detect
 from segtool.formats.kafka_index import OffsetIndex, TimeIndex
@@ -26,7 +26,7 @@ def trim(paths: list[str], out_dir: str | None = None, in_place: bool = False, d
         valid = index.valid_entries
         keep = valid * index.entry_size
         data = bytes(open_buffer(path)[:keep])
-        result = {"path": path, "size": index.length, "valid_entries": valid, "trimmed_size": keep,
+        result = {"path": path, "sha256": sha256_of(path), "size": index.length, "valid_entries": valid, "trimmed_size": keep,
                   "bytes_reclaimed": index.length - keep, "written": None}
         if not dry_run:
             target = output_path(path, out_dir, in_place)
