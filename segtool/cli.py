@@ -44,6 +44,26 @@ def _fail(message: str, code: int = EXIT_UNREADABLE) -> None:
     raise typer.Exit(code)
 
 
+_STYLES = {"batch": "bold cyan", "== ": "bold", "ERROR": "bold red", "zero-filled": "yellow",
+           "trailing": "yellow", "message": "cyan", "index_header": "bold cyan", "end-of-file": "dim"}
+
+
+class _ColourWriter:
+    """Text dump on a terminal: the same lines, coloured by kind with rich."""
+
+    def __init__(self):
+        from rich.console import Console
+
+        self.console = Console(highlight=False, soft_wrap=True)
+
+    def __call__(self, line: str) -> None:
+        style = next((s for prefix, s in _STYLES.items() if line.startswith(prefix)), None)
+        self.console.print(line, style=style, markup=False)
+
+    def flush(self) -> None:
+        pass
+
+
 class _LineWriter:
     """Buffered stdout writer: one write call per many lines."""
 
@@ -126,7 +146,7 @@ def dump(
     from segtool.ops.render import render_text_item
 
     files = expand_paths(paths)
-    out = _LineWriter()
+    out = _LineWriter() if format == "json" or not sys.stdout.isatty() else _ColourWriter()
     problems = False
     current = None
     for item in dump_paths(files, deep=not shallow, cap=decompress_cap):
