@@ -11,7 +11,7 @@ TXN := $(KAFKA)/c04-transactions/data/c04-txn-0
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install -q -e '.[test]'
+	$(BIN)/python -m pip install -q -e '.[test,spark]'
 	touch $(STAMP)
 
 install: $(STAMP)

@@ -24,7 +24,7 @@ from segtool.formats.kafka_log import BatchScan, RecordBatch, batch_records, fir
 DEFAULT_CAP = 256 * 1024 * 1024
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class RecordHit:
     """A record found by a lookup, with where it lives."""
 
