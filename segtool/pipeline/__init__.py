@@ -1,0 +1,10 @@
+"""The pipeline: `segtool scan` to Parquet, and verify/rebuild-index on Spark (docs/pipeline.md).
+
+- ``inputs``: find Kafka partitions and RocketMQ stores under paths or URIs
+- ``splits``: cut them into tasks (segments, or splits checked at index entries)
+- ``rows``: a task's byte range to Arrow record batches (the only decoding)
+- ``scan``: driver (plan, run, report) and task (rows -> one Parquet part)
+- ``verify`` / ``rebuild``: verify and rebuild-index as tasks
+- ``engines`` (local process pool), ``spark`` (PySpark), ``spark_job`` (spark-submit)
+- ``schema``: the Parquet schemas; ``storage``: local paths and filesystem URIs
+"""

@@ -1,0 +1,111 @@
+"""Engines run a function over many items and give the results back in order.
+
+Both engines take ``map(fn, items, costs)``: ``fn`` is a module-level function
+(or a ``functools.partial`` of one) from ``segtool``, the same on both, so the
+engines differ only in where it runs.  Items are handed out largest first
+(``costs``: bytes), the usual cure for a long tail of one big task.
+
+- ``LocalEngine``: a process pool on this machine (in-process for small inputs).
+- ``SparkEngine`` (``segtool.pipeline.spark``): one Spark task per item, on
+  ``local[*]`` or any cluster; it has no parser of its own.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Callable, Sequence
+
+# below this many bytes of input a pool costs more than it saves
+SMALL_INPUT_BYTES = 16 * 1024 * 1024
+
+
+def guarded(fn: Callable, item):
+    """Run ``fn(item)`` in a worker; a SegtoolError comes back as data (exceptions lose path/offset in pickling)."""
+    from segtool.errors import SegtoolError
+
+    try:
+        return ("ok", fn(item))
+    except SegtoolError as exc:
+        return ("error", type(exc).__name__, exc.message, exc.path, exc.offset)
+
+
+def unwrap(outcome):
+    """The result of ``guarded``, or its SegtoolError raised again on the driver with path and offset."""
+    if outcome[0] == "ok":
+        return outcome[1]
+    from segtool import errors
+
+    _, name, message, path, offset = outcome
+    cls = getattr(errors, name, errors.SegtoolError)
+    if not (isinstance(cls, type) and issubclass(cls, errors.SegtoolError)):
+        cls = errors.SegtoolError
+    raise cls(message, path, offset)
+
+
+def _order(costs: Sequence[int] | None, n: int) -> list[int]:
+    if costs is None:
+        return list(range(n))
+    return sorted(range(n), key=lambda i: -costs[i])
+
+
+class LocalEngine:
+    name = "local"
+
+    def __init__(self, workers: int | None = None):
+        self.workers = workers
+
+    @property
+    def parallelism(self) -> int:
+        return self.workers or os.cpu_count() or 1
+
+    def start(self) -> float:
+        return 0.0
+
+    def stop(self) -> None:
+        pass
+
+    def __enter__(self):
+        self.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+
+    def map(self, fn: Callable, items: Sequence, costs: Sequence[int] | None = None,
+            description: str | None = None) -> list:
+        items = list(items)
+        n = len(items)
+        workers = min(self.parallelism, n)
+        small = self.workers is None and costs is not None and sum(costs) < SMALL_INPUT_BYTES
+        if workers <= 1 or small:
+            return [fn(item) for item in items]
+        from concurrent.futures import ProcessPoolExecutor
+
+        outcomes: list = [None] * n
+        with ProcessPoolExecutor(max_workers=workers) as pool:
+            futures = {pool.submit(guarded, fn, items[i]): i for i in _order(costs, n)}
+            for future, i in futures.items():
+                outcomes[i] = future.result()
+        return [unwrap(outcome) for outcome in outcomes]
+
+
+def engine_name(engine: str | None, master: str | None) -> str:
+    return engine or ("spark" if master else "local")
+
+
+def make_engine(engine: str | None, master: str | None = None, workers: int | None = None, quiet: bool = False):
+    """``--engine``/``--master`` to an engine: Spark when asked for, or when a master is named."""
+    engine = engine_name(engine, master)
+    if engine == "local":
+        if master:
+            from segtool.errors import SegtoolError
+
+            raise SegtoolError("--master needs --engine spark")
+        return LocalEngine(workers)
+    if engine == "spark":
+        from segtool.pipeline.spark import SparkEngine
+
+        return SparkEngine(master, quiet=quiet)
+    from segtool.errors import SegtoolError
+
+    raise SegtoolError(f"unknown --engine {engine!r}: use local or spark")

@@ -1,0 +1,163 @@
+"""Finding what to scan: Kafka partitions (of log dirs) and RocketMQ stores.
+
+A path may be a Kafka log directory (its subdirectories are partitions), a
+partition directory, one ``.log`` segment, a RocketMQ store root (holding
+``commitlog/``), a ``commitlog`` directory or one CommitLog file, or any
+directory above these (it is searched a few levels down).  Names are Kafka's and RocketMQ's own: segments
+are ``<20 digits>.log``, CommitLog files ``<20 digits>``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from segtool.errors import UnreadableInput
+from segtool.pipeline import storage
+
+_SEGMENT_NAME = re.compile(r"^(\d{20})\.log$")
+_COMMITLOG_NAME = re.compile(r"^\d{20}$")
+# <topic>-<partition>, and the renamed forms Kafka leaves: <topic>-<p>.<uuid>-delete/-future/-stray
+_PARTITION_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)(?:\.[0-9a-f]{32}-(?:delete|future|stray))?$")
+_SEARCH_DEPTH = 4
+
+
+@dataclass
+class KafkaPartition:
+    source_dir: str  # the log dir (parent of the partition dir)
+    directory: str
+    topic: str
+    partition: int | None
+    segments: list[tuple[int, str, int]] = field(default_factory=list)  # (base offset, .log path, size)
+
+
+@dataclass
+class RocketMQStore:
+    source_dir: str  # the store root
+    commitlog_dir: str
+    files: list[tuple[int, str, int]] = field(default_factory=list)  # (first physical offset, path, size)
+
+
+@dataclass
+class Inputs:
+    kafka: list[KafkaPartition] = field(default_factory=list)
+    rocketmq: list[RocketMQStore] = field(default_factory=list)
+
+    @property
+    def bytes(self) -> int:
+        return (sum(s for p in self.kafka for _, _, s in p.segments)
+                + sum(s for st in self.rocketmq for _, _, s in st.files))
+
+
+def topic_partition(name: str) -> tuple[str, int | None]:
+    match = _PARTITION_DIR.match(name)
+    if match is None:
+        return name, None
+    return match.group("topic"), int(match.group("partition"))
+
+
+def _partition(directory: str, entries) -> KafkaPartition:
+    topic, partition = topic_partition(storage.basename(directory))
+    part = KafkaPartition(storage.parent(directory), directory, topic, partition)
+    for name, is_dir, size in entries:
+        match = _SEGMENT_NAME.match(name)
+        if match and not is_dir:
+            part.segments.append((int(match.group(1)), storage.join(directory, name), size))
+    part.segments.sort()
+    return part
+
+
+def _store(root: str, commitlog_dir: str) -> RocketMQStore:
+    store = RocketMQStore(root, commitlog_dir)
+    for name, is_dir, size in storage.listdir(commitlog_dir):
+        if not is_dir and _COMMITLOG_NAME.match(name):
+            store.files.append((int(name), storage.join(commitlog_dir, name), size))
+    store.files.sort()
+    return store
+
+
+def _walk(path: str, found: Inputs, depth: int) -> bool:
+    """Add what ``path`` holds; True when anything was found."""
+    entries = storage.listdir(path)
+    names = {name: is_dir for name, is_dir, _ in entries}
+    if any(_SEGMENT_NAME.match(name) and not is_dir for name, is_dir in names.items()):
+        found.kafka.append(_partition(path, entries))
+        return True
+    if names.get("commitlog"):
+        found.rocketmq.append(_store(path, storage.join(path, "commitlog")))
+        return True
+    if storage.basename(path) == "commitlog" and any(_COMMITLOG_NAME.match(n) for n in names):
+        found.rocketmq.append(_store(storage.parent(path), path))
+        return True
+    if depth <= 0:
+        return False
+    hit = False
+    for name, is_dir, _ in entries:
+        if is_dir and not name.startswith("."):
+            hit |= _walk(storage.join(path, name), found, depth - 1)
+    return hit
+
+
+def _walk_uri(root: str, found: Inputs) -> bool:
+    """Like ``_walk`` for a URI, from one recursive listing of the whole tree."""
+    by_dir: dict[str, list[tuple[str, bool, int]]] = {}
+    for path, size in storage.walk_files(root):
+        by_dir.setdefault(storage.parent(path), []).append((storage.basename(path), False, size))
+    hit = False
+    for directory in sorted(by_dir, key=lambda d: d.split("/")):
+        entries = sorted(by_dir[directory])
+        if any(_SEGMENT_NAME.match(name) for name, _, _ in entries):
+            found.kafka.append(_partition(directory, entries))
+            hit = True
+        elif storage.basename(directory) == "commitlog" and any(_COMMITLOG_NAME.match(n) for n, _, _ in entries):
+            store = RocketMQStore(storage.parent(directory), directory)
+            store.files = sorted((int(n), storage.join(directory, n), size)
+                                 for n, _, size in entries if _COMMITLOG_NAME.match(n))
+            found.rocketmq.append(store)
+            hit = True
+    return hit
+
+
+def discover(paths: list[str]) -> Inputs:
+    """Every Kafka partition and RocketMQ store named by ``paths`` (absolute paths), in a stable order."""
+    found = Inputs()
+    for raw in paths:
+        path = storage.absolute(raw)
+        if not storage.exists(path):
+            raise UnreadableInput("no such file or directory", raw)
+        if not storage.isdir(path):
+            name = storage.basename(path)
+            if _COMMITLOG_NAME.match(name) and storage.basename(storage.parent(path)) == "commitlog":
+                commitlog_dir = storage.parent(path)
+                store = RocketMQStore(storage.parent(commitlog_dir), commitlog_dir)
+                store.files.append((int(name), path, storage.size(path)))
+                found.rocketmq.append(store)
+                continue
+            match = _SEGMENT_NAME.match(name)
+            if match is None:
+                raise UnreadableInput("expected a directory (Kafka log or partition dir, RocketMQ store) "
+                                      "or a .log segment", raw)
+            directory = storage.parent(path)
+            part = _partition(directory, [])
+            part.segments.append((int(match.group(1)), path, storage.size(path)))
+            found.kafka.append(part)
+            continue
+        walk = _walk_uri(path, found) if storage.is_uri(path) else _walk(path, found, _SEARCH_DEPTH)
+        if not walk:
+            raise UnreadableInput("no Kafka segments or RocketMQ CommitLog found here", raw)
+    # a directory named twice (or found under two arguments) is scanned once
+    seen_dirs = set()
+    kafka = []
+    for part in found.kafka:
+        if part.directory not in seen_dirs:
+            seen_dirs.add(part.directory)
+            kafka.append(part)
+        else:
+            known = next(p for p in kafka if p.directory == part.directory)
+            known.segments = sorted(set(known.segments) | set(part.segments))
+    stores: dict[str, RocketMQStore] = {}
+    for store in found.rocketmq:
+        known = stores.setdefault(store.commitlog_dir, store)
+        if known is not store:
+            known.files = sorted(set(known.files) | set(store.files))
+    return Inputs(kafka, list(stores.values()))

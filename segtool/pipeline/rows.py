@@ -1,0 +1,356 @@
+"""Row functions: one task's byte range in, Arrow record batches out.
+
+These are the only decoding the pipeline does, and both engines call them:
+Kafka batches come from ``BatchScan`` and their records from
+``batch_columns`` (the columnar decoder) or ``batch_records`` (control
+batches, legacy message sets with their inner messages, anything unusual) —
+the records kafka-dump-log's ``--deep-iteration`` lists; RocketMQ messages come
+from ``CommitLogFileScan``/``decode_message``.  Nothing here writes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+import pyarrow as pa
+
+from segtool.errors import CorruptData
+from segtool.formats.kafka_log import (
+    BatchScan,
+    RecordBatch,
+    batch_columns,
+    batch_records,
+    control_record_type,
+)
+from segtool.pipeline import storage
+from segtool.pipeline.schema import HEADER_TYPE, KAFKA_SCHEMA, ROCKETMQ_SCHEMA
+
+DEFAULT_CHUNK_ROWS = 65536
+DEFAULT_CAP = 256 * 1024 * 1024
+_INT32_MAX = 2**31 - 1
+_sha256 = hashlib.sha256
+
+
+def _utf8_or_none(data):
+    if data is None:
+        return None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def new_stats(task: dict) -> dict:
+    """The per-task summary the driver gathers (identical from both engines)."""
+    return {
+        "id": task["id"], "kind": task["kind"], "path": task["path"], "split": task["split"],
+        "splits": task["splits"], "start": task["start"], "end": task["end"], "rows": 0, "batches": 0,
+        "crc_invalid": 0, "scanned_to": task["start"], "stop_reason": None, "errors": [], "part": None,
+    }
+
+
+# -- Kafka ------------------------------------------------------------------
+
+
+class _KafkaBuilder:
+    """Column accumulators for Kafka rows; batch-level fields are stored once per batch."""
+
+    def __init__(self, task: dict, with_values: bool):
+        self.task = task
+        self.with_values = with_values
+        self._reset()
+
+    def _reset(self) -> None:
+        self.rows = 0
+        # per batch
+        self.counts: list[int] = []
+        self.b_position: list[int] = []
+        self.b_base: list[int] = []
+        self.b_last: list[int] = []
+        self.b_magic: list[int] = []
+        self.b_epoch: list[int] = []
+        self.b_ts_type: list[str] = []
+        self.b_pid: list[int] = []
+        self.b_pepoch: list[int] = []
+        self.b_txn: list[bool] = []
+        self.b_control: list[bool] = []
+        self.b_codec: list[str] = []
+        self.b_crc: list[bool] = []
+        # per record
+        self.offset: list[int] = []
+        self.timestamp: list[int] = []
+        self.key: list = []
+        self.key_utf8: list = []
+        self.key_size: list[int] = []
+        self.value_size: list[int] = []
+        self.value_sha: list = []
+        self.value: list = []
+        self.h_offsets: list[int] = [0]
+        self.h_keys: list = []
+        self.h_values: list = []
+        self.sequence: list[int] = []
+        self.control_type: list = []
+        self.record_crc: list = []
+
+    def _batch(self, batch: RecordBatch, n: int, shift: int) -> None:
+        self.counts.append(n)
+        self.b_position.append(batch.position + shift)
+        self.b_base.append(batch.base_offset)
+        self.b_last.append(batch.last_offset)
+        self.b_magic.append(batch.magic)
+        self.b_epoch.append(batch.partition_leader_epoch)
+        self.b_ts_type.append(batch.timestamp_type)
+        self.b_pid.append(batch.producer_id)
+        self.b_pepoch.append(batch.producer_epoch)
+        self.b_txn.append(batch.is_transactional)
+        self.b_control.append(batch.is_control)
+        self.b_codec.append(batch.codec_name)
+        self.b_crc.append(batch.crc_valid)
+        self.rows += n
+
+    def add_columns(self, batch: RecordBatch, columns, shift: int) -> None:
+        n = columns.count
+        self._batch(batch, n, shift)
+        offset_delta = columns.offset_delta
+        self.offset.extend((offset_delta + batch.base_offset).tolist())
+        if batch.is_log_append_time:
+            self.timestamp.extend([batch.max_timestamp] * n)
+        else:
+            self.timestamp.extend((columns.timestamp_delta + batch.base_timestamp).tolist())
+        if batch.base_sequence == -1:
+            self.sequence.extend([-1] * n)
+        else:
+            seq = offset_delta + batch.base_sequence
+            seq = np.where(seq > _INT32_MAX, seq - (_INT32_MAX + 1), seq)
+            self.sequence.extend(seq.tolist())
+        keys = columns.keys()
+        self.key.extend(keys)
+        self.key_utf8.extend([_utf8_or_none(k) for k in keys])
+        self.key_size.extend(columns.key_len.tolist())
+        value_len = columns.value_len.tolist()
+        self.value_size.extend(value_len)
+        view = memoryview(columns.data)
+        self.value_sha.extend([None if length < 0 else _sha256(view[s:s + length]).hexdigest()
+                               for s, length in zip(columns.value_start.tolist(), value_len)])
+        if self.with_values:
+            self.value.extend(columns.values())
+        if columns.headers is None:
+            last = self.h_offsets[-1]
+            self.h_offsets.extend([last] * n)
+        else:
+            for found in columns.headers:
+                for hk, hv in found:
+                    self.h_keys.append(hk)
+                    self.h_values.append(hv)
+                self.h_offsets.append(len(self.h_keys))
+        self.control_type.extend([None] * n)
+        self.record_crc.extend([None] * n)
+
+    def add_records(self, batch: RecordBatch, records, shift: int) -> None:
+        self._batch(batch, len(records), shift)
+        control = batch.is_control
+        legacy = batch.magic < 2
+        with_values = self.with_values
+        for record in records:
+            key = record.key
+            value = record.value
+            self.offset.append(record.offset)
+            self.timestamp.append(record.timestamp)
+            self.key.append(key)
+            self.key_utf8.append(_utf8_or_none(key))
+            self.key_size.append(-1 if key is None else len(key))
+            self.value_size.append(-1 if value is None else len(value))
+            self.value_sha.append(None if value is None else _sha256(value).hexdigest())
+            if with_values:
+                self.value.append(value)
+            for hk, hv in record.headers:
+                self.h_keys.append(hk)
+                self.h_values.append(hv)
+            self.h_offsets.append(len(self.h_keys))
+            self.sequence.append(record.sequence)
+            self.control_type.append(control_record_type(record)[1] if control else None)
+            self.record_crc.append(record.crc_valid if legacy else None)
+
+    def flush(self) -> pa.RecordBatch:
+        task = self.task
+        n = self.rows
+        counts = np.asarray(self.counts, dtype=np.int64)
+
+        def per_batch(values, dtype):
+            return np.repeat(np.asarray(values, dtype=dtype), counts)
+
+        def per_batch_text(values):
+            # few distinct values: repeat the indices of a small dictionary
+            labels = sorted(set(values))
+            codes = np.asarray([labels.index(v) for v in values], dtype=np.int32)
+            return pa.DictionaryArray.from_arrays(np.repeat(codes, counts), labels).cast(pa.string())
+
+        headers = pa.ListArray.from_arrays(
+            pa.array(self.h_offsets, pa.int32()),
+            pa.StructArray.from_arrays([pa.array(self.h_keys, pa.string()), pa.array(self.h_values, pa.binary())],
+                                       fields=list(HEADER_TYPE)),
+        )
+        columns = [
+            pa.array([task["source_dir"]] * n, pa.string()),
+            pa.array([task["topic"]] * n, pa.string()),
+            pa.array([task["partition"]] * n, pa.int32()),
+            pa.array(np.full(n, task["base_offset"], dtype=np.int64)),
+            pa.array(per_batch(self.b_position, np.int64)),
+            pa.array(per_batch(self.b_base, np.int64)),
+            pa.array(per_batch(self.b_last, np.int64)),
+            pa.array(per_batch(self.b_magic, np.int8)),
+            pa.array(per_batch(self.b_epoch, np.int32)),
+            pa.array(self.offset, pa.int64()),
+            pa.array(self.timestamp, pa.int64()),
+            per_batch_text(self.b_ts_type),
+            pa.array(self.key, pa.binary()),
+            pa.array(self.key_utf8, pa.string()),
+            pa.array(self.key_size, pa.int32()),
+            pa.array(self.value_size, pa.int32()),
+            pa.array(self.value_sha, pa.string()),
+            pa.array(self.value, pa.binary()) if self.with_values else pa.nulls(n, pa.binary()),
+            headers,
+            pa.array(per_batch(self.b_pid, np.int64)),
+            pa.array(per_batch(self.b_pepoch, np.int16)),
+            pa.array(self.sequence, pa.int32()),
+            pa.array(per_batch(self.b_txn, np.bool_)),
+            pa.array(per_batch(self.b_control, np.bool_)),
+            pa.array(self.control_type, pa.string()),
+            per_batch_text(self.b_codec),
+            pa.array(per_batch(self.b_crc, np.bool_)),
+            pa.array(self.record_crc, pa.bool_()),
+        ]
+        out = pa.RecordBatch.from_arrays(columns, schema=KAFKA_SCHEMA)
+        self._reset()
+        return out
+
+
+def kafka_rows(task: dict, stats: dict, with_values: bool = False, cap: int = DEFAULT_CAP,
+               chunk_rows: int = DEFAULT_CHUNK_ROWS):
+    """Record batches of every record of one Kafka split; fills ``stats`` on the way.
+
+    A batch whose records cannot be decoded (bad compression, malformed record)
+    is reported in ``stats["errors"]`` and skipped; broken framing ends the split
+    there (``stop_reason``), as it ends Kafka's own reading.
+    """
+    path = task["path"]
+    start, end = task["start"], task["end"]
+    buf, shift = storage.read_range(path, start, end)
+    stop = shift + len(buf) if end is None else min(end, shift + len(buf))
+    scan = BatchScan(buf, start - shift, stop - shift, path=path)
+    builder = _KafkaBuilder(task, with_values)
+    errors = stats["errors"]
+    try:
+        for batch in scan:
+            stats["batches"] += 1
+            if not batch.crc_valid:
+                stats["crc_invalid"] += 1
+            try:
+                columns = None
+                if batch.magic >= 2 and not batch.is_control:
+                    columns = batch_columns(batch, path, cap)
+                if columns is not None:
+                    builder.add_columns(batch, columns, shift)
+                else:
+                    builder.add_records(batch, batch_records(batch, path, cap), shift)
+            except CorruptData as exc:
+                errors.append({"kind": "record_structure", "byte_offset": batch.position + shift,
+                               "message": exc.message})
+            if builder.rows >= chunk_rows:
+                stats["rows"] += builder.rows
+                yield builder.flush()
+    except CorruptData as exc:
+        stats["stop_reason"] = "corrupt"
+        at = scan.valid_bytes
+        tail = buf[at:stop - shift]
+        if len(tail) and tail.count(0) == len(tail):
+            errors.append({"kind": "zero_tail", "byte_offset": at + shift,
+                           "message": f"{len(tail)} zero bytes after the last batch (preallocated or torn write)"})
+        else:
+            where = None if exc.offset is None else exc.offset + shift
+            errors.append({"kind": "corrupt_framing", "byte_offset": where, "message": exc.message})
+    if stats["stop_reason"] is None and scan.stop_reason == "truncated":
+        stats["stop_reason"] = "truncated"
+    stats["scanned_to"] = scan.valid_bytes + shift
+    if builder.rows:
+        stats["rows"] += builder.rows
+        yield builder.flush()
+
+
+# -- RocketMQ -----------------------------------------------------------------
+
+_TRANSACTION_TYPES = {0x0: "NOT_TRANSACTION", 0x4: "PREPARED", 0x8: "COMMIT", 0xC: "ROLLBACK"}
+_ROCKETMQ_FIELDS = [
+    ("topic", "topic"), ("queue_id", "queueId"), ("queue_offset", "queueOffset"), ("physical_offset", "phyOffset"),
+    ("physical_offset_field", "physicalOffsetField"), ("total_size", "totalSize"), ("version", "version"),
+    ("sys_flag", "sysFlag"), ("flag", "flag"), ("born_timestamp", "bornTimestamp"), ("born_host", "bornHost"),
+    ("store_timestamp", "storeTimestamp"), ("store_host", "storeHost"), ("reconsume_times", "reconsumeTimes"),
+    ("prepared_transaction_offset", "preparedTransactionOffset"), ("msg_id", "offsetMsgId"), ("keys", "KEYS"),
+    ("tags", "TAGS"), ("uniq_key", "UNIQ_KEY"), ("body_size", "bodyLength"), ("body_sha256", "bodySha256"),
+    ("compressed", "compressed"),
+]
+
+
+def _rocketmq_batch(task: dict, messages: list[dict], with_values: bool) -> pa.RecordBatch:
+    n = len(messages)
+    data = {name: [m[key] for m in messages] for name, key in _ROCKETMQ_FIELDS}
+    data["source_dir"] = [task["source_dir"]] * n
+    data["commitlog_file"] = [storage.basename(task["path"])] * n
+    data["transaction_type"] = [_TRANSACTION_TYPES.get(m["transactionType"]) for m in messages]
+    data["properties"] = [list(m["properties"].items()) for m in messages]
+    data["body_crc_valid"] = [m["bodyLength"] <= 0 or m["bodyCRC"] == m["bodyCRCComputed"] for m in messages]
+    data["compression"] = [m.get("compression") for m in messages]
+    data["body_uncompressed_size"] = [m.get("bodyDecompressedLength") for m in messages]
+    data["body"] = [m.get("body") for m in messages] if with_values else [None] * n
+    arrays = [pa.array(data[field.name], field.type) for field in ROCKETMQ_SCHEMA]
+    return pa.RecordBatch.from_arrays(arrays, schema=ROCKETMQ_SCHEMA)
+
+
+def rocketmq_rows(task: dict, stats: dict, with_values: bool = False, chunk_rows: int = DEFAULT_CHUNK_ROWS):
+    """Record batches of every message of one CommitLog split; fills ``stats``."""
+    from segtool.formats.rocketmq import CommitLogFileScan
+
+    path = task["path"]
+    start, end = task["start"], task["end"]
+    buf, shift = storage.read_range(path, start, end)
+    stop = shift + len(buf) if end is None else min(end, shift + len(buf))
+    view = memoryview(buf)[start - shift:stop - shift]
+    scan = CommitLogFileScan(view, file_from_offset=task["base_offset"] + start, file=storage.basename(path),
+                             path=path, keep_body=with_values)
+    pending: list[dict] = []
+    try:
+        for message in scan:
+            pending.append(message)
+            if len(pending) >= chunk_rows:
+                stats["rows"] += len(pending)
+                yield _rocketmq_batch(task, pending, with_values)
+                pending = []
+    except CorruptData as exc:
+        stats["stop_reason"] = "corrupt"
+        where = None if exc.offset is None else exc.offset + start
+        stats["errors"].append({"kind": "corrupt_message", "byte_offset": where, "message": exc.message})
+    finally:
+        stats["batches"] = scan.messages
+        ended = scan.end or {}
+        stats["scanned_to"] = start + ended.get("fileOffset", 0)
+        kind = ended.get("kind")
+        if kind == "zero-tail" and ended.get("nonZeroAfter") is not None:
+            stats["stop_reason"] = "data_after_zero_tail"
+            stats["errors"].append({"kind": "data_after_zero_tail", "byte_offset": start + ended["nonZeroAfter"],
+                                    "message": f"non-zero bytes after the zero-filled tail that starts at byte "
+                                               f"{start + ended['fileOffset']}"})
+        elif kind == "blank" and not ended.get("blankSizeMatches", True) and end is None:
+            stats["errors"].append({"kind": "blank_record_size", "byte_offset": start + ended["fileOffset"],
+                                    "message": "blank end-of-file record whose size does not reach the file end"})
+        elif kind in ("blank", "zero-tail") and end is not None:
+            stats["stop_reason"] = kind.replace("-", "_")  # a middle split should run to its end
+    if pending:
+        stats["rows"] += len(pending)
+        yield _rocketmq_batch(task, pending, with_values)
+
+
+def task_rows(task: dict, stats: dict, with_values: bool = False, chunk_rows: int = DEFAULT_CHUNK_ROWS):
+    if task["kind"] == "kafka":
+        return kafka_rows(task, stats, with_values, chunk_rows=chunk_rows)
+    return rocketmq_rows(task, stats, with_values, chunk_rows=chunk_rows)

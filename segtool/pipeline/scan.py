@@ -1,0 +1,188 @@
+"""`segtool scan`: every Kafka record and RocketMQ message of the inputs, into Parquet.
+
+Driver side: find the inputs, cut them into tasks (``splits``), hand the tasks
+to an engine, gather each task's summary into one report.  Task side
+(``run_scan_task``, the same function on every engine): decode the task's
+byte range with ``rows`` and write one Parquet part file,
+``OUT/<kafka|rocketmq>/part-<task id>.parquet``, atomically.  Part names depend
+only on the plan, so a retried or speculative task rewrites the same file, and
+the local and Spark engines produce the same files.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from functools import partial
+
+from segtool.errors import SegtoolError
+from segtool.pipeline import storage
+from segtool.pipeline.inputs import discover
+from segtool.pipeline.rows import DEFAULT_CHUNK_ROWS, new_stats, task_rows
+from segtool.pipeline.schema import SCHEMAS
+from segtool.pipeline.splits import DEFAULT_SPLIT_BYTES, plan_tasks
+
+REPORT_NAME = "scan-report.json"
+KINDS = ("kafka", "rocketmq")
+
+
+def parse_size(text: str) -> int:
+    """``64MiB``, ``512M``, ``1GiB``, ``1g``, ``1048576`` -> bytes (binary units)."""
+    import re
+
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(i?b)?\s*", text.lower())
+    if match is None:
+        raise SegtoolError(f"cannot read size {text!r}: use e.g. 64MiB, 512M, 1GiB or a number of bytes")
+    scale = 1024 ** "kmgt".find(match.group(2)) * 1024 if match.group(2) else 1
+    return int(float(match.group(1)) * scale)
+
+
+def part_name(task: dict) -> str:
+    return f"part-{task['id']:06d}.parquet"
+
+
+def _parquet_bytes(batches, schema):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pa.Table.from_batches(batches, schema=schema)
+    sink = pa.BufferOutputStream()
+    pq.write_table(table, sink, compression="snappy")
+    return memoryview(sink.getvalue())
+
+
+def run_scan_task(task: dict, out: str, with_values: bool = False, chunk_rows: int = DEFAULT_CHUNK_ROWS) -> dict:
+    """Decode one task's byte range and write its part file; returns the task's summary."""
+    stats = new_stats(task)
+    batches = list(task_rows(task, stats, with_values, chunk_rows))
+    if stats["rows"]:
+        name = part_name(task)
+        storage.write_file(storage.join(storage.join(out, task["kind"]), name),
+                           _parquet_bytes(batches, SCHEMAS[task["kind"]]))
+        stats["part"] = name
+    return stats
+
+
+def _problems(tasks: list[dict], results: list[dict]) -> list[dict]:
+    problems = []
+
+    def add(kind, severity, stats, byte_offset, message):
+        problems.append({"kind": kind, "severity": severity, "path": stats["path"], "split": stats["split"],
+                         "byte_offset": byte_offset, "message": message})
+
+    for task, stats in zip(tasks, results):
+        last = task["end"] is None
+        for error in stats["errors"]:
+            kind = error.get("kind", "record_structure")
+            add(kind, "info" if kind == "zero_tail" else "error", stats, error["byte_offset"], error["message"])
+        if stats["crc_invalid"]:
+            add("crc_mismatch", "error", stats, None,
+                f"{stats['crc_invalid']} batch(es) whose stored CRC does not match (rows flagged crc_valid=false)")
+        if last and stats["stop_reason"] == "truncated":
+            add("trailing_bytes", "error", stats, stats["scanned_to"],
+                "the last batch is cut short by the end of the file; its records are not in the dataset")
+        if not last and (stats["scanned_to"] != task["end"] or stats["stop_reason"] not in (None, "corrupt")):
+            add("split_boundary", "error", stats, stats["scanned_to"],
+                f"split {task['split']} read to byte {stats['scanned_to']} but the next split starts at {task['end']}: "
+                "the offset index pointed at a batch that is not on the chain of batches")
+    return problems
+
+
+def _check_outputs(out: str, kinds: list[str], overwrite: bool) -> None:
+    for kind in kinds:
+        directory = storage.join(out, kind)
+        if storage.dataset_files(directory):
+            if not overwrite:
+                raise SegtoolError(f"{directory} already holds a dataset: choose a new --out or give --overwrite")
+            storage.remove_dataset_files(directory)
+
+
+def _write_empty(out: str, kind: str) -> None:
+    """A dataset with no rows still has its schema (one empty part), so queries over it work."""
+    data = _parquet_bytes([], SCHEMAS[kind])
+    storage.write_file(storage.join(storage.join(out, kind), "part-empty.parquet"), data)
+
+
+def scan(paths: list[str], out: str, engine, split_bytes: int = DEFAULT_SPLIT_BYTES, with_values: bool = False,
+         overwrite: bool = False, chunk_rows: int = DEFAULT_CHUNK_ROWS) -> dict:
+    """Scan ``paths`` into ``out``; returns the report (also written to ``out/scan-report.json``)."""
+    try:
+        import pyarrow  # noqa: F401
+    except ImportError:
+        raise SegtoolError("segtool scan writes Parquet with pyarrow: pip install 'segtool[spark]'") from None
+    if not storage.is_uri(out):
+        from segtool.engine.safe_write import check_out_dir
+
+        check_out_dir(out, [p for p in paths if not storage.is_uri(p)])
+        out = storage.absolute(out)  # tasks run elsewhere (executors have their own working directory)
+    began = time.perf_counter()
+    inputs = discover(paths)
+    kinds = [kind for kind, found in zip(KINDS, (inputs.kafka, inputs.rocketmq)) if found]
+    _check_outputs(out, kinds, overwrite)
+    startup = engine.start()
+    planned = time.perf_counter()
+    tasks, notes = plan_tasks(inputs, split_bytes,
+                              mapper=lambda fn, items, costs: engine.map(fn, items, costs,
+                                                                         description="segtool scan: plan splits"))
+    scanning = time.perf_counter()
+    results = engine.map(partial(run_scan_task, out=out, with_values=with_values, chunk_rows=chunk_rows),
+                         tasks, [t["bytes"] for t in tasks], description="segtool scan")
+    finished = time.perf_counter()
+
+    datasets = {}
+    for kind in kinds:
+        rows = sum(r["rows"] for t, r in zip(tasks, results) if t["kind"] == kind)
+        files = sum(1 for t, r in zip(tasks, results) if t["kind"] == kind and r["part"])
+        if files == 0:
+            _write_empty(out, kind)
+        datasets[kind] = {"path": storage.join(out, kind), "rows": rows, "files": max(files, 1)}
+    partitions = {}
+    for part in inputs.kafka:
+        partitions[part.directory] = {"source_dir": part.source_dir, "topic": part.topic, "partition": part.partition,
+                                      "segments": len(part.segments), "rows": 0}
+    stores = {}
+    for store in inputs.rocketmq:
+        stores[store.source_dir] = {"source_dir": store.source_dir, "files": len(store.files), "rows": 0}
+    for task, stats in zip(tasks, results):
+        if task["kind"] == "kafka":
+            partitions[storage.parent(task["path"])]["rows"] += stats["rows"]
+        else:
+            stores[task["source_dir"]]["rows"] += stats["rows"]
+    input_bytes = inputs.bytes
+    scan_seconds = finished - scanning
+    problems = _problems(tasks, results)
+    report = {
+        "out": out,
+        "engine": engine.name,
+        "master": getattr(engine, "master", None),
+        "datasets": datasets,
+        "inputs": {
+            "kafka_partitions": len(inputs.kafka),
+            "kafka_segments": sum(len(p.segments) for p in inputs.kafka),
+            "rocketmq_stores": len(inputs.rocketmq),
+            "commitlog_files": sum(len(s.files) for s in inputs.rocketmq),
+            "bytes": input_bytes,
+        },
+        "tasks": len(tasks),
+        "split_bytes": split_bytes,
+        "partitions": list(partitions.values()),
+        "stores": list(stores.values()),
+        "problems": problems,
+        "notes": notes,
+        "task_results": results,
+        "timing": {
+            "startup_seconds": round(startup, 3),
+            "plan_seconds": round(scanning - planned, 3),
+            "scan_seconds": round(scan_seconds, 3),
+            "total_seconds": round(finished - began, 3),
+            "mb_per_second": round(input_bytes / 1e6 / scan_seconds, 1) if scan_seconds > 0 else None,
+            "rows_per_second": round(sum(d["rows"] for d in datasets.values()) / scan_seconds)
+            if scan_seconds > 0 else None,
+        },
+    }
+    storage.write_file(storage.join(out, REPORT_NAME), json.dumps(report, indent=1).encode())
+    return report
+
+
+def exit_code(report: dict) -> int:
+    return 1 if any(p["severity"] == "error" for p in report["problems"]) else 0

