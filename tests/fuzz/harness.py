@@ -91,22 +91,24 @@ def _commands(seed: Seed, scenario: Path, target: Path, out: Path, rng: random.R
             from segtool.ops.trim import trim
 
             cmds.append(("trim", lambda: trim([str(target)], out_dir=str(out / "trimmed"))))
-        try:
-            from segtool.pipeline.local import scan_local  # the Spark issue's local engine, when present
+        from segtool.ops.keyindex import index_keys
 
-            cmds.append(("scan-local", lambda: scan_local([str(scenario)], str(out / "scan"))))
-        except ImportError:
-            pass
-    elif seed.kind != "rocketmq-consumequeue":
+        cmds.append(("index-keys", lambda: index_keys(str(scenario), out_dir=str(out / "keys"))))
+        cmds.append(("lookup-key", lambda: lk.lookup_key(str(scenario), rng.choice(["k-1", "ck-044", "A0-0", ""]))))
+    if seed.family == "kafka" or seed.kind == "rocketmq-commitlog":
+        from segtool.pipeline.engines import LocalEngine
+        from segtool.pipeline.scan import scan
+
+        # workers=1: the fuzz worker is already one of a pool
+        cmds.append(("scan-local", lambda: scan([str(scenario)], str(out / "scan"), LocalEngine(workers=1),
+                                                split_bytes=rng.choice([4096, 64 * 1024 * 1024]))))
+    if seed.family != "kafka" and seed.kind != "rocketmq-consumequeue":
         # key lookups and index rebuilds read the CommitLog and IndexFiles, not the ConsumeQueue
         cmds.append(("lookup-key", lambda: lk.lookup_key(str(scenario), rng.choice(["k-1", "order-7", "AaAa", ""]),
                                                          topic=rng.choice(["TopicTest", "BulkTopic", "x"]))))
-        try:
-            from segtool.ops.rebuild_rocketmq import rebuild_rocketmq_index
+        from segtool.ops.rebuild_rocketmq import rebuild_rocketmq_index
 
-            cmds.append(("rebuild-index", lambda: rebuild_rocketmq_index(str(scenario), out_dir=str(out / "rmq"))))
-        except ImportError:
-            pass
+        cmds.append(("rebuild-index", lambda: rebuild_rocketmq_index(str(scenario), out_dir=str(out / "rmq"))))
     if seed.family == "rocketmq":
         cmds.append(("lookup-queue", lambda: lk.lookup_queue(str(scenario), rng.choice(["AuditTopic", "x"]),
                                                              rng.randrange(4), rng.randrange(-1, 400))))
