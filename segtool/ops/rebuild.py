@@ -15,9 +15,9 @@ from segtool.engine.partition import PartitionView, Segment
 from segtool.engine.recovery import DEFAULT_INDEX_INTERVAL_BYTES, ProducerTxnState, recover_segment
 from segtool.engine.safe_write import check_out_dir, output_path, write_atomically
 from segtool.engine.source import sha256_of
+from segtool.errors import UnreadableInput
 
 _hasher = ThreadPoolExecutor(max_workers=1)
-from segtool.errors import UnreadableInput
 
 
 def _segments_of(path: str) -> list[list[Segment]]:
@@ -39,45 +39,78 @@ def _segments_of(path: str) -> list[list[Segment]]:
     raise UnreadableInput("expected a .log segment or a partition/log directory", path)
 
 
+def recover_partition(log_paths: list[str], snapshot: str, index_interval_bytes: int,
+                      progress_factory=None) -> list[dict]:
+    """Recover every segment of one partition in offset order: index bytes and report fields.
+
+    Open transactions carry from one segment to the next (an ABORT marker can
+    close a transaction opened in an earlier segment), seeded from the producer
+    snapshot at the first segment as Kafka's log loading does.  This is one
+    task of a distributed rebuild, or one step of a local one.
+    """
+    txn_state = ProducerTxnState.from_snapshot(snapshot)
+    out = []
+    for log_path in log_paths:
+        segment = Segment(log_path)
+        digest = _hasher.submit(sha256_of, log_path)  # on the other core, while we scan
+        progress = progress_factory(log_path) if progress_factory else None
+        recovery = recover_segment(segment.log, segment.log_path, segment.base_offset,
+                                   index_interval_bytes, txn_state, progress=progress)
+        out.append({
+            "log_sha256": digest.result(),
+            "size": recovery.size,
+            "valid_bytes": recovery.valid_bytes,
+            "bytes_kafka_would_truncate": recovery.bytes_lost,
+            "stop_reason": recovery.stop_reason,
+            "stop_message": recovery.stop_message,
+            "offset_index_entries": len(recovery.offset_entries),
+            "time_index_entries": len(recovery.time_entries),
+            "aborted_transactions": len(recovery.aborted_txns),
+            "offset_index": recovery.offset_index_bytes(),
+            "time_index": recovery.time_index_bytes(),
+            "txn_index": recovery.txn_index_bytes() if recovery.aborted_txns else None,
+        })
+    return out
+
+
+def _partition_task(item: tuple) -> list[dict]:
+    return recover_partition(*item)
+
+
 def rebuild_index(paths: list[str], out_dir: str | None = None, in_place: bool = False,
-                  index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES, progress_factory=None) -> dict:
+                  index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES, progress_factory=None,
+                  engine=None) -> dict:
+    """Rebuild every segment's indexes; partitions run as tasks on ``engine`` when one is given.
+
+    Tasks only compute; the indexes are written here, through ``safe_write``.
+    """
     check_out_dir(out_dir, paths)
+    groups = [(path, segments) for path in paths for segments in _segments_of(path)]
+    items = []
+    for _, segments in groups:
+        first = segments[0]
+        snapshot = os.path.join(os.path.dirname(os.path.abspath(first.log_path)), f"{first.base_offset:020d}.snapshot")
+        # absolute paths: executors have their own working directory
+        items.append(([os.path.abspath(s.log_path) for s in segments], snapshot, index_interval_bytes))
+    if engine is None:
+        results = [recover_partition(*item, progress_factory=progress_factory) for item in items]
+    else:
+        costs = [sum(os.path.getsize(p) for p in item[0]) for item in items]
+        results = engine.map(_partition_task, items, costs, description="segtool rebuild-index")
     report = {"index_interval_bytes": index_interval_bytes, "segments": []}
-    for path in paths:
-        for segments in _segments_of(path):
-            txn_state = ProducerTxnState.from_snapshot(
-                os.path.join(os.path.dirname(segments[0].log_path), f"{segments[0].base_offset:020d}.snapshot"))
-            for segment in segments:
-                progress = progress_factory(segment.log_path) if progress_factory else None
-                digest = _hasher.submit(sha256_of, segment.log_path)  # on the other core, while we scan
-                recovery = recover_segment(segment.log, segment.log_path, segment.base_offset,
-                                           index_interval_bytes, txn_state, progress=progress)
-                target_dir = out_dir
-                if out_dir is not None and os.path.isdir(path):
-                    target_dir = os.path.join(out_dir, os.path.basename(os.path.dirname(segment.log_path)))
-                stem = f"{segment.base_offset:020d}"
-                written = [
-                    write_atomically(output_path(segment.log_path, target_dir, in_place, stem + ".index"),
-                                     recovery.offset_index_bytes(), backup=in_place),
-                    write_atomically(output_path(segment.log_path, target_dir, in_place, stem + ".timeindex"),
-                                     recovery.time_index_bytes(), backup=in_place),
-                ]
-                if recovery.aborted_txns:
-                    written.append(write_atomically(
-                        output_path(segment.log_path, target_dir, in_place, stem + ".txnindex"),
-                        recovery.txn_index_bytes(), backup=in_place))
-                report["segments"].append({
-                    "log": segment.log_path,
-                    "log_sha256": digest.result(),
-                    "base_offset": segment.base_offset,
-                    "size": recovery.size,
-                    "valid_bytes": recovery.valid_bytes,
-                    "bytes_kafka_would_truncate": recovery.bytes_lost,
-                    "stop_reason": recovery.stop_reason,
-                    "stop_message": recovery.stop_message,
-                    "offset_index_entries": len(recovery.offset_entries),
-                    "time_index_entries": len(recovery.time_entries),
-                    "aborted_transactions": len(recovery.aborted_txns),
-                    "written": written,
-                })
+    for (path, segments), computed in zip(groups, results):
+        for segment, result in zip(segments, computed):
+            target_dir = out_dir
+            if out_dir is not None and os.path.isdir(path):
+                target_dir = os.path.join(out_dir, os.path.basename(os.path.dirname(segment.log_path)))
+            stem = f"{segment.base_offset:020d}"
+            contents = [(".index", result["offset_index"]), (".timeindex", result["time_index"])]
+            if result["txn_index"] is not None:
+                contents.append((".txnindex", result["txn_index"]))
+            written = [write_atomically(output_path(segment.log_path, target_dir, in_place, stem + suffix), data,
+                                        backup=in_place) for suffix, data in contents]
+            entry = {"log": segment.log_path, "base_offset": segment.base_offset}
+            entry.update({k: v for k, v in result.items() if k not in ("offset_index", "time_index", "txn_index")})
+            entry["written"] = written
+            report["segments"].append(entry)
     return report

@@ -342,6 +342,11 @@ def verify(paths: list[str], deep: bool = False, progress_factory=None, hash_inp
     for path in expand_paths(paths):
         progress = progress_factory(path) if progress_factory else None
         files.append(verify_file(path, deep, progress, hash_inputs))
+    return summarize(files)
+
+
+def summarize(files: list[dict]) -> dict:
+    """The report: every file's result and the counts by status (local and distributed verify)."""
     statuses = [f["status"] for f in files]
     return {
         "files": files,
