@@ -19,6 +19,19 @@ from segtool.formats.kafka_log import BatchScan, batch_records, control_record_t
 DEFAULT_CAP = 256 * 1024 * 1024
 
 
+def errors_as_items(items: Iterator[dict], also=lambda exc: False) -> Iterator[dict]:
+    """Pass items through; an error at a known byte becomes a final ``{"type": "error"}`` item.
+
+    Errors without a byte offset (unreadable input) still propagate, unless ``also`` accepts them.
+    """
+    try:
+        yield from items
+    except SegtoolError as exc:
+        if exc.offset is None and not also(exc):
+            raise
+        yield {"type": "error", "byte_offset": exc.offset, "message": exc.message}
+
+
 def bytes_fields(name: str, data: bytes | None) -> dict:
     """``name`` as UTF-8 text when it decodes, and always as base64."""
     if data is None:

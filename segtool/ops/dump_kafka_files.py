@@ -7,6 +7,7 @@ from typing import Iterator
 
 from segtool.formats import kafka_index, kafka_state
 from segtool.formats.detect import DetectedFile
+from segtool.ops.dump import errors_as_items
 
 
 def _zero_tail_item(index, valid: int) -> Iterator[dict]:
@@ -18,22 +19,20 @@ def _zero_tail_item(index, valid: int) -> Iterator[dict]:
                "length": index.trailing_bytes}
 
 
-def _offset_index(path: str) -> Iterator[dict]:
-    index = kafka_index.OffsetIndex(path)
+def _index_entries(index, item_type: str) -> Iterator[dict]:
+    """Entries kafka-dump-log would visit, then what lies after them."""
     valid = index.dump_entries
     for slot in range(valid):
-        entry = index.entry(slot)
-        yield {"type": "offset_index_entry", "slot": slot, "offset": entry.offset, "position": entry.position}
+        yield {"type": item_type, "slot": slot, **index.entry(slot)._asdict()}
     yield from _zero_tail_item(index, valid)
+
+
+def _offset_index(path: str) -> Iterator[dict]:
+    return _index_entries(kafka_index.OffsetIndex(path), "offset_index_entry")
 
 
 def _time_index(path: str) -> Iterator[dict]:
-    index = kafka_index.TimeIndex(path)
-    valid = index.dump_entries
-    for slot in range(valid):
-        entry = index.entry(slot)
-        yield {"type": "time_index_entry", "slot": slot, "timestamp": entry.timestamp, "offset": entry.offset}
-    yield from _zero_tail_item(index, valid)
+    return _index_entries(kafka_index.TimeIndex(path), "time_index_entry")
 
 
 def _txn_index(path: str) -> Iterator[dict]:
@@ -81,11 +80,6 @@ _READERS = {
 
 
 def dump_kafka_file(detected: DetectedFile) -> Iterator[dict]:
-    from segtool.errors import SegtoolError
-
-    try:
-        yield from _READERS[detected.kind](detected.path)
-    except SegtoolError as exc:
-        if exc.offset is None and not isinstance(exc, kafka_state.CorruptCheckpoint):
-            raise
-        yield {"type": "error", "byte_offset": exc.offset, "message": exc.message}
+    # a checkpoint's format errors name a line, not a byte: still an item, not a failure
+    return errors_as_items(_READERS[detected.kind](detected.path),
+                           also=lambda exc: isinstance(exc, kafka_state.CorruptCheckpoint))

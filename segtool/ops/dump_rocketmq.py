@@ -6,9 +6,9 @@ import os
 from typing import Iterator
 
 from segtool.engine.source import open_buffer
-from segtool.errors import SegtoolError
 from segtool.formats import rocketmq
 from segtool.formats.detect import DetectedFile
+from segtool.ops.dump import errors_as_items
 
 
 def _start_offset(path: str) -> int:
@@ -66,9 +66,4 @@ _READERS = {
 
 
 def dump_rocketmq_file(detected: DetectedFile) -> Iterator[dict]:
-    try:
-        yield from _READERS[detected.kind](detected.path)
-    except SegtoolError as exc:
-        if exc.offset is None:
-            raise
-        yield {"type": "error", "byte_offset": exc.offset, "message": exc.message}
+    return errors_as_items(_READERS[detected.kind](detected.path))
