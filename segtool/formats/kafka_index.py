@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import os
 import re
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar, Iterator, NamedTuple
@@ -214,7 +215,7 @@ def _field_code(layout: FixedLayout, field: str) -> str:
     return _split_codes(layout.packer.format)[layout.names.index(field)]
 
 
-class AbstractIndex:
+class AbstractIndex(ABC):
     """Read-only view of a Kafka offset or time index file.
 
     Subclasses set ``LAYOUT`` (compiled from the entry schema in
@@ -327,8 +328,9 @@ class AbstractIndex:
 
     # -- entries -----------------------------------------------------------
 
+    @abstractmethod
     def _make_entry(self, raw: tuple):
-        raise NotImplementedError
+        """The entry as Kafka's OffsetPosition / TimestampOffset (offset absolute)."""
 
     def entry(self, n: int):
         """Entry ``n`` with the offset made absolute (Kafka's ``entry(n)``)."""
@@ -346,16 +348,19 @@ class AbstractIndex:
         """Entries kafka-dump-log visits: the broker view up to the stopping rule."""
         return self.iter_entries(self.dump_entries)
 
+    @abstractmethod
     def last_entry(self):
-        raise NotImplementedError
+        """Kafka's lastEntry (its empty-index value differs per subclass)."""
 
     # -- Kafka's search (AbstractIndex.indexSlotRangeFor) --------------------
 
-    def _key_array(self) -> np.ndarray:
-        raise NotImplementedError
+    @abstractmethod
+    def _key_array(self):
+        """The search key of every entry (offset for .index, timestamp for .timeindex)."""
 
-    def _value_array(self) -> np.ndarray:
-        raise NotImplementedError
+    @abstractmethod
+    def _value_array(self):
+        """The other field of every entry (position for .index, offset for .timeindex)."""
 
     def largest_lower_bound_slot(self, target: int, by_value: bool = False) -> int:
         """Kafka's ``largestLowerBoundSlotFor``: -1 if every entry is larger than ``target``."""
