@@ -233,12 +233,26 @@ class PartitionView:
                 return hit
         return None
 
-    def offset_for_timestamp(self, timestamp: int) -> RecordHit | None:
-        """UnifiedLog.fetchOffsetByTimestamp for a target timestamp (ListOffsets)."""
+    @cached_property
+    def _running_largest_timestamps(self) -> list[int]:
+        """Running maximum of the segments' largest timestamps (monotonic, so it can be bisected)."""
+        out, best = [], None
         for segment in self.segments:
-            if segment.largest_timestamp() >= timestamp:
-                return segment.find_offset_by_timestamp(timestamp, self.log_start_offset)
-        return None
+            ts = segment.largest_timestamp()
+            best = ts if best is None or ts > best else best
+            out.append(best)
+        return out
+
+    def offset_for_timestamp(self, timestamp: int) -> RecordHit | None:
+        """UnifiedLog.fetchOffsetByTimestamp for a target timestamp (ListOffsets).
+
+        Kafka takes the first segment whose largest timestamp >= the target; that
+        is the first place the running maximum reaches it, found by bisection.
+        """
+        i = bisect.bisect_left(self._running_largest_timestamps, timestamp)
+        if i == len(self.segments):
+            return None
+        return self.segments[i].find_offset_by_timestamp(timestamp, self.log_start_offset)
 
     def max_timestamp_hit(self) -> RecordHit | None:
         """ListOffsets MAX_TIMESTAMP: the record carrying the partition's largest timestamp."""

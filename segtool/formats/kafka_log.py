@@ -625,13 +625,28 @@ def first_record_where(batch: RecordBatch, min_offset: int, min_timestamp: int |
             else:
                 length, body = _read_varint(data, p, end)
                 p = body + length
+        base_ts = batch.base_timestamp
         for _ in range(batch.record_count - skip):
-            length, body = _read_varint(data, p, end)
-            ts_delta, q = _read_varint(data, body + 1, end)
-            off_delta, _ = _read_varint(data, q, end)
-            if off_delta >= rel_offset:
-                timestamp = batch.max_timestamp if log_append else batch.base_timestamp + ts_delta
-                if min_timestamp is None or timestamp >= min_timestamp:
+            # length, timestamp delta and offset delta, one-byte varints inline
+            b = data[p]
+            if b < 0x80:
+                length, body = (b >> 1) ^ -(b & 1), p + 1
+            else:
+                length, body = _read_varint(data, p, end)
+            q = body + 1
+            b = data[q]
+            if b < 0x80:
+                ts_delta, q = (b >> 1) ^ -(b & 1), q + 1
+            else:
+                ts_delta, q = _read_varint(data, q, end)
+            b = data[q]
+            if b < 0x80:
+                off_delta = (b >> 1) ^ -(b & 1)
+            else:
+                off_delta, _ = _read_varint(data, q, end)
+            if off_delta >= rel_offset and (min_timestamp is None or log_append
+                                            or base_ts + ts_delta >= min_timestamp):
+                if not log_append or min_timestamp is None or batch.max_timestamp >= min_timestamp:
                     return decode_records(data, p, body + length, 1, batch, path, base_position=start)[0]
             p = body + length
     except IndexError:
