@@ -354,6 +354,7 @@ def rebuild_index(
     index_interval_bytes: int = typer.Option(4096, "--index-interval-bytes", help="Kafka: the topic's index.interval.bytes."),
     hash_slot_num: Optional[int] = typer.Option(None, "--hash-slot-num", help="RocketMQ: IndexFile slots (default: the store's, else 5,000,000)."),
     index_num: Optional[int] = typer.Option(None, "--index-num", help="RocketMQ: IndexFile entries (default: the store's, else 20,000,000)."),
+    no_hash: bool = typer.Option(False, "--no-hash", help="Kafka: skip the sha256 of each input segment (faster on huge files)."),
     as_json: bool = typer.Option(False, "--json", help="One JSON report on stdout."),
     engine: Optional[str] = typer.Option(None, "--engine", help="Kafka: local (default) or spark, one Spark task per partition."),
     master: Optional[str] = typer.Option(None, "--master", help="Spark master URL (implies --engine spark; default local[*])."),
@@ -401,7 +402,7 @@ def rebuild_index(
     else:
         with _Progress(enabled=not as_json) as progress:
             report = run_rebuild(paths, out_dir=out, in_place=in_place, index_interval_bytes=index_interval_bytes,
-                             progress_factory=progress.factory)
+                             progress_factory=progress.factory, hash_inputs=not no_hash)
     if as_json:
         _print_json(report)
     else:

@@ -40,7 +40,7 @@ def _segments_of(path: str) -> list[list[Segment]]:
 
 
 def recover_partition(log_paths: list[str], snapshot: str, index_interval_bytes: int,
-                      progress_factory=None) -> list[dict]:
+                      progress_factory=None, hash_inputs: bool = True) -> list[dict]:
     """Recover every segment of one partition in offset order: index bytes and report fields.
 
     Open transactions carry from one segment to the next (an ABORT marker can
@@ -52,12 +52,12 @@ def recover_partition(log_paths: list[str], snapshot: str, index_interval_bytes:
     out = []
     for log_path in log_paths:
         segment = Segment(log_path)
-        digest = _hasher.submit(sha256_of, log_path)  # on the other core, while we scan
+        digest = _hasher.submit(sha256_of, log_path) if hash_inputs else None  # on the other core, while we scan
         progress = progress_factory(log_path) if progress_factory else None
         recovery = recover_segment(segment.log, segment.log_path, segment.base_offset,
                                    index_interval_bytes, txn_state, progress=progress)
         out.append({
-            "log_sha256": digest.result(),
+            "log_sha256": digest.result() if digest is not None else None,
             "size": recovery.size,
             "valid_bytes": recovery.valid_bytes,
             "bytes_kafka_would_truncate": recovery.bytes_lost,
@@ -79,7 +79,7 @@ def _partition_task(item: tuple) -> list[dict]:
 
 def rebuild_index(paths: list[str], out_dir: str | None = None, in_place: bool = False,
                   index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES, progress_factory=None,
-                  engine=None) -> dict:
+                  engine=None, hash_inputs: bool = True) -> dict:
     """Rebuild every segment's indexes; partitions run as tasks on ``engine`` when one is given.
 
     Tasks only compute; the indexes are written here, through ``safe_write``.
@@ -91,9 +91,10 @@ def rebuild_index(paths: list[str], out_dir: str | None = None, in_place: bool =
         first = segments[0]
         snapshot = os.path.join(os.path.dirname(os.path.abspath(first.log_path)), f"{first.base_offset:020d}.snapshot")
         # absolute paths: executors have their own working directory
-        items.append(([os.path.abspath(s.log_path) for s in segments], snapshot, index_interval_bytes))
+        items.append(([os.path.abspath(s.log_path) for s in segments], snapshot, index_interval_bytes, None,
+                      hash_inputs))
     if engine is None:
-        results = [recover_partition(*item, progress_factory=progress_factory) for item in items]
+        results = [recover_partition(*item[:3], progress_factory, hash_inputs) for item in items]
     else:
         costs = [sum(os.path.getsize(p) for p in item[0]) for item in items]
         results = engine.map(_partition_task, items, costs, description="segtool rebuild-index")
