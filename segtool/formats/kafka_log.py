@@ -360,18 +360,11 @@ def _decode_records(data, start, end, count, batch, path, base_position):
         return batch.position if base_position is None else base_position + q
 
     def varint(q):
-        # zigzag varint; the one-byte case is handled inline by callers
-        result = 0
-        shift = 0
-        while True:
-            if q >= end or shift > 63:
-                raise _varint_error(path, err_pos(q))
-            b = data[q]
-            q += 1
-            result |= (b & 0x7F) << shift
-            if b < 0x80:
-                return (result >> 1) ^ -(result & 1), q
-            shift += 7
+        # the one- and two-byte cases are inline below; a varint that never ends is corrupt data
+        try:
+            return _read_varint(data, q, end)
+        except IndexError:
+            raise _varint_error(path, err_pos(q)) from None
 
     for _ in range(count):
         rec_start = p
@@ -578,6 +571,7 @@ def end_txn_marker(record: Record) -> tuple[int, int]:
 
 
 def _read_varint(data, p: int, end: int) -> tuple[int, int]:
+    """A zigzag varint at ``p``: (value, position after it); IndexError past ``end`` or 10 bytes."""
     result = shift = 0
     while True:
         if p >= end or shift > 63:
