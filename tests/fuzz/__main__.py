@@ -21,7 +21,14 @@ def main() -> None:
     parser.add_argument("--out", default="fuzz-failures.json")
     args = parser.parse_args()
     start = time.perf_counter()
-    result = run_campaign(args.inputs, args.seed, args.processes)
+    def progress(done: int, failures: list) -> None:
+        if done % 10_000 < 200:  # a line about every 10,000 inputs, failures saved as they come
+            elapsed = time.perf_counter() - start
+            print(f"{done} inputs, {len(failures)} failures, {elapsed:.0f} s", flush=True)
+            with open(args.out, "w") as handle:
+                json.dump(failures, handle, indent=1)
+
+    result = run_campaign(args.inputs, args.seed, args.processes, progress=progress)
     elapsed = time.perf_counter() - start
     with open(args.out, "w") as handle:
         json.dump(result["failures"], handle, indent=1)

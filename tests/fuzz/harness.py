@@ -244,8 +244,10 @@ def _run_batch(rng_seeds: list[int]) -> list[dict]:
     return out
 
 
-def run_campaign(inputs: int, master_seed: int, processes: int = 2, chunk: int = 200) -> dict:
-    """Fuzz ``inputs`` mutated inputs; returns counts and every failure."""
+def run_campaign(inputs: int, master_seed: int, processes: int = 2, chunk: int = 200, progress=None) -> dict:
+    """Fuzz ``inputs`` mutated inputs; returns counts and every failure.
+
+    ``progress(done, failures)`` is called after every chunk (the long pass logs it)."""
     import multiprocessing
 
     root = tempfile.mkdtemp(prefix="segtool-fuzz-")
@@ -256,8 +258,12 @@ def run_campaign(inputs: int, master_seed: int, processes: int = 2, chunk: int =
     try:
         ctx = multiprocessing.get_context("fork")
         with ctx.Pool(processes, initializer=_init_worker, initargs=(root,)) as pool:
-            for result in pool.imap_unordered(_run_batch, chunks):
+            done = 0
+            for result, size in zip(pool.imap_unordered(_run_batch, chunks), map(len, chunks)):
                 failures.extend(result)
+                done += size
+                if progress is not None:
+                    progress(done, failures)
     finally:
         shutil.rmtree(root, ignore_errors=True)
     return {"inputs": inputs, "seed": master_seed, "failures": failures}
