@@ -15,48 +15,13 @@ from .conftest import corpus_path
 CASE = ("kafka", "c10-consumer-offsets")
 
 
-# --------------------------------------------------------------------------
-# A minimal v2 record-batch walker (test-only; the real parser lives elsewhere)
-# --------------------------------------------------------------------------
-
-
-def _varint(buf: bytes, pos: int) -> tuple[int, int]:
-    shift = raw = 0
-    while True:
-        b = buf[pos]
-        pos += 1
-        raw |= (b & 0x7F) << shift
-        shift += 7
-        if not b & 0x80:
-            return (raw >> 1) ^ -(raw & 1), pos
-
-
 def _walk_records(buf: bytes):
-    """Yield (offset, key, value) for every record."""
-    pos = 0
-    while pos + 61 <= len(buf):
-        base_offset, batch_length = struct.unpack_from(">qi", buf, pos)
-        magic = buf[pos + 16]
-        assert magic == 2
-        attributes = struct.unpack_from(">h", buf, pos + 21)[0]
-        assert attributes & 0x07 == 0, "test walker handles uncompressed batches only"
-        count = struct.unpack_from(">i", buf, pos + 57)[0]
-        end = pos + 12 + batch_length
-        p = pos + 61
-        for _ in range(count):
-            length, p = _varint(buf, p)
-            record_end = p + length
-            p += 1  # attributes
-            _, p = _varint(buf, p)  # timestampDelta
-            offset_delta, p = _varint(buf, p)
-            key_len, p = _varint(buf, p)
-            key = None if key_len < 0 else buf[p:p + key_len]
-            p += max(key_len, 0)
-            value_len, p = _varint(buf, p)
-            value = None if value_len < 0 else buf[p:p + value_len]
-            p = record_end  # headers skipped
-            yield base_offset + offset_delta, key, value
-        pos = end
+    """Yield (offset, key, value) for every record, read through segtool's batch reader."""
+    from segtool.formats.kafka_log import BatchScan, batch_records
+
+    for batch in BatchScan(buf):
+        for record in batch_records(batch):
+            yield record.offset, record.key, record.value
 
 
 def _golden_tails(stdout: str) -> dict[int, str]:
