@@ -159,3 +159,44 @@ def test_columnar_decoder_declines_malformed_sections():
     assert record_columns(section[:-1], 4, batch) is None  # cut short
     assert record_columns(section, 5, batch) is None  # count lies
     assert record_columns(section + b"\0", 4, batch) is None  # bytes left over
+
+
+def _spread(values: list, most: int = 12) -> list:
+    """At most ``most`` of ``values``, evenly spread, keeping both ends."""
+    if len(values) <= most:
+        return values
+    step = (len(values) - 1) / (most - 1)
+    return [values[round(i * step)] for i in range(most)]
+
+
+def _record_fields(record):
+    return None if record is None else (record.offset, record.timestamp, record.key, record.value, record.headers)
+
+
+@pytest.mark.parametrize("log", SEGMENTS)
+def test_lookup_shortcuts_match_full_decoding(log):
+    """first_record_where (length-prefix hops) and seek_offset (headers only) give
+    what decoding every record and every batch gives, on every corpus batch."""
+    from segtool.formats.kafka_log import first_record_where
+
+    buf = open_buffer(log)
+    try:
+        batches = list(BatchScan(buf, path=str(log)))
+    except CorruptData:
+        pytest.skip("segment is corrupt at a batch boundary")
+    for batch in batches:
+        records = batch_records(batch, str(log))
+        offsets = _spread(sorted({r.offset for r in records} | {batch.base_offset - 1, batch.last_offset + 1}))
+        timestamps = _spread(sorted({r.timestamp for r in records} | {batch.max_timestamp + 1}))
+        for min_offset in offsets:
+            for min_timestamp in [None, *timestamps]:
+                expected = next((r for r in records if r.offset >= min_offset and (
+                    min_timestamp is None or r.timestamp >= min_timestamp)), None)
+                got = first_record_where(batch, min_offset, min_timestamp, str(log))
+                assert _record_fields(got) == _record_fields(expected), (batch.position, min_offset, min_timestamp)
+    for target in sorted({b.last_offset for b in batches} | {b.base_offset for b in batches} | {-1}):
+        expected = next((b for b in batches if b.last_offset >= target), None)
+        seek = BatchScan(buf, path=str(log)).seek_offset(target)
+        assert next(iter(seek), None) == expected
+        if expected is not None:
+            assert seek.start == expected.position

@@ -104,21 +104,21 @@ class Segment:
         # a damaged index may point outside the log: scan from the start instead
         return position if 0 <= position <= self.size else 0
 
+    def batches_reaching(self, offset: int) -> Iterator[RecordBatch]:
+        """Batches from the first whose last offset >= ``offset``, found from the offset index."""
+        return iter(BatchScan(self.log, self.index_position(offset), path=self.log_path).seek_offset(offset))
+
     def translate_offset(self, offset: int) -> RecordBatch | None:
         """LogSegment.translateOffset: the first batch whose last offset >= ``offset``."""
-        for batch in self.batches_from(self.index_position(offset)):
-            if batch.last_offset >= offset:
-                return batch
-        return None
+        return next(self.batches_reaching(offset), None)
 
     def read_from(self, offset: int) -> RecordHit | None:
         """The first record with offset >= ``offset`` in this segment (what a fetch returns).
 
         Control records are skipped, as consumers never see them.
         """
-        position = self.index_position(offset)
-        for batch in self.batches_from(position):
-            if batch.last_offset < offset or batch.is_control:
+        for batch in self.batches_reaching(offset):
+            if batch.is_control:
                 continue
             record = first_record_where(batch, offset, None, self.log_path, self.cap)
             if record is not None:

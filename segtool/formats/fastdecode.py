@@ -78,12 +78,13 @@ class FixedLayout:
     packer: struct.Struct
     schema: object = field(default=None, compare=False, repr=False)
 
+    def __post_init__(self):
+        # the packer's own method, bound once: hot loops call it per entry
+        object.__setattr__(self, "unpack_from", self.packer.unpack_from)
+
     @property
     def size(self) -> int:
         return self.packer.size
-
-    def unpack_from(self, buffer, offset: int = 0) -> tuple:
-        return self.packer.unpack_from(buffer, offset)
 
     def as_dict(self, buffer, offset: int = 0) -> dict:
         return dict(zip(self.names, self.packer.unpack_from(buffer, offset)))

@@ -208,6 +208,33 @@ class _FieldView:
     def __getitem__(self, n: int) -> int:
         return self.unpack(self.buffer, n * self.size + self.offset)[0] + self.add
 
+    def slot_range_for(self, target: int, entries: int, warm_entries: int, largest_lower: bool) -> int:
+        """Kafka's ``indexSlotRangeFor`` with the same steps, so lookups on corrupt
+        (non-monotonic) or zero-tailed indexes land on the slot the broker would use.
+
+        Probes are inlined (one ``unpack_from`` each): this is the lookup hot path.
+        """
+        unpack, buf, size, at, add = self.unpack, self.buffer, self.size, self.offset, self.add
+        first_hot = max(0, entries - 1 - warm_entries)
+        if unpack(buf, first_hot * size + at)[0] + add < target:
+            lo, hi = first_hot, entries - 1
+        elif unpack(buf, at)[0] + add > target:
+            return -1 if largest_lower else 0
+        else:
+            lo, hi = 0, first_hot
+        while lo < hi:
+            mid = (lo + hi + 1) >> 1
+            found = unpack(buf, mid * size + at)[0] + add
+            if found > target:
+                hi = mid - 1
+            elif found < target:
+                lo = mid
+            else:
+                return mid
+        if largest_lower:
+            return lo
+        return -1 if lo == entries - 1 else lo + 1
+
 
 def _field_code(layout: FixedLayout, field: str) -> str:
     from segtool.formats.fastdecode import _split_codes
@@ -228,6 +255,7 @@ class AbstractIndex(ABC):
     SUFFIX: ClassVar[str]
     KIND: ClassVar[str]
     entry_size: ClassVar[int]  # bytes per entry (Kafka's entrySize()), = LAYOUT.size
+    WARM_ENTRIES: ClassVar[int]  # entries in the last 8,192 bytes: Kafka's warm section
 
     def __init__(self, path, base_offset: int | None = None):
         self.path = Path(path)
@@ -239,7 +267,7 @@ class AbstractIndex(ABC):
         self._keys = None
         self._values = None
         self._dump_entries: int | None = None
-        self._valid_limit: int | None = None
+        self._entries = self.length // self.entry_size
 
     # -- sizes -------------------------------------------------------------
 
@@ -250,8 +278,7 @@ class AbstractIndex(ABC):
         After ``trim_to_valid()`` only the entries before a zero-filled tail count,
         as after the broker's recovery (``trimToValidSize``).
         """
-        whole = self.length // self.entry_size
-        return whole if self._valid_limit is None else min(whole, self._valid_limit)
+        return self._entries
 
     @property
     def valid_entries(self) -> int:
@@ -275,7 +302,7 @@ class AbstractIndex(ABC):
     def trim_to_valid(self) -> "AbstractIndex":
         """Search only the entries before a preallocated zero tail (a recovered broker's view)."""
         limit = self.valid_entries
-        self._valid_limit = limit
+        self._entries = limit
         self._keys = self._values = None
         if self._array is not None:
             self._array = self._array[:limit]
@@ -384,34 +411,11 @@ class AbstractIndex(ABC):
         return floor + 1 if floor + 1 < self.entries else -1
 
     def _slot_range_for(self, target: int, by_value: bool, largest_lower: bool) -> int:
-        # The same steps as Kafka, so lookups on corrupt (non-monotonic) or
-        # zero-tailed indexes land on the slot the broker/tool would use.
-        entries = self.entries
+        entries = self._entries
         if entries == 0:
             return -1
         keys = self._value_array() if by_value else self._key_array()
-        warm_entries = 8192 // self.entry_size
-        first_hot = max(0, entries - 1 - warm_entries)
-        if int(keys[first_hot]) < target:
-            return self._binary_search(keys, target, largest_lower, first_hot, entries - 1)
-        if int(keys[0]) > target:
-            return -1 if largest_lower else 0
-        return self._binary_search(keys, target, largest_lower, 0, first_hot)
-
-    def _binary_search(self, keys, target: int, largest_lower: bool, begin: int, end: int) -> int:
-        lo, hi = begin, end
-        while lo < hi:
-            mid = (lo + hi + 1) >> 1
-            found = int(keys[mid])
-            if found > target:
-                hi = mid - 1
-            elif found < target:
-                lo = mid
-            else:
-                return mid
-        if largest_lower:
-            return lo
-        return -1 if lo == self.entries - 1 else lo + 1
+        return keys.slot_range_for(target, entries, self.WARM_ENTRIES, largest_lower)
 
     # -- life cycle --------------------------------------------------------
 
@@ -437,6 +441,7 @@ class OffsetIndex(AbstractIndex):
     SUFFIX = INDEX_SUFFIX
     KIND = "offset"
     entry_size = OFFSET_INDEX_LAYOUT.size  # 8
+    WARM_ENTRIES = 8192 // entry_size
 
     def _make_entry(self, raw: tuple) -> OffsetPosition:
         rel, position = raw
@@ -468,10 +473,10 @@ class OffsetIndex(AbstractIndex):
 
     def lookup(self, target_offset: int) -> OffsetPosition:
         """Largest entry with offset <= target; (baseOffset, 0) if none (``OffsetIndex.lookup``)."""
-        slot = self.largest_lower_bound_slot(target_offset)
+        slot = self._slot_range_for(target_offset, False, True)
         if slot == -1:
             return OffsetPosition(self.base_offset, 0)
-        return self.entry(slot)
+        return self._make_entry(self.LAYOUT.unpack_from(self.buffer, slot * self.entry_size))
 
     def fetch_upper_bound_offset(self, fetch_position: int, fetch_size: int) -> OffsetPosition | None:
         """``OffsetIndex.fetchUpperBoundOffset``: first entry with position >= start + size."""
@@ -501,6 +506,7 @@ class TimeIndex(AbstractIndex):
     SUFFIX = TIME_INDEX_SUFFIX
     KIND = "time"
     entry_size = TIME_INDEX_LAYOUT.size  # 12
+    WARM_ENTRIES = 8192 // entry_size
 
     def _make_entry(self, raw: tuple) -> TimestampOffset:
         timestamp, rel = raw
@@ -528,10 +534,10 @@ class TimeIndex(AbstractIndex):
 
     def lookup(self, target_timestamp: int) -> TimestampOffset:
         """Largest entry with timestamp <= target; (NO_TIMESTAMP, baseOffset) if none."""
-        slot = self.largest_lower_bound_slot(target_timestamp)
+        slot = self._slot_range_for(target_timestamp, False, True)
         if slot == -1:
             return TimestampOffset(NO_TIMESTAMP, self.base_offset)
-        return self.entry(slot)
+        return self._make_entry(self.LAYOUT.unpack_from(self.buffer, slot * self.entry_size))
 
     def sanity_check(self, display_path=None) -> None:
         """``TimeIndex.sanityCheck``; raises ``CorruptIndex`` with Kafka's message."""

@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import mmap
 import struct
+from array import array
 from dataclasses import dataclass, field
+from functools import cache
 
 from crc32c import crc32c
 from zlib import crc32
@@ -59,6 +61,8 @@ def __getattr__(name: str):
 
 _OFFSET_SIZE = struct.Struct(">qi")
 _INT32 = struct.Struct(">i")
+_UINT16 = struct.Struct(">H")
+_LAST_OFFSET_DELTA_AT = BATCH_HEADER_V2_FAST.field_offset("last_offset_delta")
 
 CODEC_NAMES = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
 CONTROL_TYPES = {
@@ -229,6 +233,32 @@ class BatchScan:
         self.path = path
         self.valid_bytes = start
         self.stop_reason: str | None = None
+
+    def seek_offset(self, target: int) -> "BatchScan":
+        """Start at the first batch whose last offset >= ``target``, reading only headers on the way.
+
+        This is how Kafka's ``searchForOffsetWithSize`` walks from an index
+        position (it looks at no more than offset, size, magic and last offset
+        delta).  A batch that iteration would report as corrupt or truncated
+        stops the seek there, so iteration reports it.
+        """
+        buf, pos, end = self.buffer, self.start, self.end
+        unpack_head, unpack_int = _OFFSET_SIZE.unpack_from, _INT32.unpack_from
+        while pos + HEADER_SIZE_UP_TO_MAGIC < end:
+            base_offset, size = unpack_head(buf, pos)
+            if size < RECORD_OVERHEAD_V0 or pos + LOG_OVERHEAD + size > end:
+                break
+            if 2 <= buf[pos + 16] < 0x80:  # magic >= 2: the last offset is base + lastOffsetDelta
+                if size + LOG_OVERHEAD < BATCH_V2_OVERHEAD:
+                    break
+                last_offset = base_offset + unpack_int(buf, pos + _LAST_OFFSET_DELTA_AT)[0]
+            else:  # a legacy message (or wrapper) carries its last offset in the header
+                last_offset = base_offset
+            if last_offset >= target:
+                break
+            pos += LOG_OVERHEAD + size
+        self.start = self.valid_bytes = pos
+        return self
 
     def __iter__(self):
         buf = self.buffer
@@ -584,6 +614,26 @@ def _read_varint(data, p: int, end: int) -> tuple[int, int]:
         shift += 7
 
 
+@cache
+def _record_hops() -> array:
+    """Bytes from a v2 record's start to the next record's, indexed by its first two bytes.
+
+    Covers the length prefixes of one and two bytes with a non-negative length
+    (records up to 8,191 bytes); 0 elsewhere, where the varint is read in full.
+    """
+    hops = array("H")
+    for first in range(0x80):  # a one-byte length: the second byte is already the record's
+        hops.extend([0 if first & 1 else 1 + (first >> 1)] * 0x100)
+    for first in range(0x80, 0x100):
+        low = first & 0x7F
+        if low & 1:  # odd zigzag value: a negative length
+            hops.extend([0] * 0x100)
+        else:  # length = low / 2 + 64 * second byte, for a second byte below 0x80
+            hops.extend(range(2 + (low >> 1), 2 + (low >> 1) + 0x80 * 64, 64))
+            hops.extend([0] * 0x80)
+    return hops
+
+
 def first_record_where(batch: RecordBatch, min_offset: int, min_timestamp: int | None = None,
                        path=None, cap: int = 256 * 1024 * 1024) -> Record | None:
     """The first record with offset >= min_offset (and timestamp >= min_timestamp).
@@ -596,54 +646,68 @@ def first_record_where(batch: RecordBatch, min_offset: int, min_timestamp: int |
             if record.offset >= min_offset and (min_timestamp is None or record.timestamp >= min_timestamp):
                 return record
         return None
-    buf = batch._buffer
+    log_append = batch.is_log_append_time
+    if log_append and min_timestamp is not None and batch.max_timestamp < min_timestamp:
+        return None  # every record carries the batch's max timestamp
+    by_time = min_timestamp is not None and not log_append
     start = batch.position + BATCH_V2_OVERHEAD
-    data = buf[start:batch.end]
+    data = batch._buffer[start:batch.end]
     end = len(data)
     p = 0
+    count = batch.record_count
     rel_offset = min_offset - batch.base_offset
-    log_append = batch.is_log_append_time
-    skip = 0
-    if min_timestamp is None and batch.record_count == batch.last_offset_delta + 1 and rel_offset > 0:
-        # dense batch (not compacted): record k holds offset base + k, so hop over
-        # the first k records by their length prefix alone
-        skip = min(rel_offset, batch.record_count - 1)
+    dense = count == batch.last_offset_delta + 1  # not compacted: record k holds offset base + k
+    if dense and rel_offset >= count:
+        return None
+    skip = rel_offset if dense and rel_offset > 0 else 0
+    by_offset = rel_offset > 0 and not dense
+    base_ts = batch.base_timestamp
+    hops, first_two_bytes = _record_hops(), _UINT16.unpack_from
     try:
+        # The lookup hot path: one table lookup per record skipped; the one- and
+        # two-byte varints of the deltas inline.
         for _ in range(skip):
-            b = data[p]
-            if b < 0x80:  # one- and two-byte lengths inline: this loop is the lookup hot path
-                p += 1 + ((b >> 1) ^ -(b & 1))
-            elif data[p + 1] < 0x80:
-                b = (b & 0x7F) | (data[p + 1] << 7)
-                p += 2 + ((b >> 1) ^ -(b & 1))
+            hop = hops[first_two_bytes(data, p)[0]]
+            if hop:
+                p += hop
             else:
                 length, body = _read_varint(data, p, end)
                 p = body + length
-        base_ts = batch.base_timestamp
-        for _ in range(batch.record_count - skip):
-            # length, timestamp delta and offset delta, one-byte varints inline
-            b = data[p]
-            if b < 0x80:
-                length, body = (b >> 1) ^ -(b & 1), p + 1
+        for _ in range(count - skip):
+            hop = hops[first_two_bytes(data, p)[0]]
+            if hop:
+                body, next_record = p + 1 + (data[p] >> 7), p + hop
             else:
                 length, body = _read_varint(data, p, end)
-            q = body + 1
-            b = data[q]
-            if b < 0x80:
-                ts_delta, q = (b >> 1) ^ -(b & 1), q + 1
-            else:
-                ts_delta, q = _read_varint(data, q, end)
-            b = data[q]
-            if b < 0x80:
-                off_delta = (b >> 1) ^ -(b & 1)
-            else:
-                off_delta, _ = _read_varint(data, q, end)
-            if off_delta >= rel_offset and (min_timestamp is None or log_append
-                                            or base_ts + ts_delta >= min_timestamp):
-                if not log_append or min_timestamp is None or batch.max_timestamp >= min_timestamp:
-                    return decode_records(data, p, body + length, 1, batch, path, base_position=start)[0]
-            p = body + length
-    except IndexError:
+                next_record = body + length
+            q = body + 1  # past the attributes byte, at the timestamp delta
+            if by_time:
+                b = data[q]
+                if b < 0x80:
+                    ts_delta, q = (b >> 1) ^ -(b & 1), q + 1
+                elif data[q + 1] < 0x80:
+                    b = (b & 0x7F) | (data[q + 1] << 7)
+                    ts_delta, q = (b >> 1) ^ -(b & 1), q + 2
+                else:
+                    ts_delta, q = _read_varint(data, q, end)
+                if base_ts + ts_delta < min_timestamp:
+                    p = next_record
+                    continue
+            if by_offset:
+                if not by_time:
+                    while data[q] >= 0x80:
+                        q += 1
+                    q += 1
+                b = data[q]
+                if b < 0x80:
+                    off_delta = (b >> 1) ^ -(b & 1)
+                else:
+                    off_delta, _ = _read_varint(data, q, end)
+                if off_delta < rel_offset:
+                    p = next_record
+                    continue
+            return decode_records(data, p, next_record, 1, batch, path, base_position=start)[0]
+    except (IndexError, struct.error):
         raise TruncatedData("record fields run past the end of the batch", path, batch.position) from None
     return None
 
