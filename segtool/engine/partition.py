@@ -226,9 +226,9 @@ class PartitionView:
         """The record a fetch at ``offset`` returns first: the first record with offset >= it."""
         if offset >= self.log_end_offset:
             return None
-        start = max(self.floor_segment(offset), 0)
-        for segment in self.segments[start:]:
-            hit = segment.read_from(offset)
+        segments = self.segments
+        for i in range(max(self.floor_segment(offset), 0), len(segments)):
+            hit = segments[i].read_from(offset)
             if hit is not None:
                 return hit
         return None
