@@ -10,7 +10,7 @@ from zlib import crc32
 
 import construct as cs
 
-from crc32c import crc32c
+from segtool.formats.checksums import crc32c
 
 from segtool.formats.kafka_log import (
     BATCH_HEADER_V2,

@@ -20,7 +20,7 @@ from array import array
 from dataclasses import dataclass, field
 from functools import cache
 
-from crc32c import crc32c
+from segtool.formats.checksums import crc32c
 from zlib import crc32
 
 from segtool.errors import CorruptData, TruncatedData
@@ -191,13 +191,11 @@ class RecordBatch:
 
     def computed_crc(self) -> int | None:
         if self._computed_crc is None:
-            buf = self._buffer
-            if self.magic >= 2:
-                if self.size < BATCH_V2_OVERHEAD:
-                    return None
-                self._computed_crc = crc32c(buf[self.position + CRC_V2_START:self.end])
-            else:
-                self._computed_crc = crc32(buf[self.position + 16:self.end])
+            if self.magic >= 2 and self.size < BATCH_V2_OVERHEAD:
+                return None
+            checksum, start = (crc32c, CRC_V2_START) if self.magic >= 2 else (crc32, 16)
+            with memoryview(self._buffer) as view:  # checksummed in place, not copied
+                self._computed_crc = checksum(view[self.position + start:self.end])
         return self._computed_crc
 
     def raw(self) -> bytes:

@@ -44,7 +44,7 @@ from typing import Iterator
 
 import construct as cs
 import numpy as np
-from crc32c import crc32c
+from segtool.formats.checksums import crc32c
 
 from segtool.errors import TruncatedData, UnreadableInput
 from segtool.formats.fastdecode import FixedLayout, compile_fixed

@@ -15,12 +15,14 @@ from typing import Callable
 from segtool.engine.recovery import recover_segment, records_after
 from segtool.engine.source import open_buffer, sha256_of
 from segtool.errors import CorruptData, SegtoolError, UnreadableInput
-from segtool.formats import kafka_index, kafka_state
+from segtool.formats import kafka_index
 from segtool.formats.detect import detect, expand_paths, offset_from_file_name
 from segtool.formats.kafka_log import BatchScan, batch_records
-from segtool.ops.kafka_dump_log import KafkaDumpLog, KafkaDumpOptions
 
 _INT32_MAX = 2**31 - 1
+
+# kafka_state (construct, numpy) and kafka_dump_log are imported where they are
+# needed: verifying a .log should not pay for them at start-up.
 
 
 def _problem(kind: str, byte_offset: int | None, message: str, severity: str = "error") -> dict:
@@ -119,6 +121,8 @@ def verify_log(path: str, deep: bool = False, progress: Callable[[int], None] | 
 
 def _index_vs_log(path: str, time_index: bool) -> list[dict]:
     """kafka-dump-log's --verify-index-only checks, reported as problems."""
+    from segtool.ops.kafka_dump_log import KafkaDumpLog, KafkaDumpOptions
+
     tool = KafkaDumpLog(KafkaDumpOptions(verify_index_only=True), lambda line: None)
     problems = []
     try:
@@ -235,6 +239,8 @@ def verify_txn_index(path: str) -> dict:
 
 
 def verify_snapshot(path: str) -> dict:
+    from segtool.formats import kafka_state
+
     try:
         snap = kafka_state.read_producer_snapshot(path, verify=False)
     except kafka_state.CorruptSnapshot as exc:
@@ -247,6 +253,8 @@ def verify_snapshot(path: str) -> dict:
 
 def verify_leader_epochs(path: str) -> dict:
     """leader-epoch-checkpoint against the leader epochs the batches carry."""
+    from segtool.formats import kafka_state
+
     try:
         entries = kafka_state.read_leader_epoch_checkpoint(path)
     except kafka_state.CorruptCheckpoint as exc:
@@ -305,6 +313,8 @@ def verify_file(path: str, deep: bool = False, progress=None, hash_input: bool =
         elif kind == "kafka-leader-epoch-checkpoint":
             result.update(verify_leader_epochs(path))
         elif kind in ("kafka-offset-checkpoint", "kafka-partition-metadata"):
+            from segtool.formats import kafka_state
+
             reader = kafka_state.read_checkpoint if kind == "kafka-offset-checkpoint" else kafka_state.read_partition_metadata
             try:
                 reader(path)
