@@ -18,7 +18,9 @@ The result is used by ``verify`` (recovery prediction) and ``rebuild-index``
 
 from __future__ import annotations
 
+import bisect
 import os
+from abc import ABC, abstractmethod
 import struct
 from dataclasses import dataclass, field
 
@@ -27,7 +29,9 @@ from segtool.formats.kafka_index import OFFSET_INDEX_LAYOUT, TIME_INDEX_LAYOUT, 
 from segtool.formats.kafka_log import (
     BATCH_V2_OVERHEAD,
     NO_TIMESTAMP,
+    BatchHeaders,
     BatchScan,
+    HeaderScan,
     RecordBatch,
     batch_records,
     control_record_type,
@@ -111,82 +115,198 @@ def ensure_valid(batch: RecordBatch) -> str | None:
     return None
 
 
+class SegmentObserver(ABC):
+    """What ``recover_segment`` shows every well-framed batch to (verify's checks).
+
+    Regular chunks (v2 batches with whole headers) come as columns; the others
+    batch by batch.
+    """
+
+    @abstractmethod
+    def chunk(self, headers: BatchHeaders) -> None:
+        """A regular chunk."""
+
+    @abstractmethod
+    def batch(self, batch: RecordBatch) -> None:
+        """One batch of an irregular chunk."""
+
+
+class _Recoverer:
+    """LogSegment.recover's running state, fed batch by batch or a chunk of columns at a time."""
+
+    def __init__(self, base_offset: int, index_interval_bytes: int, txn_state: ProducerTxnState,
+                 count_records: bool, log_path: str, cap: int):
+        self.base_offset = base_offset
+        self.interval = index_interval_bytes
+        self.txn_state = txn_state
+        self.count_records = count_records
+        self.log_path, self.cap = log_path, cap
+        self.offset_entries: list[tuple[int, int]] = []
+        self.time_entries: list[tuple[int, int]] = []
+        self.aborted: list[tuple[int, int, int, int]] = []
+        self.valid_bytes = 0
+        self.last_index_entry = 0
+        self.max_ts, self.max_ts_offset = NO_TIMESTAMP, -1
+        self.last_time_entry = NO_TIMESTAMP
+        self.stop_reason = self.stop_message = None
+        self.batches = self.records = 0
+        self.next_offset = None
+
+    def _index_entry(self, relative_offset: int, position: int, max_ts: int, max_ts_offset: int) -> None:
+        self.offset_entries.append((relative_offset, position))
+        if max_ts > self.last_time_entry:
+            self.last_time_entry = max_ts
+            self.time_entries.append((max_ts, max_ts_offset - self.base_offset))
+        self.last_index_entry = position
+
+    def _index_entries(self, rows: slice, last, position, running, running_offset) -> None:
+        """``_index_entry`` for consecutive batches given as column slices."""
+        import numpy as np
+
+        relative = (last[rows] - self.base_offset).tolist()
+        at = position[rows].tolist()
+        self.offset_entries.extend(zip(relative, at))
+        stamps = running[rows]
+        # the running maximum never falls, so a time entry is due where it rose
+        rose = stamps > np.concatenate(([self.last_time_entry], stamps[:-1]))
+        if rose.any():
+            self.time_entries.extend(zip(stamps[rose].tolist(),
+                                         (running_offset[rows][rose] - self.base_offset).tolist()))
+            self.last_time_entry = int(stamps[-1])
+        self.last_index_entry = at[-1]
+
+    def batch(self, batch: RecordBatch) -> None:
+        """One batch, exactly as the broker's loop handles it."""
+        problem = ensure_valid(batch)
+        if problem is not None:
+            self.stop_reason, self.stop_message = "invalid_batch", problem
+            return
+        if batch.last_offset - self.base_offset > _INT32_MAX or batch.last_offset < self.base_offset:
+            self.stop_reason = "offset_out_of_range"
+            self.stop_message = (f"batch last offset {batch.last_offset} does not fit the segment's "
+                                 f"32-bit relative offsets from base {self.base_offset}")
+            return
+        if batch.max_timestamp > self.max_ts:
+            self.max_ts, self.max_ts_offset = batch.max_timestamp, batch.last_offset
+        if self.valid_bytes - self.last_index_entry > self.interval:
+            self._index_entry(batch.last_offset - self.base_offset, self.valid_bytes, self.max_ts, self.max_ts_offset)
+        self.valid_bytes += batch.size
+        self.batches += 1
+        self.next_offset = batch.last_offset + 1
+        if batch.magic >= 2:
+            _update_transactions(batch, self.txn_state, self.aborted, self.log_path, self.cap)
+        if self.count_records:
+            records = batch.record_count if batch.magic >= 2 else len(batch_records(batch, self.log_path, self.cap))
+            self.records += records
+
+    def chunk(self, headers: BatchHeaders) -> None:
+        """A regular chunk without transactional batches: the same rules over columns."""
+        import numpy as np
+
+        base = self.base_offset
+        last = headers.column("base_offset") + headers.column("last_offset_delta")
+        valid = ((headers.column("crc") == headers.computed_crc)
+                 & (last - base <= _INT32_MAX) & (last >= base))
+        k = int(np.argmin(valid)) if not valid.all() else len(headers)
+        if k:
+            position, size = headers.position[:k], headers.size[:k]
+            last = last[:k]
+            ts = headers.column("max_timestamp")[:k]
+            # the running maximum timestamp after each batch, and the last offset of the
+            # batch that first reached it (a batch takes over only with a larger timestamp)
+            running = np.maximum.accumulate(np.concatenate(([self.max_ts], ts)))
+            rises = ts > running[:-1]
+            running = running[1:]
+            taker = np.maximum.accumulate(np.where(rises, np.arange(k), -1))
+            running_offset = np.where(taker >= 0, last[np.maximum(taker, 0)], self.max_ts_offset)
+            # index entries: the first batch starting more than `interval` bytes past the
+            # last entry; after a batch larger than the interval that is simply the next one
+            positions = headers.positions
+            small = np.flatnonzero(size <= self.interval).tolist()
+            i = bisect.bisect_right(positions, self.last_index_entry + self.interval, 0, k)
+            while i < k:
+                run_end = small[bisect.bisect_left(small, i)] if small and small[-1] >= i else k - 1
+                self._index_entries(slice(i, run_end + 1), last, position, running, running_offset)
+                i = bisect.bisect_right(positions, positions[run_end] + self.interval, run_end + 1, k)
+            self.max_ts, self.max_ts_offset = int(running[-1]), int(running_offset[-1])
+            self.valid_bytes = int(position[-1] + size[-1])
+            self.batches += k
+            self.next_offset = int(last[-1]) + 1
+            if self.count_records:
+                self.records += int(headers.column("record_count")[:k].sum())
+        if k < len(headers):
+            self.batch(headers.batch(k))  # the broker's own words for why it stops here
+
+    def take(self, headers: BatchHeaders) -> None:
+        """Feed a regular chunk: as columns unless it holds transactional batches."""
+        if not (headers.column("attributes") & 0x30).any():
+            self.chunk(headers)
+            return
+        for batch in headers.batches():
+            self.batch(batch)
+            if self.stop_reason is not None:
+                return
+
+
 def recover_segment(buf, log_path: str, base_offset: int,
                     index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES,
                     txn_state: ProducerTxnState | None = None, count_records: bool = False,
-                    cap: int = 256 * 1024 * 1024, progress=None, observe=None) -> SegmentRecovery:
+                    cap: int = 256 * 1024 * 1024, progress=None,
+                    observe: SegmentObserver | None = None) -> SegmentRecovery:
     """Run LogSegment.recover over ``buf`` without writing anything.
 
-    ``observe(batch)``, when given, sees every well-framed batch of the file,
+    ``observe``, when given, sees every well-framed batch of the file,
     including those after the point where recovery stops (verify reports them
     in the same single pass).
     """
-    txn_state = ProducerTxnState() if txn_state is None else txn_state
-    offset_entries: list[tuple[int, int]] = []
-    time_entries: list[tuple[int, int]] = []
-    aborted: list[tuple[int, int, int, int]] = []
-    valid_bytes = 0
-    last_index_entry = 0
-    max_ts, max_ts_offset = NO_TIMESTAMP, -1
-    last_time_entry = (NO_TIMESTAMP, base_offset)
-    stop_reason = stop_message = None
+    state = _Recoverer(base_offset, index_interval_bytes,
+                       ProducerTxnState() if txn_state is None else txn_state, count_records, log_path, cap)
     framing_error = None
-    batches = records = 0
-    next_offset = None
-    scan = BatchScan(buf, path=log_path)
+    scan = HeaderScan(buf, log_path)
+    framed_bytes = None
     try:
-        for batch in scan:
-            if observe is not None:
-                observe(batch)
-            if stop_reason is not None:
-                continue  # recovery has stopped; the observer still sees the rest
-            problem = ensure_valid(batch)
-            if problem is not None:
-                stop_reason, stop_message = "invalid_batch", problem
-            elif batch.last_offset - base_offset > _INT32_MAX or batch.last_offset < base_offset:
-                stop_reason = "offset_out_of_range"
-                stop_message = (f"batch last offset {batch.last_offset} does not fit the segment's "
-                                f"32-bit relative offsets from base {base_offset}")
-            if stop_reason is not None:
-                if observe is None:
-                    break
-                continue
-            if batch.max_timestamp > max_ts:
-                max_ts, max_ts_offset = batch.max_timestamp, batch.last_offset
-            if valid_bytes - last_index_entry > index_interval_bytes:
-                offset_entries.append((batch.last_offset - base_offset, valid_bytes))
-                if max_ts > last_time_entry[0]:
-                    last_time_entry = (max_ts, max_ts_offset)
-                    time_entries.append((max_ts, max_ts_offset - base_offset))
-                last_index_entry = valid_bytes
-            valid_bytes += batch.size
-            batches += 1
-            next_offset = batch.last_offset + 1
-            if batch.magic >= 2:
-                _update_transactions(batch, txn_state, aborted, log_path, cap)
-            if count_records:
-                records += batch.record_count if batch.magic >= 2 else len(batch_records(batch, log_path, cap))
+        for headers in scan:
+            if headers.regular:
+                if observe is not None:
+                    observe.chunk(headers)
+                if state.stop_reason is None:
+                    state.take(headers)
+            else:  # legacy messages or short batches: one by one, as framed
+                batches = headers.batches()
+                try:
+                    for batch in batches:
+                        if observe is not None:
+                            observe.batch(batch)
+                        if state.stop_reason is None:
+                            state.batch(batch)
+                except CorruptData:
+                    framed_bytes = batches.valid_bytes
+                    raise
+            if state.stop_reason is not None and observe is None:
+                break
             if progress is not None:
-                progress(valid_bytes)
+                progress(state.valid_bytes)
         else:
-            if scan.stop_reason == "truncated" and stop_reason is None:
-                stop_reason = "truncated"
-                stop_message = "the last batch is cut short by the end of the file"
+            if scan.stop_reason == "truncated" and state.stop_reason is None:
+                state.stop_reason = "truncated"
+                state.stop_message = "the last batch is cut short by the end of the file"
     except CorruptData as exc:
         framing_error = exc
-        if stop_reason is None:
-            stop_reason, stop_message = "corrupt_framing", exc.message
+        if state.stop_reason is None:
+            state.stop_reason, state.stop_message = "corrupt_framing", exc.message
     # the closing entry of a normally closed segment
-    if max_ts > last_time_entry[0]:
-        time_entries.append((max_ts, max_ts_offset - base_offset))
+    time_entries = state.time_entries
+    if state.max_ts > state.last_time_entry:
+        time_entries.append((state.max_ts, state.max_ts_offset - base_offset))
     result = SegmentRecovery(
-        log_path=log_path, base_offset=base_offset, size=len(buf), valid_bytes=valid_bytes,
-        offset_entries=offset_entries, time_entries=time_entries, aborted_txns=aborted,
-        stop_reason=stop_reason, stop_message=stop_message, batches=batches, records=records,
-        max_timestamp=max_ts, offset_of_max_timestamp=max_ts_offset, next_offset=next_offset,
+        log_path=log_path, base_offset=base_offset, size=len(buf), valid_bytes=state.valid_bytes,
+        offset_entries=state.offset_entries, time_entries=time_entries, aborted_txns=state.aborted,
+        stop_reason=state.stop_reason, stop_message=state.stop_message, batches=state.batches,
+        records=state.records, max_timestamp=state.max_ts, offset_of_max_timestamp=state.max_ts_offset,
+        next_offset=state.next_offset,
     )
     result.framing_error = framing_error
-    result.framed_bytes = scan.valid_bytes
+    result.framed_bytes = scan.valid_bytes if framed_bytes is None else framed_bytes
     result.framing_stop = scan.stop_reason
     return result
 

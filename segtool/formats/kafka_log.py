@@ -263,45 +263,165 @@ class BatchScan:
         end = self.end
         pos = self.start
         unpack_v2 = BATCH_HEADER_V2_FAST.unpack_from
-        unpack_head = _OFFSET_SIZE.unpack_from
         released = pos - pos % mmap.PAGESIZE
+        most = 1  # frames ahead, doubling: a lookup reads one batch, a scan reads them all
         while True:
-            if pos + HEADER_SIZE_UP_TO_MAGIC >= end:
-                if pos < end:
-                    self.stop_reason = "truncated"
-                break
-            base_offset, size = unpack_head(buf, pos)
-            if size < RECORD_OVERHEAD_V0:
-                self.stop_reason = "corrupt"
-                raise CorruptData(
-                    f"Found record size {size} smaller than minimum record overhead ({RECORD_OVERHEAD_V0})",
-                    self.path, pos,
-                )
-            if pos + LOG_OVERHEAD + size > end:
-                self.stop_reason = "truncated"
-                break
-            magic = buf[pos + 16]
-            if magic >= 0x80:
-                magic -= 0x100
-            if magic >= 2:
-                if size + LOG_OVERHEAD >= BATCH_V2_OVERHEAD:
-                    (_, _, epoch, magic, crc, attrs, last_delta, base_ts, max_ts,
-                     pid, pepoch, base_seq, count) = unpack_v2(buf, pos)
+            positions, next_pos, stop = frame_batches(buf, pos, end, most)
+            for pos in positions:
+                base_offset, size = _OFFSET_SIZE.unpack_from(buf, pos)
+                magic = buf[pos + 16]
+                if magic >= 0x80:
+                    magic -= 0x100
+                if magic >= 2:
+                    if size + LOG_OVERHEAD >= BATCH_V2_OVERHEAD:
+                        (_, _, epoch, magic, crc, attrs, last_delta, base_ts, max_ts,
+                         pid, pepoch, base_seq, count) = unpack_v2(buf, pos)
+                    else:
+                        # Too short for a v2 header: Kafka reads what it can; we report it invalid.
+                        epoch, crc, attrs, last_delta, base_ts, max_ts = -1, 0, 0, 0, NO_TIMESTAMP, NO_TIMESTAMP
+                        pid, pepoch, base_seq, count = -1, -1, -1, None
+                    batch = RecordBatch(
+                        pos, magic, base_offset, base_offset + last_delta, size + LOG_OVERHEAD, crc, attrs,
+                        max_ts, count, epoch, last_delta, base_ts, pid, pepoch, base_seq, _buffer=buf,
+                    )
                 else:
-                    # Too short for a v2 header: Kafka reads what it can; we report it invalid.
-                    epoch, crc, attrs, last_delta, base_ts, max_ts = -1, 0, 0, 0, NO_TIMESTAMP, NO_TIMESTAMP
-                    pid, pepoch, base_seq, count = -1, -1, -1, None
-                batch = RecordBatch(
-                    pos, magic, base_offset, base_offset + last_delta, size + LOG_OVERHEAD, crc, attrs,
-                    max_ts, count, epoch, last_delta, base_ts, pid, pepoch, base_seq, _buffer=buf,
-                )
-            else:
-                batch = _legacy_message(buf, pos, size, magic, self.path)
-            pos += size + LOG_OVERHEAD
-            self.valid_bytes = pos
-            yield batch
+                    batch = _legacy_message(buf, pos, size, magic, self.path)
+                self.valid_bytes = pos + size + LOG_OVERHEAD
+                yield batch
+                if pos - released > _RELEASE_EVERY:
+                    released = _release_pages(buf, released, pos)
+            pos = next_pos
+            if stop is not None:
+                self.stop_reason = _STOP_REASONS[stop]
+                if stop == "corrupt":  # Kafka's reader throws here
+                    raise undersized_batch(buf, pos, self.path)
+                return
+            most = min(most * 2, 4096)
+
+
+_STOP_REASONS = {"end": None, "truncated": "truncated", "corrupt": "corrupt"}
+
+
+def frame_batches(buf, pos: int, end: int, most: int, until: int | None = None) -> tuple[list[int], int, str | None]:
+    """FileLogInputStream's framing: the start positions of up to ``most`` whole batches from ``pos``
+    (and none starting at or after ``until``).
+
+    Returns (positions, the position after them, stop): stop is None when
+    ``most`` batches (or ``until``) were reached, else "end" (a clean end),
+    "truncated" (a batch runs past ``end``) or "corrupt" (a size field below
+    the minimum).
+    """
+    positions = []
+    append = positions.append
+    unpack_size = _INT32.unpack_from
+    until = end if until is None else until
+    for _ in range(most):
+        if pos + HEADER_SIZE_UP_TO_MAGIC >= end:
+            return positions, pos, ("truncated" if pos < end else "end")
+        if pos >= until:
+            break
+        size = unpack_size(buf, pos + 8)[0]
+        if size < RECORD_OVERHEAD_V0:
+            return positions, pos, "corrupt"
+        if pos + LOG_OVERHEAD + size > end:
+            return positions, pos, "truncated"
+        append(pos)
+        pos += LOG_OVERHEAD + size
+    return positions, pos, None
+
+
+def undersized_batch(buf, pos: int, path) -> CorruptData:
+    """The error for a size field below the smallest legal message, in Kafka's words."""
+    size = _INT32.unpack_from(buf, pos + 8)[0]
+    return CorruptData(f"Found record size {size} smaller than minimum record overhead ({RECORD_OVERHEAD_V0})",
+                       path, pos)
+
+
+class BatchHeaders:
+    """Consecutive framed batches as columns: the bulk counterpart of ``BatchScan``.
+
+    When every batch is a v2 batch with a whole header (``regular``), the
+    headers are gathered into one numpy array with the dtype derived from the
+    ``BATCH_HEADER_V2`` schema, and ``computed_crc`` holds each batch's CRC-32C.
+    Other chunks (legacy messages, short batches) only carry positions and
+    sizes; their readers take ``batch(i)`` objects one by one.
+    """
+
+    def __init__(self, buffer, path, positions: list[int], end: int):
+        import numpy as np
+
+        self.buffer, self.path = buffer, path
+        self.positions, self.end = positions, end  # the list, for bisection
+        self.position = np.array(positions, dtype=np.int64)
+        self.size = np.diff(self.position, append=end)  # with the 12-byte log overhead
+        raw = np.frombuffer(buffer, dtype=np.uint8)
+        self.regular = bool((raw[self.position + 16] == 2).all() and (self.size >= BATCH_V2_OVERHEAD).all())
+        if self.regular:
+            rows = raw[self.position[:, None] + np.arange(BATCH_V2_OVERHEAD)]
+            self.header = rows.view(_batch_header_dtype()).ravel()
+            with memoryview(buffer) as view:  # checksummed in place, not copied
+                self.computed_crc = np.array(
+                    [crc32c(view[start:stop]) for start, stop in
+                     zip((self.position + CRC_V2_START).tolist(), (self.position + self.size).tolist())],
+                    dtype=np.int64)
+        del raw  # release the buffer export: the mapping may be closed after the scan
+
+    def __len__(self) -> int:
+        return len(self.position)
+
+    def column(self, name: str):
+        """A header field as int64 (regular chunks only)."""
+        return self.header[name].astype("int64")
+
+    def batch(self, i: int) -> RecordBatch:
+        """Batch ``i`` as an object, for per-batch work on the rare or damaged ones."""
+        start = self.positions[i]
+        return next(iter(BatchScan(self.buffer, start, start + int(self.size[i]), self.path)))
+
+    def batches(self) -> BatchScan:
+        """Every batch of the chunk as objects (legacy messages raise here when malformed)."""
+        return BatchScan(self.buffer, self.positions[0], self.end, self.path)
+
+
+@cache
+def _batch_header_dtype():
+    return BATCH_HEADER_V2_FAST.numpy_dtype()
+
+
+class HeaderScan:
+    """Frames a whole buffer in chunks of ``BatchHeaders`` (for recovery and verify).
+
+    Like ``BatchScan``: ``valid_bytes`` is the end of the last whole batch,
+    ``stop_reason`` why framing ended, and corrupt framing raises after the
+    chunk before it was yielded.
+    """
+
+    # a chunk is at most this many batches and starts none past this many bytes:
+    # memory (and resident pages) stay bounded whatever the file size
+    CHUNK = 8192
+    CHUNK_BYTES = 16 * 1024 * 1024
+
+    def __init__(self, buffer, path: str | None = None):
+        self.buffer, self.path = buffer, path
+        self.valid_bytes = 0
+        self.stop_reason: str | None = None
+
+    def __iter__(self):
+        buf, end, pos, released = self.buffer, len(self.buffer), 0, 0
+        while True:
+            positions, next_pos, stop = frame_batches(buf, pos, end, self.CHUNK, pos + self.CHUNK_BYTES)
+            if positions:
+                chunk = BatchHeaders(buf, self.path, positions, next_pos)
+                self.valid_bytes = next_pos
+                yield chunk
+            pos = next_pos
             if pos - released > _RELEASE_EVERY:
                 released = _release_pages(buf, released, pos)
+            if stop is not None:
+                self.stop_reason = _STOP_REASONS[stop]
+                if stop == "corrupt":
+                    raise undersized_batch(buf, pos, self.path)
+                return
 
 
 _RELEASE_EVERY = 32 * 1024 * 1024

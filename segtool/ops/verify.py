@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from typing import Callable
 
-from segtool.engine.recovery import recover_segment, records_after
+from segtool.engine.recovery import SegmentObserver, recover_segment, records_after
 from segtool.engine.source import open_buffer, sha256_of
 from segtool.errors import CorruptData, SegtoolError, UnreadableInput
 from segtool.formats import kafka_index
@@ -37,16 +37,59 @@ def _zero_tail(buf, start: int) -> bool:
 # -- .log -------------------------------------------------------------------
 
 
-def verify_log(path: str, deep: bool = False, progress: Callable[[int], None] | None = None) -> dict:
-    buf = open_buffer(path)
-    base = offset_from_file_name(path)
-    problems: list[dict] = []
-    state = {"previous_last": None, "first_base": None, "batches": 0, "records": 0}
+class _BatchChecks(SegmentObserver):
+    """verify's checks of every framed batch: per batch, or over a chunk's columns
+    with the per-batch checks run on the batches the columns flag."""
 
-    def check(batch) -> None:
-        state["batches"] += 1
-        if state["first_base"] is None:
-            state["first_base"] = batch.base_offset
+    def __init__(self, path: str, base: int, deep: bool):
+        self.path, self.base, self.deep = path, base, deep
+        self.problems: list[dict] = []
+        self.previous_last: int | None = None
+        self.first_base: int | None = None
+        self.batches = self.records = 0
+
+    def batch(self, batch) -> None:
+        self.batches += 1
+        if self.first_base is None:
+            self.first_base = batch.base_offset
+        self.problems.extend(self._problems(batch, self.previous_last))
+        self.previous_last = batch.last_offset
+        if self.deep:
+            try:
+                self.records += len(batch_records(batch, self.path))
+            except CorruptData as exc:
+                self.problems.append(_problem("record_structure", exc.offset, exc.message))
+        elif batch.magic >= 2:
+            self.records += batch.record_count or 0
+
+    def chunk(self, headers) -> None:
+        import numpy as np
+
+        if self.deep:  # every record is decoded anyway: batch by batch
+            for batch in headers.batches():
+                self.batch(batch)
+            return
+        base_offset = headers.column("base_offset")
+        last_offset = base_offset + headers.column("last_offset_delta")
+        count = headers.column("record_count")
+        previous = np.concatenate(([-1 if self.previous_last is None else self.previous_last], last_offset[:-1]))
+        ordered = (base_offset == previous + 1)
+        if self.previous_last is None:
+            ordered[0] = True
+        flagged = ((headers.column("crc") != headers.computed_crc) | (count > headers.column("last_offset_delta") + 1)
+                   | (last_offset - self.base > _INT32_MAX) | (base_offset < self.base) | ~ordered)
+        for i in np.flatnonzero(flagged).tolist():
+            prior = None if i == 0 and self.previous_last is None else int(previous[i])
+            self.problems.extend(self._problems(headers.batch(i), prior))
+        if self.first_base is None:
+            self.first_base = int(base_offset[0])
+        self.previous_last = int(last_offset[-1])
+        self.batches += len(headers)
+        self.records += int(count.sum())
+
+    def _problems(self, batch, previous_last: int | None) -> list[dict]:
+        problems = []
+        base = self.base
         if not batch.crc_valid:
             algorithm = "CRC-32C" if batch.magic >= 2 else "CRC32"
             problems.append(_problem("crc_mismatch", batch.position,
@@ -60,7 +103,6 @@ def verify_log(path: str, deep: bool = False, progress: Callable[[int], None] | 
         if batch.base_offset < base:
             problems.append(_problem("offset_before_base", batch.position,
                                      f"batch base offset {batch.base_offset} is below the segment base {base}"))
-        previous_last = state["previous_last"]
         if previous_last is not None:
             if batch.base_offset <= previous_last:
                 problems.append(_problem("offsets_not_increasing", batch.position,
@@ -69,17 +111,16 @@ def verify_log(path: str, deep: bool = False, progress: Callable[[int], None] | 
                 problems.append(_problem("offset_gap", batch.position,
                                          f"offsets {previous_last + 1}..{batch.base_offset - 1} are absent "
                                          "(legal after compaction)", "info"))
-        state["previous_last"] = batch.last_offset
-        if deep:
-            try:
-                state["records"] += len(batch_records(batch, path))
-            except CorruptData as exc:
-                problems.append(_problem("record_structure", exc.offset, exc.message))
-        elif batch.magic >= 2:
-            state["records"] += batch.record_count or 0
+        return problems
 
+
+def verify_log(path: str, deep: bool = False, progress: Callable[[int], None] | None = None) -> dict:
+    buf = open_buffer(path)
+    base = offset_from_file_name(path)
+    checks = _BatchChecks(path, base, deep)
+    problems = checks.problems
     # one pass: Kafka's recovery, with every framed batch checked on the way
-    recovery = recover_segment(buf, path, base, progress=progress, observe=check)
+    recovery = recover_segment(buf, path, base, progress=progress, observe=checks)
     if recovery.framing_error is not None:
         exc = recovery.framing_error
         if exc.offset is not None and _zero_tail(buf, exc.offset):
@@ -92,7 +133,7 @@ def verify_log(path: str, deep: bool = False, progress: Callable[[int], None] | 
         kind, what = ("zero_tail", "zero bytes after the last batch (preallocated or torn write)") \
             if _zero_tail(buf, end) else ("trailing_bytes", "bytes after the last whole batch do not form a batch")
         problems.append(_problem(kind, end, f"{len(buf) - end} {what}"))
-    first_base = state["first_base"]
+    first_base = checks.first_base
     if first_base is not None and first_base != base:
         severity = "error" if first_base < base else "info"
         problems.append(_problem("segment_name", 0, f"file is named for offset {base} but its first batch starts "
@@ -102,8 +143,8 @@ def verify_log(path: str, deep: bool = False, progress: Callable[[int], None] | 
         problems.append(_problem("recovery_truncation", recovery.valid_bytes,
                                  f"Kafka's recovery stops here: {recovery.stop_message}"))
     return {
-        "batches": state["batches"],
-        "records": state["records"],
+        "batches": checks.batches,
+        "records": checks.records,
         "problems": problems,
         "recovery": {
             "valid_bytes": recovery.valid_bytes,
