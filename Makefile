@@ -35,5 +35,8 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest -q
 
+# Compiled bytecode first, as an installed wheel has it: this environment sets
+# PYTHONDONTWRITEBYTECODE, and cold-start timings would otherwise include compiling segtool.
 bench: $(STAMP)
+	$(BIN)/python -m compileall -q segtool
 	$(BIN)/python -m pytest -q -s tests/bench

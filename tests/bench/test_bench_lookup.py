@@ -68,9 +68,13 @@ def test_lookup_latency(bench_dir):
     partition.read_at(0)  # warm the page cache and the mappings
     for ts in timestamps[:200]:
         partition.offset_for_timestamp(ts)
-    offset_p50 = _p50(partition.read_at, offsets)
-    ts_p50 = _p50(partition.offset_for_timestamp, timestamps)
+    # p50 of 2,000 lookups, in 5 rounds: the best round (as timeit reports) and the
+    # median round, since this shared VM's speed drifts by up to 2x between seconds
+    offset_rounds = sorted(_p50(partition.read_at, offsets) for _ in range(5))
+    ts_rounds = sorted(_p50(partition.offset_for_timestamp, timestamps) for _ in range(5))
     cold = timed(SEGTOOL + ["lookup", str(directory), "--offset", str(end // 2), "--json"], runs=5)
-    print(f"\n[bench] offset lookup p50: {offset_p50:.1f} us (target <= 20 us)")
-    print(f"[bench] timestamp lookup p50: {ts_p50:.1f} us (target <= 50 us)")
+    print(f"\n[bench] offset lookup p50: best round {offset_rounds[0]:.1f} us, median round "
+          f"{offset_rounds[2]:.1f} us (target <= 20 us)")
+    print(f"[bench] timestamp lookup p50: best round {ts_rounds[0]:.1f} us, median round "
+          f"{ts_rounds[2]:.1f} us (target <= 50 us)")
     print(f"[bench] cold `segtool lookup --offset` process: {cold:.3f} s (target <= 0.3 s)")
