@@ -35,6 +35,15 @@ def _segments():
 SEGMENTS = _segments()
 
 
+def _framed(log):
+    """The mapped segment and its batches; skips a segment whose framing is corrupt."""
+    buf = open_buffer(log)
+    try:
+        return buf, list(BatchScan(buf, path=str(log)))
+    except CorruptData:
+        pytest.skip("segment is corrupt at a batch boundary")
+
+
 def _records_section(batch, buf) -> bytes:
     payload = bytes(buf[batch.position + BATCH_V2_OVERHEAD:batch.end])
     return decompress(batch.codec, payload) if batch.codec else payload
@@ -74,11 +83,7 @@ def test_fast_decoder_matches_construct(log):
 
 @pytest.mark.parametrize("log", SEGMENTS)
 def test_batches_reencode_to_original_bytes(log):
-    buf = open_buffer(log)
-    try:
-        batches = list(BatchScan(buf, path=str(log)))
-    except CorruptData:
-        pytest.skip("segment is corrupt at a batch boundary")
+    buf, batches = _framed(log)
     for batch in batches:
         raw = batch.raw()
         if batch.magic >= 2:
@@ -179,11 +184,7 @@ def test_lookup_shortcuts_match_full_decoding(log):
     what decoding every record and every batch gives, on every corpus batch."""
     from segtool.formats.kafka_log import first_record_where
 
-    buf = open_buffer(log)
-    try:
-        batches = list(BatchScan(buf, path=str(log)))
-    except CorruptData:
-        pytest.skip("segment is corrupt at a batch boundary")
+    buf, batches = _framed(log)
     for batch in batches:
         records = batch_records(batch, str(log))
         offsets = _spread(sorted({r.offset for r in records} | {batch.base_offset - 1, batch.last_offset + 1}))
