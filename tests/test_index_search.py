@@ -56,6 +56,8 @@ def test_offset_index_floor_and_ceiling(tmp_path_factory, case):
     assert index.largest_lower_bound_slot(absolute_target) == _brute_floor(keys, absolute_target)
     assert index.ceiling_slot(absolute_target) == _brute_ceiling(keys, absolute_target)
     positions = [p for _, p in stored[:expected_entries]]
+    floor = _brute_floor(keys, absolute_target)
+    assert index.lookup_position(absolute_target) == (0 if floor == -1 else positions[floor])
     assert index.ceiling_slot(target * 7, by_value=True) == _brute_ceiling(positions, target * 7)
 
 

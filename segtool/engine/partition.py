@@ -100,7 +100,7 @@ class Segment:
         """OffsetIndex.lookup: byte position to start scanning for ``offset``."""
         if self.offset_index is None:
             return 0
-        position = self.offset_index.lookup(offset).position
+        position = self.offset_index.lookup_position(offset)
         # a damaged index may point outside the log: scan from the start instead
         return position if 0 <= position <= self.size else 0
 
@@ -117,7 +117,13 @@ class Segment:
 
         Control records are skipped, as consumers never see them.
         """
-        for batch in self.batches_reaching(offset):
+        scan = BatchScan(self.log, self.index_position(offset), path=self.log_path)
+        batch = scan.seek_batch(offset)
+        if batch is not None and not batch.is_control:  # the usual case, answered without iterating
+            record = first_record_where(batch, offset, None, self.log_path, self.cap)
+            if record is not None:
+                return RecordHit(record.offset, record.timestamp, self.log_path, batch.position, batch, record)
+        for batch in scan:  # a control batch, or a compaction gap at its end: read on
             if batch.is_control:
                 continue
             record = first_record_where(batch, offset, None, self.log_path, self.cap)

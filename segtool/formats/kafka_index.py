@@ -478,6 +478,14 @@ class OffsetIndex(AbstractIndex):
             return OffsetPosition(self.base_offset, 0)
         return self._make_entry(self.LAYOUT.unpack_from(self.buffer, slot * self.entry_size))
 
+    def lookup_position(self, target_offset: int) -> int:
+        """``lookup(target_offset).position`` without building the entry: the read path's question."""
+        entries = self._entries
+        if entries == 0:
+            return 0
+        slot = self._key_array().slot_range_for(target_offset, entries, self.WARM_ENTRIES, True)
+        return 0 if slot == -1 else self._value_array()[slot]
+
     def fetch_upper_bound_offset(self, fetch_position: int, fetch_size: int) -> OffsetPosition | None:
         """``OffsetIndex.fetchUpperBoundOffset``: first entry with position >= start + size."""
         slot = self.smallest_upper_bound_slot(fetch_position + fetch_size, by_value=True)

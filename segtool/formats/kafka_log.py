@@ -240,6 +240,18 @@ class BatchScan:
         delta).  A batch that iteration would report as corrupt or truncated
         stops the seek there, so iteration reports it.
         """
+        self._seek(target)
+        return self
+
+    def seek_batch(self, target: int) -> "RecordBatch | None":
+        """``seek_offset``, then the whole batch found there; ``None`` when iteration from there
+        would end or fail at once (iterate to learn which).  The lookup hot path: no generator.
+        """
+        return batch_at(self.buffer, self.start, self.path) if self._seek(target) else None
+
+    def _seek(self, target: int) -> bool:
+        """Move to the first batch whose last offset >= ``target``; True if a whole batch is there."""
+        found = False
         buf, pos, end = self.buffer, self.start, self.end
         unpack_head, unpack_int = _OFFSET_SIZE.unpack_from, _INT32.unpack_from
         while pos + HEADER_SIZE_UP_TO_MAGIC < end:
@@ -253,40 +265,21 @@ class BatchScan:
             else:  # a legacy message (or wrapper) carries its last offset in the header
                 last_offset = base_offset
             if last_offset >= target:
+                found = True
                 break
             pos += LOG_OVERHEAD + size
         self.start = self.valid_bytes = pos
-        return self
+        return found
 
     def __iter__(self):
-        buf = self.buffer
-        end = self.end
-        pos = self.start
-        unpack_v2 = BATCH_HEADER_V2_FAST.unpack_from
+        buf, end, pos, path = self.buffer, self.end, self.start, self.path
         released = pos - pos % mmap.PAGESIZE
         most = 1  # frames ahead, doubling: a lookup reads one batch, a scan reads them all
         while True:
             positions, next_pos, stop = frame_batches(buf, pos, end, most)
             for pos in positions:
-                base_offset, size = _OFFSET_SIZE.unpack_from(buf, pos)
-                magic = buf[pos + 16]
-                if magic >= 0x80:
-                    magic -= 0x100
-                if magic >= 2:
-                    if size + LOG_OVERHEAD >= BATCH_V2_OVERHEAD:
-                        (_, _, epoch, magic, crc, attrs, last_delta, base_ts, max_ts,
-                         pid, pepoch, base_seq, count) = unpack_v2(buf, pos)
-                    else:
-                        # Too short for a v2 header: Kafka reads what it can; we report it invalid.
-                        epoch, crc, attrs, last_delta, base_ts, max_ts = -1, 0, 0, 0, NO_TIMESTAMP, NO_TIMESTAMP
-                        pid, pepoch, base_seq, count = -1, -1, -1, None
-                    batch = RecordBatch(
-                        pos, magic, base_offset, base_offset + last_delta, size + LOG_OVERHEAD, crc, attrs,
-                        max_ts, count, epoch, last_delta, base_ts, pid, pepoch, base_seq, _buffer=buf,
-                    )
-                else:
-                    batch = _legacy_message(buf, pos, size, magic, self.path)
-                self.valid_bytes = pos + size + LOG_OVERHEAD
+                batch = batch_at(buf, pos, path)
+                self.valid_bytes = batch.end
                 yield batch
                 if pos - released > _RELEASE_EVERY:
                     released = _release_pages(buf, released, pos)
@@ -300,6 +293,28 @@ class BatchScan:
 
 
 _STOP_REASONS = {"end": None, "truncated": "truncated", "corrupt": "corrupt"}
+
+
+def batch_at(buf, pos: int, path=None) -> RecordBatch:
+    """The batch at ``pos`` with its header decoded; its framing (size within the file) is already checked."""
+    base_offset, size = _OFFSET_SIZE.unpack_from(buf, pos)
+    magic = buf[pos + 16]
+    if magic >= 0x80:
+        magic -= 0x100
+    if magic < 2:
+        return _legacy_message(buf, pos, size, magic, path)
+    if size + LOG_OVERHEAD >= BATCH_V2_OVERHEAD:
+        (_, _, epoch, magic, crc, attrs, last_delta, base_ts, max_ts,
+         pid, pepoch, base_seq, count) = _UNPACK_V2(buf, pos)
+    else:
+        # Too short for a v2 header: Kafka reads what it can; we report it invalid.
+        epoch, crc, attrs, last_delta, base_ts, max_ts = -1, 0, 0, 0, NO_TIMESTAMP, NO_TIMESTAMP
+        pid, pepoch, base_seq, count = -1, -1, -1, None
+    return RecordBatch(pos, magic, base_offset, base_offset + last_delta, size + LOG_OVERHEAD, crc, attrs,
+                       max_ts, count, epoch, last_delta, base_ts, pid, pepoch, base_seq, _buffer=buf)
+
+
+_UNPACK_V2 = BATCH_HEADER_V2_FAST.unpack_from
 
 
 def frame_batches(buf, pos: int, end: int, most: int, until: int | None = None) -> tuple[list[int], int, str | None]:
