@@ -161,8 +161,13 @@ class Segment:
             floor_offset = from_index.offset
         else:
             floor_offset = self.base_offset
-        position = self.index_position(max(floor_offset, starting_offset))
-        for batch in self.batches_from(position):
+        scan = BatchScan(self.log, self.index_position(max(floor_offset, starting_offset)), path=self.log_path)
+        batch = scan.seek_batch_by_time(timestamp)
+        if batch is not None:  # the usual case, answered without iterating
+            record = first_record_where(batch, starting_offset, timestamp, self.log_path, self.cap)
+            if record is not None:
+                return RecordHit(record.offset, record.timestamp, self.log_path, batch.position, batch, record)
+        for batch in scan:  # legacy messages, damage, or no match in that batch: read on
             if batch.max_timestamp >= timestamp:
                 record = first_record_where(batch, starting_offset, timestamp, self.log_path, self.cap)
                 if record is not None:

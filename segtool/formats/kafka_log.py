@@ -62,7 +62,9 @@ def __getattr__(name: str):
 _OFFSET_SIZE = struct.Struct(">qi")
 _INT32 = struct.Struct(">i")
 _UINT16 = struct.Struct(">H")
+_INT64 = struct.Struct(">q")
 _LAST_OFFSET_DELTA_AT = BATCH_HEADER_V2_FAST.field_offset("last_offset_delta")
+_MAX_TIMESTAMP_AT = BATCH_HEADER_V2_FAST.field_offset("max_timestamp")
 
 CODEC_NAMES = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
 CONTROL_TYPES = {
@@ -248,6 +250,26 @@ class BatchScan:
         would end or fail at once (iterate to learn which).  The lookup hot path: no generator.
         """
         return batch_at(self.buffer, self.start, self.path) if self._seek(target) else None
+
+    def seek_batch_by_time(self, timestamp: int) -> "RecordBatch | None":
+        """The first v2 batch whose max timestamp >= ``timestamp``, skipped to by headers alone
+        (FileRecords.searchForTimestamp's test); ``None`` at anything else (a legacy message,
+        a damaged or missing batch), where the scan stands for iteration to take over.
+        """
+        buf, pos, end = self.buffer, self.start, self.end
+        unpack_size, unpack_ts = _INT32.unpack_from, _INT64.unpack_from
+        found = False
+        while pos + HEADER_SIZE_UP_TO_MAGIC < end:
+            size = unpack_size(buf, pos + 8)[0]
+            if (size + LOG_OVERHEAD < BATCH_V2_OVERHEAD or pos + LOG_OVERHEAD + size > end
+                    or not 2 <= buf[pos + 16] < 0x80):
+                break
+            if unpack_ts(buf, pos + _MAX_TIMESTAMP_AT)[0] >= timestamp:
+                found = True
+                break
+            pos += LOG_OVERHEAD + size
+        self.start = self.valid_bytes = pos
+        return batch_at(buf, pos, self.path) if found else None
 
     def _seek(self, target: int) -> bool:
         """Move to the first batch whose last offset >= ``target``; True if a whole batch is there."""
