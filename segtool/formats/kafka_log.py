@@ -61,7 +61,6 @@ def __getattr__(name: str):
 
 _OFFSET_SIZE = struct.Struct(">qi")
 _INT32 = struct.Struct(">i")
-_UINT16 = struct.Struct(">H")
 _INT64 = struct.Struct(">q")
 _LAST_OFFSET_DELTA_AT = BATCH_HEADER_V2_FAST.field_offset("last_offset_delta")
 _MAX_TIMESTAMP_AT = BATCH_HEADER_V2_FAST.field_offset("max_timestamp")
@@ -817,19 +816,20 @@ def first_record_where(batch: RecordBatch, min_offset: int, min_timestamp: int |
     skip = rel_offset if dense and rel_offset > 0 else 0
     by_offset = rel_offset > 0 and not dense
     base_ts = batch.base_timestamp
-    hops, first_two_bytes = _record_hops(), _UINT16.unpack_from
+    hops = _record_hops()
     try:
-        # The lookup hot path: one table lookup per record skipped; the one- and
-        # two-byte varints of the deltas inline.
+        # The lookup hot path: one table lookup per record skipped (keyed by the
+        # first two bytes, read by indexing: cheaper than a struct call); the one-
+        # and two-byte varints of the deltas inline.
         for _ in range(skip):
-            hop = hops[first_two_bytes(data, p)[0]]
+            hop = hops[data[p] << 8 | data[p + 1]]
             if hop:
                 p += hop
             else:
                 length, body = _read_varint(data, p, end)
                 p = body + length
         for _ in range(count - skip):
-            hop = hops[first_two_bytes(data, p)[0]]
+            hop = hops[data[p] << 8 | data[p + 1]]
             if hop:
                 body, next_record = p + 1 + (data[p] >> 7), p + hop
             else:
@@ -861,8 +861,8 @@ def first_record_where(batch: RecordBatch, min_offset: int, min_timestamp: int |
                 if off_delta < rel_offset:
                     p = next_record
                     continue
-            return decode_records(data, p, next_record, 1, batch, path, base_position=start)[0]
-    except (IndexError, struct.error):
+            return _decode_records(data, p, next_record, 1, batch, path, start)[0]
+    except IndexError:
         raise TruncatedData("record fields run past the end of the batch", path, batch.position) from None
     return None
 
