@@ -9,7 +9,9 @@ import dataclasses
 
 import pytest
 
+from segtool.engine import recovery as recovery_module
 from segtool.engine.recovery import recover_segment
+from segtool.formats.checksums import ChecksumHelper
 from segtool.engine.source import open_buffer
 from segtool.formats import kafka_log
 from segtool.formats.detect import offset_from_file_name
@@ -27,20 +29,28 @@ def _batch_by_batch(monkeypatch):
     """Make every chunk irregular, so recovery and verify take the per-batch path."""
     original = kafka_log.BatchHeaders.__init__
 
-    def irregular(self, *args):
-        original(self, *args)
+    def irregular(self, *args, **kwargs):
+        original(self, *args, **kwargs)
         self.regular = False
 
     monkeypatch.setattr(kafka_log.BatchHeaders, "__init__", irregular)
 
 
-def _answers(log: str, index_interval_bytes: int = 4096) -> tuple:
+def _answers(log: str, index_interval_bytes: int = 4096, parallel: bool = False) -> tuple:
     recovery = recover_segment(open_buffer(log), log, offset_from_file_name(log),
-                               index_interval_bytes=index_interval_bytes, count_records=True)
+                               index_interval_bytes=index_interval_bytes, count_records=True, parallel=parallel)
     fields = dataclasses.asdict(recovery)
     fields.pop("framing_error")
     error = recovery.framing_error
-    return fields, (error.offset, error.message) if error else None, recovery.framed_bytes, verify_log(log)
+    return (fields, (error.offset, error.message) if error else None, recovery.framed_bytes,
+            verify_log(log, parallel=parallel))
+
+
+def _helper_for_every_file(monkeypatch, chunk: int):
+    """A checksum helper process for files of any size, and chunks small enough to hand it many."""
+    monkeypatch.setattr(recovery_module, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(recovery_module.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(kafka_log.HeaderScan, "CHUNK", chunk)
 
 
 @pytest.mark.parametrize("log", _segments())
@@ -80,3 +90,55 @@ def test_columns_and_batches_agree_on_generated_segments(tmp_path, damage, chunk
     assert (columns[0][0]["stop_reason"] == "invalid_batch") == damage
     _batch_by_batch(monkeypatch)
     assert [_answers(log, interval) for interval in (0, 1, 700, 4096, 100_000)] == columns
+
+
+@pytest.mark.parametrize("log", _segments())
+def test_a_checksum_helper_process_changes_no_answer_on_the_corpus(log, monkeypatch):
+    monkeypatch.setattr(kafka_log.HeaderScan, "CHUNK", 3)
+    alone = _answers(str(log))
+    _helper_for_every_file(monkeypatch, 3)
+    assert _answers(str(log), parallel=True) == alone
+
+
+@pytest.mark.parametrize("damage", [False, True])
+def test_a_checksum_helper_process_changes_no_answer_on_generated_segments(tmp_path, damage, monkeypatch):
+    log = _generated(tmp_path, damage)
+    monkeypatch.setattr(kafka_log.HeaderScan, "CHUNK", 7)
+    alone = [_answers(log, interval) for interval in (0, 700, 4096)]
+    _helper_for_every_file(monkeypatch, 7)
+    assert [_answers(log, interval, parallel=True) for interval in (0, 700, 4096)] == alone
+
+
+def test_a_helper_that_dies_is_replaced_by_checksumming_here(tmp_path, monkeypatch):
+    """The helper is killed after its first answer: every later chunk is checksummed in-process."""
+    import os
+    import signal
+
+    log = _generated(tmp_path, damage=True)
+    monkeypatch.setattr(kafka_log.HeaderScan, "CHUNK", 11)
+    alone = _answers(log)
+    answered = []
+    original = ChecksumHelper.result
+
+    def result_then_die(self):
+        sums = original(self)
+        answered.append(sums)
+        if len(answered) == 1:
+            os.kill(self._pid, signal.SIGKILL)
+        return sums
+
+    monkeypatch.setattr(ChecksumHelper, "result", result_then_die)
+    _helper_for_every_file(monkeypatch, 11)
+    assert _answers(log, parallel=True) == alone
+    assert answered[0] is not None and None in answered, "the helper answered once, then was gone"
+
+
+def test_the_helper_checksums_what_the_parent_would(tmp_path):
+    data = bytes(range(256)) * 4096
+    with ChecksumHelper(data) as helper:
+        starts, stops = [0, 5, 1000, 70000], [5, 999, 65536, 1048576]
+        assert helper.submit(starts, stops)
+        assert not helper.submit([0], [1]), "one request at a time"
+        assert helper.result() == [kafka_log.crc32c(data[a:b]) for a, b in zip(starts, stops)]
+        assert helper.submit([], []) and helper.result() == []
+    assert not helper.alive and not helper.submit([0], [1])

@@ -25,6 +25,7 @@ import struct
 from dataclasses import dataclass, field
 
 from segtool.errors import CorruptData
+from segtool.formats.checksums import ChecksumHelper
 from segtool.formats.kafka_index import OFFSET_INDEX_LAYOUT, TIME_INDEX_LAYOUT, TXN_INDEX_LAYOUT
 from segtool.formats.kafka_log import (
     BATCH_V2_OVERHEAD,
@@ -38,6 +39,7 @@ from segtool.formats.kafka_log import (
 )
 
 DEFAULT_INDEX_INTERVAL_BYTES = 4096
+PARALLEL_MIN_BYTES = 64 * 1024 * 1024  # below this, starting a helper process costs more than it saves
 _INT32_MAX = 2**31 - 1
 
 
@@ -50,10 +52,10 @@ class ProducerTxnState:
     @classmethod
     def from_snapshot(cls, path: str) -> "ProducerTxnState":
         """Seed from the producer snapshot at a segment's base offset, as log loading does."""
-        from segtool.formats.kafka_state import read_producer_snapshot
-
         state = cls()
-        if os.path.exists(path):
+        if os.path.exists(path):  # imported only when there is a snapshot: construct is slow to import
+            from segtool.formats.kafka_state import read_producer_snapshot
+
             for entry in read_producer_snapshot(path).entries:
                 if entry.current_txn_first_offset >= 0:
                     state.ongoing[entry.producer_id] = entry.current_txn_first_offset
@@ -252,17 +254,32 @@ def recover_segment(buf, log_path: str, base_offset: int,
                     index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES,
                     txn_state: ProducerTxnState | None = None, count_records: bool = False,
                     cap: int = 256 * 1024 * 1024, progress=None,
-                    observe: SegmentObserver | None = None) -> SegmentRecovery:
+                    observe: SegmentObserver | None = None, parallel: bool = False) -> SegmentRecovery:
     """Run LogSegment.recover over ``buf`` without writing anything.
 
     ``observe``, when given, sees every well-framed batch of the file,
     including those after the point where recovery stops (verify reports them
-    in the same single pass).
+    in the same single pass).  With ``parallel``, a large file's checksums are
+    shared with a helper process (for a command run on its own, not for the
+    tasks of a pipeline that already keeps every core busy).
     """
+    helper = None
+    if parallel and len(buf) >= PARALLEL_MIN_BYTES and (os.cpu_count() or 1) > 1 and hasattr(os, "fork"):
+        helper = ChecksumHelper(buf)
+    try:
+        return _recover(buf, log_path, base_offset, index_interval_bytes, txn_state, count_records, cap,
+                        progress, observe, helper)
+    finally:
+        if helper is not None:
+            helper.close()
+
+
+def _recover(buf, log_path, base_offset, index_interval_bytes, txn_state, count_records, cap, progress, observe,
+             helper) -> SegmentRecovery:
     state = _Recoverer(base_offset, index_interval_bytes,
                        ProducerTxnState() if txn_state is None else txn_state, count_records, log_path, cap)
     framing_error = None
-    scan = HeaderScan(buf, log_path)
+    scan = HeaderScan(buf, log_path, helper)
     framed_bytes = None
     try:
         for headers in scan:

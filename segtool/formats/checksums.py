@@ -1,4 +1,5 @@
-"""CRC-32C (Kafka v2 batches, producer snapshots) from the crc32c package's compiled core.
+"""CRC-32C (Kafka v2 batches, producer snapshots) from the crc32c package's compiled core,
+and a helper process that shares the checksumming of a large file.
 
 The package's ``__init__`` asks ``importlib.metadata`` for its own version,
 which costs about 50 ms at every start of every command; its extension module
@@ -10,7 +11,10 @@ from __future__ import annotations
 
 import importlib.machinery
 import importlib.util
+import mmap
 import os
+import warnings
+from array import array
 
 
 def _load_crc32c():
@@ -29,3 +33,121 @@ def _load_crc32c():
 
 
 crc32c = _load_crc32c()
+
+
+class ChecksumHelper:
+    """CRC-32C of ranges of one read-only mapping, computed in a forked child process.
+
+    Checksumming is most of a whole-segment scan, and crc32c takes back the GIL
+    after every call of a few microseconds, so a thread cannot share the work.  A
+    forked child shares the mapping at no cost: ranges go to it over one pipe and
+    checksums come back on another, while the parent checksums other ranges.  If
+    the child cannot be started or dies, ``result`` answers None and the caller
+    checksums those ranges itself.
+    """
+
+    def __init__(self, buffer):
+        self._pid = None
+        try:
+            request_read, self._requests = os.pipe()
+            self._answers, answer_write = os.pipe()
+            with warnings.catch_warnings():
+                # Python 3.12+ warns about forking beside threads (a hashing thread may
+                # run); the child only checksums and leaves with os._exit
+                warnings.simplefilter("ignore", DeprecationWarning)
+                pid = os.fork()
+        except OSError:
+            return
+        if pid == 0:
+            code = 1
+            try:
+                os.close(self._requests)
+                os.close(self._answers)
+                _serve(buffer, request_read, answer_write)
+                code = 0
+            finally:
+                os._exit(code)
+        os.close(request_read)
+        os.close(answer_write)
+        self._pid = pid
+        self._pending = 0
+
+    @property
+    def alive(self) -> bool:
+        return self._pid is not None
+
+    def submit(self, starts: list[int], stops: list[int]) -> bool:
+        """Ask for the checksums of ``buffer[starts[i]:stops[i]]``; False if the helper is gone."""
+        if self._pid is None or self._pending:
+            return False
+        ranges = array("q", starts)
+        ranges.extend(stops)
+        try:
+            _write_all(self._requests, len(starts).to_bytes(8, "little") + ranges.tobytes())
+        except OSError:
+            self.close()
+            return False
+        self._pending = len(starts)
+        return True
+
+    def result(self) -> list[int] | None:
+        """The checksums asked for by the last ``submit``, in order; None if the helper died."""
+        count, self._pending = self._pending, 0
+        data = _read_exactly(self._answers, 4 * count) if self._pid is not None else b""
+        if len(data) != 4 * count:
+            self.close()
+            return None
+        answers = array("I")
+        answers.frombytes(data)
+        return answers.tolist()
+
+    def close(self) -> None:
+        if self._pid is None:
+            return
+        for fd in (self._requests, self._answers):
+            os.close(fd)
+        os.waitpid(self._pid, 0)  # the child ends at the end of its request pipe
+        self._pid = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def _serve(buffer, requests: int, answers: int) -> None:
+    """The helper's loop: read a request, checksum its ranges, answer; stop at the end of the pipe."""
+    with memoryview(buffer) as view:
+        while True:
+            head = _read_exactly(requests, 8)
+            if len(head) < 8:
+                return
+            count = int.from_bytes(head, "little")
+            ranges = array("q")
+            ranges.frombytes(_read_exactly(requests, 16 * count))
+            if len(ranges) != 2 * count:
+                return
+            starts, stops = ranges[:count], ranges[count:]
+            sums = array("I", [crc32c(view[start:stop]) for start, stop in zip(starts, stops)])
+            _write_all(answers, sums.tobytes())
+            if count and isinstance(buffer, mmap.mmap):  # checksummed pages leave the helper's resident set
+                first = starts[0] - starts[0] % mmap.PAGESIZE
+                buffer.madvise(mmap.MADV_DONTNEED, first, stops[-1] - first)
+
+
+def _read_exactly(fd: int, size: int) -> bytes:
+    parts, left = [], size
+    while left:
+        part = os.read(fd, min(left, 1 << 20))
+        if not part:
+            break
+        parts.append(part)
+        left -= len(part)
+    return b"".join(parts)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    with memoryview(data) as view:
+        while view:
+            view = view[os.write(fd, view):]

@@ -20,7 +20,7 @@ from array import array
 from dataclasses import dataclass, field
 from functools import cache
 
-from segtool.formats.checksums import crc32c
+from segtool.formats.checksums import ChecksumHelper, crc32c
 from zlib import crc32
 
 from segtool.errors import CorruptData, TruncatedData
@@ -383,7 +383,7 @@ class BatchHeaders:
     sizes; their readers take ``batch(i)`` objects one by one.
     """
 
-    def __init__(self, buffer, path, positions: list[int], end: int):
+    def __init__(self, buffer, path, positions: list[int], end: int, checksums: list[int] | None = None):
         import numpy as np
 
         self.buffer, self.path = buffer, path
@@ -395,11 +395,10 @@ class BatchHeaders:
         if self.regular:
             rows = raw[self.position[:, None] + np.arange(BATCH_V2_OVERHEAD)]
             self.header = rows.view(_batch_header_dtype()).ravel()
-            with memoryview(buffer) as view:  # checksummed in place, not copied
-                self.computed_crc = np.array(
-                    [crc32c(view[start:stop]) for start, stop in
-                     zip((self.position + CRC_V2_START).tolist(), (self.position + self.size).tolist())],
-                    dtype=np.int64)
+            if checksums is None:
+                with memoryview(buffer) as view:  # checksummed in place, not copied
+                    checksums = [crc32c(view[start:stop]) for start, stop in zip(*crc_ranges(positions, end))]
+            self.computed_crc = np.array(checksums, dtype=np.int64)
         del raw  # release the buffer export: the mapping may be closed after the scan
 
     def __len__(self) -> int:
@@ -437,27 +436,51 @@ class HeaderScan:
     CHUNK = 8192
     CHUNK_BYTES = 16 * 1024 * 1024
 
-    def __init__(self, buffer, path: str | None = None):
+    def __init__(self, buffer, path: str | None = None, helper: ChecksumHelper | None = None):
         self.buffer, self.path = buffer, path
+        self.helper = helper  # when given, it checksums every other chunk while we do the next one
         self.valid_bytes = 0
         self.stop_reason: str | None = None
 
     def __iter__(self):
-        buf, end, pos, released = self.buffer, len(self.buffer), 0, 0
+        buf, path, helper = self.buffer, self.path, self.helper
+        released = 0
+        handed_over = None  # a framed chunk whose checksums the helper is computing
+        for positions, next_pos in self._frames():
+            if helper is not None and handed_over is None and helper.submit(*crc_ranges(positions, next_pos)):
+                handed_over = positions, next_pos
+                continue
+            chunk = BatchHeaders(buf, path, positions, next_pos)
+            if handed_over is not None:
+                yield self._emit(BatchHeaders(buf, path, *handed_over, checksums=helper.result()))
+                handed_over = None
+            yield self._emit(chunk)
+            if chunk.end - released > _RELEASE_EVERY:
+                released = _release_pages(buf, released, chunk.end)
+        if handed_over is not None:
+            yield self._emit(BatchHeaders(buf, path, *handed_over, checksums=helper.result()))
+        if self._stop == "corrupt":
+            raise undersized_batch(buf, self._stop_at, path)
+
+    def _emit(self, chunk: BatchHeaders) -> BatchHeaders:
+        self.valid_bytes = chunk.end
+        return chunk
+
+    def _frames(self):
+        """(positions, end) of each chunk; where and why framing stopped go to ``_stop_at``, ``stop_reason``."""
+        buf, end, pos = self.buffer, len(self.buffer), 0
         while True:
-            positions, next_pos, stop = frame_batches(buf, pos, end, self.CHUNK, pos + self.CHUNK_BYTES)
+            positions, pos, stop = frame_batches(buf, pos, end, self.CHUNK, pos + self.CHUNK_BYTES)
             if positions:
-                chunk = BatchHeaders(buf, self.path, positions, next_pos)
-                self.valid_bytes = next_pos
-                yield chunk
-            pos = next_pos
-            if pos - released > _RELEASE_EVERY:
-                released = _release_pages(buf, released, pos)
+                yield positions, pos
             if stop is not None:
-                self.stop_reason = _STOP_REASONS[stop]
-                if stop == "corrupt":
-                    raise undersized_batch(buf, pos, self.path)
+                self._stop, self._stop_at, self.stop_reason = stop, pos, _STOP_REASONS[stop]
                 return
+
+
+def crc_ranges(positions: list[int], end: int) -> tuple[list[int], list[int]]:
+    """The byte ranges the CRC-32C of each v2 batch covers (attributes to the batch's end)."""
+    return [p + CRC_V2_START for p in positions], positions[1:] + [end]
 
 
 _RELEASE_EVERY = 32 * 1024 * 1024

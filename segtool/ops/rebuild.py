@@ -40,7 +40,7 @@ def _segments_of(path: str) -> list[list[Segment]]:
 
 
 def recover_partition(log_paths: list[str], snapshot: str, index_interval_bytes: int,
-                      progress_factory=None, hash_inputs: bool = True) -> list[dict]:
+                      progress_factory=None, hash_inputs: bool = True, parallel: bool = False) -> list[dict]:
     """Recover every segment of one partition in offset order: index bytes and report fields.
 
     Open transactions carry from one segment to the next (an ABORT marker can
@@ -55,7 +55,7 @@ def recover_partition(log_paths: list[str], snapshot: str, index_interval_bytes:
         digest = _hasher.submit(sha256_of, log_path) if hash_inputs else None  # on the other core, while we scan
         progress = progress_factory(log_path) if progress_factory else None
         recovery = recover_segment(segment.log, segment.log_path, segment.base_offset,
-                                   index_interval_bytes, txn_state, progress=progress)
+                                   index_interval_bytes, txn_state, progress=progress, parallel=parallel)
         out.append({
             "log_sha256": digest.result() if digest is not None else None,
             "size": recovery.size,
@@ -94,7 +94,8 @@ def rebuild_index(paths: list[str], out_dir: str | None = None, in_place: bool =
         items.append(([os.path.abspath(s.log_path) for s in segments], snapshot, index_interval_bytes, None,
                       hash_inputs))
     if engine is None:
-        results = [recover_partition(*item[:3], progress_factory, hash_inputs) for item in items]
+        # run here, a partition at a time: a helper process may take a share of the checksums
+        results = [recover_partition(*item[:3], progress_factory, hash_inputs, parallel=True) for item in items]
     else:
         costs = [sum(os.path.getsize(p) for p in item[0]) for item in items]
         results = engine.map(_partition_task, items, costs, description="segtool rebuild-index")

@@ -114,13 +114,14 @@ class _BatchChecks(SegmentObserver):
         return problems
 
 
-def verify_log(path: str, deep: bool = False, progress: Callable[[int], None] | None = None) -> dict:
+def verify_log(path: str, deep: bool = False, progress: Callable[[int], None] | None = None,
+               parallel: bool = False) -> dict:
     buf = open_buffer(path)
     base = offset_from_file_name(path)
     checks = _BatchChecks(path, base, deep)
     problems = checks.problems
     # one pass: Kafka's recovery, with every framed batch checked on the way
-    recovery = recover_segment(buf, path, base, progress=progress, observe=checks)
+    recovery = recover_segment(buf, path, base, progress=progress, observe=checks, parallel=parallel)
     if recovery.framing_error is not None:
         exc = recovery.framing_error
         if exc.offset is not None and _zero_tail(buf, exc.offset):
@@ -328,7 +329,8 @@ def verify_leader_epochs(path: str) -> dict:
 # -- dispatch ---------------------------------------------------------------
 
 
-def verify_file(path: str, deep: bool = False, progress=None, hash_input: bool = True) -> dict:
+def verify_file(path: str, deep: bool = False, progress=None, hash_input: bool = True,
+                parallel: bool = False) -> dict:
     detected = detect(path)
     result = {"path": path, "kind": detected.kind}
     hasher = None
@@ -342,7 +344,7 @@ def verify_file(path: str, deep: bool = False, progress=None, hash_input: bool =
             digest = hasher.submit(sha256_of, path)
         kind = detected.kind
         if kind == "kafka-log":
-            result.update(verify_log(path, deep, progress))
+            result.update(verify_log(path, deep, progress, parallel))
         elif kind == "kafka-offset-index":
             result.update(verify_index(path, time_index=False))
         elif kind == "kafka-time-index":
@@ -392,7 +394,8 @@ def verify(paths: list[str], deep: bool = False, progress_factory=None, hash_inp
     files = []
     for path in expand_paths(paths):
         progress = progress_factory(path) if progress_factory else None
-        files.append(verify_file(path, deep, progress, hash_inputs))
+        # one file at a time in this process: a helper process may take a share of the checksums
+        files.append(verify_file(path, deep, progress, hash_inputs, parallel=True))
     return summarize(files)
 
 
