@@ -19,7 +19,15 @@ from segtool.engine.source import open_buffer
 from segtool.errors import UnreadableInput
 from segtool.formats.detect import offset_from_file_name
 from segtool.formats.kafka_index import NO_TIMESTAMP, OffsetIndex, TimeIndex
-from segtool.formats.kafka_log import BatchScan, RecordBatch, batch_records, first_record_where
+from segtool.formats.kafka_log import (
+    BatchScan,
+    RecordBatch,
+    batch_at,
+    batch_records,
+    first_record_where,
+    seek_offset_position,
+    seek_timestamp_position,
+)
 
 DEFAULT_CAP = 256 * 1024 * 1024
 
@@ -117,13 +125,15 @@ class Segment:
 
         Control records are skipped, as consumers never see them.
         """
-        scan = BatchScan(self.log, self.index_position(offset), path=self.log_path)
-        batch = scan.seek_batch(offset)
-        if batch is not None and not batch.is_control:  # the usual case, answered without iterating
-            record = first_record_where(batch, offset, None, self.log_path, self.cap)
-            if record is not None:
-                return RecordHit(record.offset, record.timestamp, self.log_path, batch.position, batch, record)
-        for batch in scan:  # a control batch, or a compaction gap at its end: read on
+        log, path = self.log, self.log_path
+        position, found = seek_offset_position(log, self.index_position(offset), len(log), offset)
+        if found:  # the usual case, answered from one batch without iterating
+            batch = batch_at(log, position, path)
+            if not batch.is_control:
+                record = first_record_where(batch, offset, None, path, self.cap)
+                if record is not None:
+                    return RecordHit(record.offset, record.timestamp, path, position, batch, record)
+        for batch in BatchScan(log, position, path=path):  # a control batch, a compaction gap, damage: read on
             if batch.is_control:
                 continue
             record = first_record_where(batch, offset, None, self.log_path, self.cap)
@@ -161,13 +171,15 @@ class Segment:
             floor_offset = from_index.offset
         else:
             floor_offset = self.base_offset
-        scan = BatchScan(self.log, self.index_position(max(floor_offset, starting_offset)), path=self.log_path)
-        batch = scan.seek_batch_by_time(timestamp)
-        if batch is not None:  # the usual case, answered without iterating
-            record = first_record_where(batch, starting_offset, timestamp, self.log_path, self.cap)
+        log, path = self.log, self.log_path
+        start = self.index_position(max(floor_offset, starting_offset))
+        position, found = seek_timestamp_position(log, start, len(log), timestamp)
+        if found:  # the usual case, answered from one batch without iterating
+            batch = batch_at(log, position, path)
+            record = first_record_where(batch, starting_offset, timestamp, path, self.cap)
             if record is not None:
-                return RecordHit(record.offset, record.timestamp, self.log_path, batch.position, batch, record)
-        for batch in scan:  # legacy messages, damage, or no match in that batch: read on
+                return RecordHit(record.offset, record.timestamp, path, position, batch, record)
+        for batch in BatchScan(log, position, path=path):  # legacy messages, damage, no match there: read on
             if batch.max_timestamp >= timestamp:
                 record = first_record_where(batch, starting_offset, timestamp, self.log_path, self.cap)
                 if record is not None:

@@ -234,63 +234,14 @@ class BatchScan:
         self.stop_reason: str | None = None
 
     def seek_offset(self, target: int) -> "BatchScan":
-        """Start at the first batch whose last offset >= ``target``, reading only headers on the way.
+        """Start at the first batch whose last offset >= ``target`` (``seek_offset_position``).
 
-        This is how Kafka's ``searchForOffsetWithSize`` walks from an index
-        position (it looks at no more than offset, size, magic and last offset
-        delta).  A batch that iteration would report as corrupt or truncated
-        stops the seek there, so iteration reports it.
+        A batch that iteration would report as corrupt or truncated stops the
+        seek there, so iteration reports it.
         """
-        self._seek(target)
+        self.start, _ = seek_offset_position(self.buffer, self.start, self.end, target)
+        self.valid_bytes = self.start
         return self
-
-    def seek_batch(self, target: int) -> "RecordBatch | None":
-        """``seek_offset``, then the whole batch found there; ``None`` when iteration from there
-        would end or fail at once (iterate to learn which).  The lookup hot path: no generator.
-        """
-        return batch_at(self.buffer, self.start, self.path) if self._seek(target) else None
-
-    def seek_batch_by_time(self, timestamp: int) -> "RecordBatch | None":
-        """The first v2 batch whose max timestamp >= ``timestamp``, skipped to by headers alone
-        (FileRecords.searchForTimestamp's test); ``None`` at anything else (a legacy message,
-        a damaged or missing batch), where the scan stands for iteration to take over.
-        """
-        buf, pos, end = self.buffer, self.start, self.end
-        unpack_size, unpack_ts = _INT32.unpack_from, _INT64.unpack_from
-        found = False
-        while pos + HEADER_SIZE_UP_TO_MAGIC < end:
-            size = unpack_size(buf, pos + 8)[0]
-            if (size + LOG_OVERHEAD < BATCH_V2_OVERHEAD or pos + LOG_OVERHEAD + size > end
-                    or not 2 <= buf[pos + 16] < 0x80):
-                break
-            if unpack_ts(buf, pos + _MAX_TIMESTAMP_AT)[0] >= timestamp:
-                found = True
-                break
-            pos += LOG_OVERHEAD + size
-        self.start = self.valid_bytes = pos
-        return batch_at(buf, pos, self.path) if found else None
-
-    def _seek(self, target: int) -> bool:
-        """Move to the first batch whose last offset >= ``target``; True if a whole batch is there."""
-        found = False
-        buf, pos, end = self.buffer, self.start, self.end
-        unpack_head, unpack_int = _OFFSET_SIZE.unpack_from, _INT32.unpack_from
-        while pos + HEADER_SIZE_UP_TO_MAGIC < end:
-            base_offset, size = unpack_head(buf, pos)
-            if size < RECORD_OVERHEAD_V0 or pos + LOG_OVERHEAD + size > end:
-                break
-            if 2 <= buf[pos + 16] < 0x80:  # magic >= 2: the last offset is base + lastOffsetDelta
-                if size + LOG_OVERHEAD < BATCH_V2_OVERHEAD:
-                    break
-                last_offset = base_offset + unpack_int(buf, pos + _LAST_OFFSET_DELTA_AT)[0]
-            else:  # a legacy message (or wrapper) carries its last offset in the header
-                last_offset = base_offset
-            if last_offset >= target:
-                found = True
-                break
-            pos += LOG_OVERHEAD + size
-        self.start = self.valid_bytes = pos
-        return found
 
     def __iter__(self):
         buf, end, pos, path = self.buffer, self.end, self.start, self.path
@@ -314,6 +265,49 @@ class BatchScan:
 
 
 _STOP_REASONS = {"end": None, "truncated": "truncated", "corrupt": "corrupt"}
+
+
+def seek_offset_position(buf, pos: int, end: int, target: int) -> tuple[int, bool]:
+    """From ``pos``, the position of the first batch whose last offset >= ``target``, reading
+    headers only, and whether a whole batch is there (else iteration from there ends or fails).
+
+    This is how Kafka's ``searchForOffsetWithSize`` walks from an index position
+    (it looks at no more than offset, size, magic and last offset delta).
+    """
+    unpack_head, unpack_int = _OFFSET_SIZE.unpack_from, _INT32.unpack_from
+    while pos + HEADER_SIZE_UP_TO_MAGIC < end:
+        base_offset, size = unpack_head(buf, pos)
+        if size < RECORD_OVERHEAD_V0 or pos + LOG_OVERHEAD + size > end:
+            break
+        if 2 <= buf[pos + 16] < 0x80:  # magic >= 2: the last offset is base + lastOffsetDelta
+            if size + LOG_OVERHEAD < BATCH_V2_OVERHEAD:
+                break
+            last_offset = base_offset + unpack_int(buf, pos + _LAST_OFFSET_DELTA_AT)[0]
+        else:  # a legacy message (or wrapper) carries its last offset in the header
+            last_offset = base_offset
+        if last_offset >= target:
+            return pos, True
+        pos += LOG_OVERHEAD + size
+    return pos, False
+
+
+def seek_timestamp_position(buf, pos: int, end: int, timestamp: int) -> tuple[int, bool]:
+    """From ``pos``, the position of the first v2 batch whose max timestamp >= ``timestamp``
+    (FileRecords.searchForTimestamp's test), reading headers only, and whether one is there.
+
+    It stops, answering False, at anything else (a legacy message, a damaged or
+    missing batch): iteration from that position takes over.
+    """
+    unpack_size, unpack_ts = _INT32.unpack_from, _INT64.unpack_from
+    while pos + HEADER_SIZE_UP_TO_MAGIC < end:
+        size = unpack_size(buf, pos + 8)[0]
+        if (size + LOG_OVERHEAD < BATCH_V2_OVERHEAD or pos + LOG_OVERHEAD + size > end
+                or not 2 <= buf[pos + 16] < 0x80):
+            break
+        if unpack_ts(buf, pos + _MAX_TIMESTAMP_AT)[0] >= timestamp:
+            return pos, True
+        pos += LOG_OVERHEAD + size
+    return pos, False
 
 
 def batch_at(buf, pos: int, path=None) -> RecordBatch:
@@ -818,12 +812,13 @@ def first_record_where(batch: RecordBatch, min_offset: int, min_timestamp: int |
     Lookups need one record of a batch: records before it are skipped by their
     length prefix instead of being decoded, then the match is decoded in full.
     """
-    if batch.magic < 2 or batch.codec != 0 or not batch.record_count:
+    attributes, count = batch.attributes, batch.record_count
+    if batch.magic < 2 or attributes & 0x07 or not count:  # legacy, compressed or empty: decode it all
         for record in batch_records(batch, path, cap):
             if record.offset >= min_offset and (min_timestamp is None or record.timestamp >= min_timestamp):
                 return record
         return None
-    log_append = batch.is_log_append_time
+    log_append = attributes & 0x08  # the timestamp type bit (a v2 batch here)
     if log_append and min_timestamp is not None and batch.max_timestamp < min_timestamp:
         return None  # every record carries the batch's max timestamp
     by_time = min_timestamp is not None and not log_append
@@ -831,7 +826,6 @@ def first_record_where(batch: RecordBatch, min_offset: int, min_timestamp: int |
     data = batch._buffer[start:batch.end]
     end = len(data)
     p = 0
-    count = batch.record_count
     rel_offset = min_offset - batch.base_offset
     dense = count == batch.last_offset_delta + 1  # not compacted: record k holds offset base + k
     if dense and rel_offset >= count:
