@@ -211,6 +211,20 @@ def test_lookup_shortcuts_match_full_decoding(log):
         assert next(iter(BatchScan(buf, position, path=str(log))), None) == expected
 
 
+def test_lookup_shortcut_walks_records_of_every_length_size():
+    """Records whose length varint takes 1, 2, 3 and 4 bytes: the two-byte hop table covers
+    only the first two, and a walk that meets a longer one is done again in full."""
+    from segtool.formats.kafka_log import first_record_where
+
+    sizes = [3, 50, 200, 9000, 70000, 5, 3_000_000, 100, 8190, 8200, 1]
+    data = make_batch(500, [(b"k%d" % i, b"v" * size) for i, size in enumerate(sizes)], 1_795_000_000_000)
+    (batch,) = list(BatchScan(data))
+    records = batch_records(batch)
+    for target in range(batch.base_offset - 1, batch.last_offset + 2):
+        expected = next((r for r in records if r.offset >= target), None)
+        assert _record_fields(first_record_where(batch, target)) == _record_fields(expected), target
+
+
 def test_crc32c_comes_from_the_extension_and_agrees_with_the_package():
     import crc32c as package
 

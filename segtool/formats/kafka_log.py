@@ -790,19 +790,32 @@ def _record_hops() -> array:
     """Bytes from a v2 record's start to the next record's, indexed by its first two bytes.
 
     Covers the length prefixes of one and two bytes with a non-negative length
-    (records up to 8,191 bytes); 0 elsewhere, where the varint is read in full.
+    (records up to 8,191 bytes); ``_NO_HOP`` elsewhere, where the varint is read
+    in full.  ``_NO_HOP`` jumps past the end of any batch, so a walk that adds
+    hops without looking at them still notices it met one.
     """
-    hops = array("H")
+    hops = array("I")
     for first in range(0x80):  # a one-byte length: the second byte is already the record's
-        hops.extend([0 if first & 1 else 1 + (first >> 1)] * 0x100)
+        hops.extend([_NO_HOP if first & 1 else 1 + (first >> 1)] * 0x100)
     for first in range(0x80, 0x100):
         low = first & 0x7F
         if low & 1:  # odd zigzag value: a negative length
-            hops.extend([0] * 0x100)
+            hops.extend([_NO_HOP] * 0x100)
         else:  # length = low / 2 + 64 * second byte, for a second byte below 0x80
             hops.extend(range(2 + (low >> 1), 2 + (low >> 1) + 0x80 * 64, 64))
-            hops.extend([0] * 0x80)
+            hops.extend([_NO_HOP] * 0x80)
     return hops
+
+
+_NO_HOP = 0xFFFFFFFF
+
+
+def _skip_records(data, p: int, n: int, end: int) -> int:
+    """Past ``n`` records from ``p``, reading each length varint in full."""
+    for _ in range(n):
+        length, body = _read_varint(data, p, end)
+        p = body + length
+    return p
 
 
 def first_record_where(batch: RecordBatch, min_offset: int, min_timestamp: int | None = None,
@@ -835,19 +848,20 @@ def first_record_where(batch: RecordBatch, min_offset: int, min_timestamp: int |
     base_ts = batch.base_timestamp
     hops = _record_hops()
     try:
-        # The lookup hot path: one table lookup per record skipped (keyed by the
-        # first two bytes, read by indexing: cheaper than a struct call); the one-
-        # and two-byte varints of the deltas inline.
-        for _ in range(skip):
-            hop = hops[data[p] << 8 | data[p + 1]]
-            if hop:
-                p += hop
-            else:
-                length, body = _read_varint(data, p, end)
-                p = body + length
+        # The lookup hot path: one table lookup per record skipped, keyed by the
+        # first two bytes (read by indexing: cheaper than a struct call) and added
+        # unchecked; a length the table does not cover sends p past the end, and
+        # the walk is done again reading every length in full.
+        try:
+            for _ in range(skip):
+                p += hops[data[p] << 8 | data[p + 1]]
+        except IndexError:
+            p = end + 1
+        if p > end:
+            p = _skip_records(data, 0, skip, end)
         for _ in range(count - skip):
             hop = hops[data[p] << 8 | data[p + 1]]
-            if hop:
+            if hop != _NO_HOP:
                 body, next_record = p + 1 + (data[p] >> 7), p + hop
             else:
                 length, body = _read_varint(data, p, end)
