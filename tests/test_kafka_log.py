@@ -7,6 +7,7 @@ import io
 
 import construct as cs
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from segtool.engine.source import open_buffer
 from segtool.errors import CorruptData
@@ -235,3 +236,37 @@ def test_crc32c_comes_from_the_extension_and_agrees_with_the_package():
         data = bytes(open_buffer(log.values[0]))
         assert crc32c(data) == package.crc32c(data)
     assert crc32c(b"123456789") == 0xE3069283  # the CRC-32C check value
+
+
+def _frame_reference(buf, pos, end, most, until):
+    """FileLogInputStream.nextBatch's rules one at a time, in Kafka's order: the oracle for frame_batches."""
+    positions = []
+    until = end if until is None else until
+    for _ in range(most):
+        if pos + 17 >= end:  # no room for offset, size, epoch and magic
+            return positions, pos, ("truncated" if pos < end else "end")
+        if pos >= until:
+            return positions, pos, None
+        size = int.from_bytes(buf[pos + 8:pos + 12], "big", signed=True)
+        if size < 14:
+            return positions, pos, "corrupt"
+        if pos + 12 + size > end:
+            return positions, pos, "truncated"
+        positions.append(pos)
+        pos += 12 + size
+    return positions, pos, None
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.integers(-3, 60), min_size=0, max_size=40), st.integers(0, 12), st.integers(1, 50),
+       st.one_of(st.none(), st.integers(0, 2000)), st.integers(0, 3000))
+def test_frame_batches_follows_kafkas_rules_in_order(sizes, tail, most, until, cut):
+    """Random size fields (some below the minimum), a ragged tail, any ``most``, ``until`` and end."""
+    from segtool.formats.kafka_log import frame_batches
+
+    buf = bytearray()
+    for size in sizes:
+        buf += (7).to_bytes(8, "big") + size.to_bytes(4, "big", signed=True) + bytes(max(size, 0))
+    buf += bytes(tail)
+    end = min(cut, len(buf))
+    assert frame_batches(bytes(buf), 0, end, most, until) == _frame_reference(bytes(buf), 0, end, most, until)

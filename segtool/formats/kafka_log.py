@@ -344,19 +344,22 @@ def frame_batches(buf, pos: int, end: int, most: int, until: int | None = None) 
     positions = []
     append = positions.append
     unpack_size = _INT32.unpack_from
-    until = end if until is None else until
+    # one comparison per test in the loop (it runs once per batch of every scan);
+    # which rule stopped it is worked out after
+    header_room = end - HEADER_SIZE_UP_TO_MAGIC  # a batch must start before this
+    bound = header_room if until is None else min(until, header_room)
+    overhead, smallest = LOG_OVERHEAD, RECORD_OVERHEAD_V0
     for _ in range(most):
-        if pos + HEADER_SIZE_UP_TO_MAGIC >= end:
-            return positions, pos, ("truncated" if pos < end else "end")
-        if pos >= until:
-            break
+        if pos >= bound:
+            if pos >= header_room:
+                return positions, pos, ("truncated" if pos < end else "end")
+            break  # reached ``until``
         size = unpack_size(buf, pos + 8)[0]
-        if size < RECORD_OVERHEAD_V0:
-            return positions, pos, "corrupt"
-        if pos + LOG_OVERHEAD + size > end:
-            return positions, pos, "truncated"
+        after = pos + overhead + size
+        if size < smallest or after > end:
+            return positions, pos, ("corrupt" if size < smallest else "truncated")
         append(pos)
-        pos += LOG_OVERHEAD + size
+        pos = after
     return positions, pos, None
 
 
