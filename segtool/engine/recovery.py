@@ -161,8 +161,8 @@ class _Recoverer:
             self.time_entries.append((max_ts, max_ts_offset - self.base_offset))
         self.last_index_entry = position
 
-    def _index_entries(self, rows: slice, last, position, running, running_offset) -> None:
-        """``_index_entry`` for consecutive batches given as column slices."""
+    def _index_entries(self, rows, last, position, running, running_offset) -> None:
+        """``_index_entry`` for the batches at ``rows`` (in file order) of the columns."""
         import numpy as np
 
         relative = (last[rows] - self.base_offset).tolist()
@@ -225,11 +225,14 @@ class _Recoverer:
             # last entry; after a batch larger than the interval that is simply the next one
             positions = headers.positions
             small = np.flatnonzero(size <= self.interval).tolist()
+            rows = []
             i = bisect.bisect_right(positions, self.last_index_entry + self.interval, 0, k)
             while i < k:
                 run_end = small[bisect.bisect_left(small, i)] if small and small[-1] >= i else k - 1
-                self._index_entries(slice(i, run_end + 1), last, position, running, running_offset)
+                rows.extend(range(i, run_end + 1))
                 i = bisect.bisect_right(positions, positions[run_end] + self.interval, run_end + 1, k)
+            if rows:
+                self._index_entries(np.array(rows), last, position, running, running_offset)
             self.max_ts, self.max_ts_offset = int(running[-1]), int(running_offset[-1])
             self.valid_bytes = int(position[-1] + size[-1])
             self.batches += k
