@@ -194,7 +194,7 @@ class TimestampOffset(NamedTuple):
 class _FieldView:
     """One field of every entry, read from the mapping on demand: what the binary search probes."""
 
-    __slots__ = ("buffer", "size", "offset", "unpack", "add")
+    __slots__ = ("buffer", "size", "offset", "unpack", "add", "warm", "warm_from")
 
     def __init__(self, index: "AbstractIndex", field: str, add: int):
         layout = index.LAYOUT
@@ -204,6 +204,14 @@ class _FieldView:
         code = layout.packer.format[0] + _field_code(layout, field)
         self.unpack = __import__("struct").Struct(code).unpack_from
         self.add = add
+        self.warm, self.warm_from = None, -1  # the warm section's values, read once (at most 8 KiB of entries)
+
+    def _warm_values(self, first_hot: int, entries: int) -> list[int]:
+        if self.warm_from != first_hot or len(self.warm) != entries - first_hot:
+            unpack, buf, size, at, add = self.unpack, self.buffer, self.size, self.offset, self.add
+            self.warm = [unpack(buf, n * size + at)[0] + add for n in range(first_hot, entries)]
+            self.warm_from = first_hot
+        return self.warm
 
     def __getitem__(self, n: int) -> int:
         return self.unpack(self.buffer, n * self.size + self.offset)[0] + self.add
@@ -214,23 +222,34 @@ class _FieldView:
 
         Probes are inlined (one ``unpack_from`` each): this is the lookup hot path.
         """
-        unpack, buf, size, at, add = self.unpack, self.buffer, self.size, self.offset, self.add
         first_hot = max(0, entries - 1 - warm_entries)
-        if unpack(buf, first_hot * size + at)[0] + add < target:
-            lo, hi = first_hot, entries - 1
-        elif unpack(buf, at)[0] + add > target:
-            return -1 if largest_lower else 0
+        warm = self._warm_values(first_hot, entries)
+        if warm[0] < target:  # the warm section, searched in the list it was read into
+            lo, hi = 0, entries - 1 - first_hot
+            while lo < hi:
+                mid = (lo + hi + 1) >> 1
+                found = warm[mid]
+                if found > target:
+                    hi = mid - 1
+                elif found < target:
+                    lo = mid
+                else:
+                    return first_hot + mid
+            lo += first_hot
         else:
+            unpack, buf, size, at, add = self.unpack, self.buffer, self.size, self.offset, self.add
+            if unpack(buf, at)[0] + add > target:
+                return -1 if largest_lower else 0
             lo, hi = 0, first_hot
-        while lo < hi:
-            mid = (lo + hi + 1) >> 1
-            found = unpack(buf, mid * size + at)[0] + add
-            if found > target:
-                hi = mid - 1
-            elif found < target:
-                lo = mid
-            else:
-                return mid
+            while lo < hi:
+                mid = (lo + hi + 1) >> 1
+                found = unpack(buf, mid * size + at)[0] + add
+                if found > target:
+                    hi = mid - 1
+                elif found < target:
+                    lo = mid
+                else:
+                    return mid
         if largest_lower:
             return lo
         return -1 if lo == entries - 1 else lo + 1
