@@ -87,7 +87,6 @@ class SegmentRecovery:
     next_offset: int | None = None
     framing_error: CorruptData | None = None  # where batch framing itself broke, if it did
     framed_bytes: int = 0  # end of the last well-framed batch
-    framing_stop: str | None = None  # "truncated" / "corrupt" / None
 
     @property
     def bytes_lost(self) -> int:
@@ -327,7 +326,6 @@ def _recover(buf, log_path, base_offset, index_interval_bytes, txn_state, count_
     )
     result.framing_error = framing_error
     result.framed_bytes = scan.valid_bytes if framed_bytes is None else framed_bytes
-    result.framing_stop = scan.stop_reason
     return result
 
 
