@@ -127,19 +127,23 @@ class Segment:
         """
         log, path = self.log, self.log_path
         position, found = seek_offset_position(log, self.index_position(offset), len(log), offset)
-        if found:  # the usual case, answered from one batch without iterating
+        if found:  # the usual case, answered from one batch without a scanner
             batch = batch_at(log, position, path)
-            if not batch.is_control:
-                record = first_record_where(batch, offset, None, path, self.cap)
-                if record is not None:
-                    return RecordHit(record.offset, record.timestamp, path, position, batch, record)
-        for batch in BatchScan(log, position, path=path):  # a control batch, a compaction gap, damage: read on
-            if batch.is_control:
-                continue
-            record = first_record_where(batch, offset, None, self.log_path, self.cap)
-            if record is not None:
-                return RecordHit(record.offset, record.timestamp, self.log_path, batch.position, batch, record)
+            hit = None if batch.is_control else self._hit(batch, offset, None)
+            if hit is not None:
+                return hit
+            position = batch.end
+        for batch in BatchScan(log, position, path=path):  # after a control batch or a compaction gap: read on
+            hit = None if batch.is_control else self._hit(batch, offset, None)
+            if hit is not None:
+                return hit
         return None
+
+    def _hit(self, batch: RecordBatch, min_offset: int, min_timestamp: int | None) -> RecordHit | None:
+        record = first_record_where(batch, min_offset, min_timestamp, self.log_path, self.cap)
+        if record is None:
+            return None
+        return RecordHit(record.offset, record.timestamp, self.log_path, batch.position, batch, record)
 
     def max_timestamp_so_far(self) -> tuple[int, int]:
         """LogSegment.maxTimestampAndOffsetSoFar as loaded: the time index's last entry."""
@@ -174,16 +178,17 @@ class Segment:
         log, path = self.log, self.log_path
         start = self.index_position(max(floor_offset, starting_offset))
         position, found = seek_timestamp_position(log, start, len(log), timestamp)
-        if found:  # the usual case, answered from one batch without iterating
+        if found:  # the usual case, answered from one batch without a scanner
             batch = batch_at(log, position, path)
-            record = first_record_where(batch, starting_offset, timestamp, path, self.cap)
-            if record is not None:
-                return RecordHit(record.offset, record.timestamp, path, position, batch, record)
-        for batch in BatchScan(log, position, path=path):  # legacy messages, damage, no match there: read on
+            hit = self._hit(batch, starting_offset, timestamp)
+            if hit is not None:
+                return hit
+            position = batch.end
+        for batch in BatchScan(log, position, path=path):  # legacy messages, damage, no match yet: read on
             if batch.max_timestamp >= timestamp:
-                record = first_record_where(batch, starting_offset, timestamp, self.log_path, self.cap)
-                if record is not None:
-                    return RecordHit(record.offset, record.timestamp, self.log_path, batch.position, batch, record)
+                hit = self._hit(batch, starting_offset, timestamp)
+                if hit is not None:
+                    return hit
         return None
 
     def next_offset(self) -> int:

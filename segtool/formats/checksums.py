@@ -35,6 +35,11 @@ def _load_crc32c():
 crc32c = _load_crc32c()
 
 
+def checksum_ranges(view: memoryview, starts, stops) -> list[int]:
+    """CRC-32C of ``view[starts[i]:stops[i]]`` for every i, checksummed in place."""
+    return [crc32c(view[start:stop]) for start, stop in zip(starts, stops)]
+
+
 class ChecksumHelper:
     """CRC-32C of ranges of one read-only mapping, computed in a forked child process.
 
@@ -129,7 +134,7 @@ def _serve(buffer, requests: int, answers: int) -> None:
             if len(ranges) != 2 * count:
                 return
             starts, stops = ranges[:count], ranges[count:]
-            sums = array("I", [crc32c(view[start:stop]) for start, stop in zip(starts, stops)])
+            sums = array("I", checksum_ranges(view, starts, stops))
             _write_all(answers, sums.tobytes())
             if count and isinstance(buffer, mmap.mmap):  # checksummed pages leave the helper's resident set
                 first = starts[0] - starts[0] % mmap.PAGESIZE

@@ -220,36 +220,27 @@ class _FieldView:
         """Kafka's ``indexSlotRangeFor`` with the same steps, so lookups on corrupt
         (non-monotonic) or zero-tailed indexes land on the slot the broker would use.
 
-        Probes are inlined (one ``unpack_from`` each): this is the lookup hot path.
+        The warm section (the lookup hot path) is probed in the list it was read
+        into once; the cold part, in the mapping.
         """
         first_hot = max(0, entries - 1 - warm_entries)
         warm = self._warm_values(first_hot, entries)
-        if warm[0] < target:  # the warm section, searched in the list it was read into
-            lo, hi = 0, entries - 1 - first_hot
-            while lo < hi:
-                mid = (lo + hi + 1) >> 1
-                found = warm[mid]
-                if found > target:
-                    hi = mid - 1
-                elif found < target:
-                    lo = mid
-                else:
-                    return first_hot + mid
-            lo += first_hot
+        if warm[0] < target:
+            keys, first, lo, hi = warm, first_hot, 0, entries - 1 - first_hot
+        elif self[0] > target:
+            return -1 if largest_lower else 0
         else:
-            unpack, buf, size, at, add = self.unpack, self.buffer, self.size, self.offset, self.add
-            if unpack(buf, at)[0] + add > target:
-                return -1 if largest_lower else 0
-            lo, hi = 0, first_hot
-            while lo < hi:
-                mid = (lo + hi + 1) >> 1
-                found = unpack(buf, mid * size + at)[0] + add
-                if found > target:
-                    hi = mid - 1
-                elif found < target:
-                    lo = mid
-                else:
-                    return mid
+            keys, first, lo, hi = self, 0, 0, first_hot
+        while lo < hi:
+            mid = (lo + hi + 1) >> 1
+            found = keys[mid]
+            if found > target:
+                hi = mid - 1
+            elif found < target:
+                lo = mid
+            else:
+                return first + mid
+        lo += first
         if largest_lower:
             return lo
         return -1 if lo == entries - 1 else lo + 1

@@ -20,7 +20,7 @@ from array import array
 from dataclasses import dataclass, field
 from functools import cache
 
-from segtool.formats.checksums import ChecksumHelper, crc32c
+from segtool.formats.checksums import ChecksumHelper, checksum_ranges, crc32c
 from zlib import crc32
 
 from segtool.errors import CorruptData, TruncatedData
@@ -393,8 +393,8 @@ class BatchHeaders:
             rows = raw[self.position[:, None] + np.arange(BATCH_V2_OVERHEAD)]
             self.header = rows.view(_batch_header_dtype()).ravel()
             if checksums is None:
-                with memoryview(buffer) as view:  # checksummed in place, not copied
-                    checksums = [crc32c(view[start:stop]) for start, stop in zip(*crc_ranges(positions, end))]
+                with memoryview(buffer) as view:
+                    checksums = checksum_ranges(view, *crc_ranges(positions, end))
             self.computed_crc = np.array(checksums, dtype=np.int64)
         del raw  # release the buffer export: the mapping may be closed after the scan
 
@@ -438,6 +438,7 @@ class HeaderScan:
         self.helper = helper  # when given, it checksums every other chunk while we do the next one
         self.valid_bytes = 0
         self.stop_reason: str | None = None
+        self._stop = self._stop_at = None  # framing's own word for why it stopped, and where
 
     def __iter__(self):
         buf, path, helper = self.buffer, self.path, self.helper
