@@ -92,17 +92,17 @@ class _LineWriter:
 
 @app.command()
 def dump(
-    paths: List[str] = typer.Argument(..., help="Files or directories (every file below a directory)."),
-    format: str = typer.Option("text", "--format", "-f", help="text, json (JSON Lines) or kafka."),
+    paths: List[str] = typer.Argument(..., help="Files or directories (every file below a directory).", metavar="PATH..."),
+    format: str = typer.Option("text", "--format", "-f", help="text, json (JSON Lines) or kafka.", metavar="FORMAT"),
     deep_iteration: bool = typer.Option(False, "--deep-iteration", help="kafka: list every record."),
     print_data_log: bool = typer.Option(False, "--print-data-log", help="kafka: print keys and values."),
     verify_index_only: bool = typer.Option(False, "--verify-index-only", help="kafka: check index against log, print no entries."),
     index_sanity_check: bool = typer.Option(False, "--index-sanity-check", help="kafka: the broker's start-up index check."),
     offsets_decoder: bool = typer.Option(False, "--offsets-decoder", help="kafka: decode __consumer_offsets records."),
-    max_bytes: int = typer.Option(2**31 - 1, "--max-bytes", help="kafka: read at most this many bytes of each .log."),
-    max_message_size: int = typer.Option(5 * 1024 * 1024, "--max-message-size", help="kafka: largest batch an index entry may point to."),
+    max_bytes: int = typer.Option(2**31 - 1, "--max-bytes", help="kafka: read at most this many bytes of each .log.", metavar="BYTES"),
+    max_message_size: int = typer.Option(5 * 1024 * 1024, "--max-message-size", help="kafka: largest batch an index entry may point to.", metavar="BYTES"),
     shallow: bool = typer.Option(False, "--shallow", help="text/json: batches only, no records."),
-    decompress_cap: int = typer.Option(256 * 1024 * 1024, "--decompress-cap", help="Largest decompressed batch, bytes."),
+    decompress_cap: int = typer.Option(256 * 1024 * 1024, "--decompress-cap", help="Largest decompressed batch, bytes.", metavar="BYTES"),
 ):
     """Decode files: Kafka segments, indexes, snapshots, checkpoints; RocketMQ CommitLog, ConsumeQueue, IndexFile.
 
@@ -188,19 +188,19 @@ def _print_answer(answer: dict, as_json: bool) -> None:
 
 @app.command()
 def lookup(
-    path: str = typer.Argument(..., help="A Kafka partition directory or a RocketMQ store directory."),
-    offset: Optional[int] = typer.Option(None, "--offset", help="Kafka: the record a fetch at this offset returns."),
-    timestamp: Optional[str] = typer.Option(None, "--timestamp", help="Kafka: ListOffsets for epoch ms, ISO-8601, latest, earliest or max-timestamp."),
+    path: str = typer.Argument(..., help="A Kafka partition directory or a RocketMQ store directory.", metavar="PATH"),
+    offset: Optional[int] = typer.Option(None, "--offset", help="Kafka: the record a fetch at this offset returns.", metavar="OFFSET"),
+    timestamp: Optional[str] = typer.Option(None, "--timestamp", help="Kafka: ListOffsets for epoch ms, ISO-8601, latest, earliest or max-timestamp.", metavar="TIME"),
     floor: bool = typer.Option(False, "--floor", help="With --offset: the offset index's floor entry (<=), no scan."),
     ceiling: bool = typer.Option(False, "--ceiling", help="With --offset: the offset index's ceiling entry (>=), no scan."),
-    key: Optional[str] = typer.Option(None, "--key", help="Find records by key: a Kafka partition (index-keys makes it fast) or a RocketMQ store with --topic."),
-    topic: Optional[str] = typer.Option(None, "--topic", help="RocketMQ topic."),
-    begin: int = typer.Option(0, "--begin", help="RocketMQ key lookup: window start, epoch ms."),
-    end: int = typer.Option(2**63 - 1, "--end", help="RocketMQ key lookup: window end, epoch ms."),
-    max_num: int = typer.Option(64, "--max", help="RocketMQ key lookup: most offsets to return (RocketMQ caps at 64)."),
+    key: Optional[str] = typer.Option(None, "--key", help="Find records by key: a Kafka partition (index-keys makes it fast) or a RocketMQ store with --topic.", metavar="KEY"),
+    topic: Optional[str] = typer.Option(None, "--topic", help="RocketMQ topic.", metavar="TOPIC"),
+    begin: int = typer.Option(0, "--begin", help="RocketMQ key lookup: window start, epoch ms.", metavar="MS"),
+    end: int = typer.Option(2**63 - 1, "--end", help="RocketMQ key lookup: window end, epoch ms.", metavar="MS"),
+    max_num: int = typer.Option(64, "--max", help="RocketMQ key lookup: most offsets to return (RocketMQ caps at 64).", metavar="N"),
     include_collisions: bool = typer.Option(False, "--include-collisions", help="RocketMQ: keep hash collisions (IndexService's raw answer)."),
-    queue_id: Optional[int] = typer.Option(None, "--queue-id", help="RocketMQ: ConsumeQueue id (with --queue-offset)."),
-    queue_offset: Optional[int] = typer.Option(None, "--queue-offset", help="RocketMQ: unit number in the ConsumeQueue."),
+    queue_id: Optional[int] = typer.Option(None, "--queue-id", help="RocketMQ: ConsumeQueue id (with --queue-offset).", metavar="Q"),
+    queue_offset: Optional[int] = typer.Option(None, "--queue-offset", help="RocketMQ: unit number in the ConsumeQueue.", metavar="N"),
     as_json: bool = typer.Option(False, "--json", help="One JSON object on stdout."),
 ):
     """Answer a broker lookup from files alone.
@@ -311,12 +311,12 @@ def _render_verify(report: dict) -> None:
 
 @app.command()
 def verify(
-    paths: List[str] = typer.Argument(..., help="Files, partition directories, log directories or RocketMQ stores."),
+    paths: List[str] = typer.Argument(..., help="Files, partition directories, log directories or RocketMQ stores.", metavar="PATH..."),
     deep: bool = typer.Option(False, "--deep", help="Decode every record, not just batch headers and CRCs."),
     no_hash: bool = typer.Option(False, "--no-hash", help="Skip the sha256 of each input (faster on huge files)."),
     as_json: bool = typer.Option(False, "--json", help="One JSON report on stdout."),
-    engine: Optional[str] = typer.Option(None, "--engine", help="local (default) or spark: one Spark task per file."),
-    master: Optional[str] = typer.Option(None, "--master", help="Spark master URL (implies --engine spark; default local[*])."),
+    engine: Optional[str] = typer.Option(None, "--engine", help="local (default) or spark: one Spark task per file.", metavar="ENGINE"),
+    master: Optional[str] = typer.Option(None, "--master", help="Spark master URL (implies --engine spark; default local[*]).", metavar="URL"),
 ):
     """Check files as Kafka/RocketMQ would, and predict what the broker's recovery would cut.
 
@@ -348,16 +348,16 @@ def verify(
 
 @app.command("rebuild-index")
 def rebuild_index(
-    paths: List[str] = typer.Argument(..., help="Segment .log files, partition directories or a log directory."),
-    out: Optional[str] = typer.Option(None, "--out", "-o", help="Directory to write the rebuilt indexes into."),
+    paths: List[str] = typer.Argument(..., help="Segment .log files, partition directories or a log directory.", metavar="PATH..."),
+    out: Optional[str] = typer.Option(None, "--out", "-o", help="Directory to write the rebuilt indexes into.", metavar="DIR"),
     in_place: bool = typer.Option(False, "--in-place", help="Replace the indexes beside the input (backup kept, atomic)."),
-    index_interval_bytes: int = typer.Option(4096, "--index-interval-bytes", help="Kafka: the topic's index.interval.bytes."),
-    hash_slot_num: Optional[int] = typer.Option(None, "--hash-slot-num", help="RocketMQ: IndexFile slots (default: the store's, else 5,000,000)."),
-    index_num: Optional[int] = typer.Option(None, "--index-num", help="RocketMQ: IndexFile entries (default: the store's, else 20,000,000)."),
+    index_interval_bytes: int = typer.Option(4096, "--index-interval-bytes", help="Kafka: the topic's index.interval.bytes.", metavar="BYTES"),
+    hash_slot_num: Optional[int] = typer.Option(None, "--hash-slot-num", help="RocketMQ: IndexFile slots (default: the store's, else 5,000,000).", metavar="N"),
+    index_num: Optional[int] = typer.Option(None, "--index-num", help="RocketMQ: IndexFile entries (default: the store's, else 20,000,000).", metavar="N"),
     no_hash: bool = typer.Option(False, "--no-hash", help="Kafka: skip the sha256 of each input segment (faster on huge files)."),
     as_json: bool = typer.Option(False, "--json", help="One JSON report on stdout."),
-    engine: Optional[str] = typer.Option(None, "--engine", help="Kafka: local (default) or spark, one Spark task per partition."),
-    master: Optional[str] = typer.Option(None, "--master", help="Spark master URL (implies --engine spark; default local[*])."),
+    engine: Optional[str] = typer.Option(None, "--engine", help="Kafka: local (default) or spark, one Spark task per partition.", metavar="ENGINE"),
+    master: Optional[str] = typer.Option(None, "--master", help="Spark master URL (implies --engine spark; default local[*]).", metavar="URL"),
 ):
     """Rebuild indexes: Kafka's .index/.timeindex/.txnindex exactly as its log recovery does,
     or a RocketMQ store's IndexFiles as IndexService.buildIndex does.
@@ -428,12 +428,12 @@ def _pipeline_engine(engine: Optional[str], master: Optional[str]):
 
 @app.command()
 def scan(
-    paths: List[str] = typer.Argument(..., help="Kafka log or partition directories, RocketMQ stores (or directories above them); paths or URIs (s3://, hdfs://)."),
-    out: str = typer.Option(..., "--out", "-o", help="Output directory or URI: Parquet datasets OUT/kafka and OUT/rocketmq, and OUT/scan-report.json."),
-    engine: Optional[str] = typer.Option(None, "--engine", help="local (a process pool; the default) or spark."),
-    master: Optional[str] = typer.Option(None, "--master", help="Spark master URL (implies --engine spark; default local[*])."),
-    workers: Optional[int] = typer.Option(None, "--workers", help="local engine: worker processes (default: one per core)."),
-    split_size: str = typer.Option("64MiB", "--split-size", help="Cut bigger segments and CommitLog files into tasks of about this size (0: never)."),
+    paths: List[str] = typer.Argument(..., help="Kafka log or partition directories, RocketMQ stores (or directories above them); paths or URIs (s3://, hdfs://).", metavar="PATH..."),
+    out: str = typer.Option(..., "--out", "-o", help="Output directory or URI: Parquet datasets OUT/kafka and OUT/rocketmq, and OUT/scan-report.json.", metavar="DIR"),
+    engine: Optional[str] = typer.Option(None, "--engine", help="local (a process pool; the default) or spark.", metavar="ENGINE"),
+    master: Optional[str] = typer.Option(None, "--master", help="Spark master URL (implies --engine spark; default local[*]).", metavar="URL"),
+    workers: Optional[int] = typer.Option(None, "--workers", help="local engine: worker processes (default: one per core).", metavar="N"),
+    split_size: str = typer.Option("64MiB", "--split-size", help="Cut bigger segments and CommitLog files into tasks of about this size (0: never).", metavar="SIZE"),
     with_values: bool = typer.Option(False, "--with-values", help="Also store each record's value / message body."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace the part files of an earlier scan in OUT."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
@@ -476,8 +476,8 @@ def scan(
 
 @app.command()
 def trim(
-    paths: List[str] = typer.Argument(..., help=".index / .timeindex files."),
-    out: Optional[str] = typer.Option(None, "--out", "-o", help="Directory to write the trimmed files into."),
+    paths: List[str] = typer.Argument(..., help=".index / .timeindex files.", metavar="INDEX..."),
+    out: Optional[str] = typer.Option(None, "--out", "-o", help="Directory to write the trimmed files into.", metavar="DIR"),
     in_place: bool = typer.Option(False, "--in-place", help="Shrink the files themselves (backup kept, atomic)."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Only report what would be reclaimed."),
     as_json: bool = typer.Option(False, "--json", help="One JSON report on stdout."),
@@ -508,8 +508,8 @@ def trim(
 
 @app.command("index-keys")
 def index_keys(
-    partition_dir: str = typer.Argument(..., help="A Kafka partition directory."),
-    out: Optional[str] = typer.Option(None, "--out", "-o", help="Where to write the index (default: PARTITION_DIR.keyindex beside it)."),
+    partition_dir: str = typer.Argument(..., help="A Kafka partition directory.", metavar="PARTITION_DIR"),
+    out: Optional[str] = typer.Option(None, "--out", "-o", help="Where to write the index (default: PARTITION_DIR.keyindex beside it).", metavar="DIR"),
     as_json: bool = typer.Option(False, "--json", help="One JSON report on stdout."),
 ):
     """Build a hash index of record keys (RocketMQ's IndexFile layout) so `lookup --key` need not scan.
