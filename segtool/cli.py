@@ -39,6 +39,14 @@ def _main(
     _State.quiet = quiet
 
 
+# the long-running commands also take --quiet after their name, where users type it
+_QUIET_OPTION = typer.Option(False, "--quiet", "-q", help="No progress bars (also: segtool --quiet COMMAND).")
+
+
+def _quiet(asked: bool) -> None:
+    _State.quiet = _State.quiet or asked
+
+
 def _fail(message: str, code: int = EXIT_UNREADABLE) -> None:
     sys.stderr.write(f"segtool: {message}\n")
     raise typer.Exit(code)
@@ -317,6 +325,7 @@ def verify(
     as_json: bool = typer.Option(False, "--json", help="One JSON report on stdout."),
     engine: Optional[str] = typer.Option(None, "--engine", help="local (default) or spark: one Spark task per file.", metavar="ENGINE"),
     master: Optional[str] = typer.Option(None, "--master", help="Spark master URL (implies --engine spark; default local[*]).", metavar="URL"),
+    quiet: bool = _QUIET_OPTION,
 ):
     """Check files as Kafka/RocketMQ would, and predict what the broker's recovery would cut.
 
@@ -330,6 +339,7 @@ def verify(
     """
     from segtool.ops.verify import exit_code, verify as run_verify
 
+    _quiet(quiet)
     runner = _pipeline_engine(engine, master)
     if runner is not None:
         from segtool.pipeline.verify import verify_distributed
@@ -358,6 +368,7 @@ def rebuild_index(
     as_json: bool = typer.Option(False, "--json", help="One JSON report on stdout."),
     engine: Optional[str] = typer.Option(None, "--engine", help="Kafka: local (default) or spark, one Spark task per partition.", metavar="ENGINE"),
     master: Optional[str] = typer.Option(None, "--master", help="Spark master URL (implies --engine spark; default local[*]).", metavar="URL"),
+    quiet: bool = _QUIET_OPTION,
 ):
     """Rebuild indexes: Kafka's .index/.timeindex/.txnindex exactly as its log recovery does,
     or a RocketMQ store's IndexFiles as IndexService.buildIndex does.
@@ -372,6 +383,7 @@ def rebuild_index(
     """
     from segtool.ops.rebuild import rebuild_index as run_rebuild
 
+    _quiet(quiet)
     if out is None and not in_place:
         _fail("give --out DIR, or --in-place to replace the files beside the input")
     import os
@@ -437,6 +449,7 @@ def scan(
     with_values: bool = typer.Option(False, "--with-values", help="Also store each record's value / message body."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace the part files of an earlier scan in OUT."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+    quiet: bool = _QUIET_OPTION,
 ):
     """Every Kafka record and RocketMQ message into Parquet, one row each, on this machine or on Spark.
 
@@ -455,6 +468,7 @@ def scan(
     from segtool.pipeline.engines import make_engine
     from segtool.pipeline.scan import exit_code as scan_exit_code, parse_size, scan as run_scan
 
+    _quiet(quiet)
     runner = make_engine(engine, master, workers, quiet=_State.quiet)
     with runner:
         report = run_scan(paths, out, runner, split_bytes=parse_size(split_size), with_values=with_values,

@@ -1,0 +1,66 @@
+"""Progress bars: on stderr when it is a terminal, never with --quiet (before or after the
+command's name), --json, or when stderr is not a terminal; stdout is the same either way."""
+
+from __future__ import annotations
+
+import os
+import pty
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+PARTITION = Path(__file__).resolve().parent.parent / "sample_data" / "kafka" / "c07-compacted" / "data" / "c07-compact-0"
+SEGTOOL = [sys.executable, "-m", "segtool.cli"]
+
+
+def _run_on_terminal(args: list[str]) -> tuple[int, bytes, bytes]:
+    """Run segtool with stderr on a pseudo-terminal; (exit code, stdout, what the terminal got)."""
+    master, slave = pty.openpty()
+    seen: list[bytes] = []
+
+    def drain():  # read as it comes: a full terminal buffer would block the command
+        while True:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:  # the last writer closed the terminal
+                return
+            if not chunk:
+                return
+            seen.append(chunk)
+
+    reader = threading.Thread(target=drain)
+    reader.start()
+    try:
+        done = subprocess.run(SEGTOOL + args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=slave,
+                              timeout=120)
+    finally:
+        os.close(slave)
+        reader.join(10)
+        os.close(master)
+    return done.returncode, done.stdout, b"".join(seen)
+
+
+def _commands(tmp_path):
+    return {
+        "verify": ["verify", str(PARTITION)],
+        "rebuild-index": ["rebuild-index", str(PARTITION), "--out", str(tmp_path / "rebuilt")],
+    }
+
+
+@pytest.mark.parametrize("command", ["verify", "rebuild-index"])
+def test_progress_bar_only_on_a_terminal_and_never_when_quiet(command, tmp_path):
+    args = _commands(tmp_path)[command]
+    code, stdout, terminal = _run_on_terminal(args)
+    assert code == 0
+    # a bar per file, named by the file
+    assert b"00000000000000000000.log" in terminal and b"bytes" in terminal
+    for quiet in (args + ["--quiet"], ["--quiet"] + args, args[:1] + ["-q"] + args[1:], args + ["--json"]):
+        quiet_code, quiet_stdout, quiet_terminal = _run_on_terminal(quiet)
+        assert quiet_code == 0 and quiet_terminal == b"", quiet
+        if "--json" not in quiet:
+            assert quiet_stdout == stdout
+    piped = subprocess.run(SEGTOOL + args, stdin=subprocess.DEVNULL, capture_output=True, timeout=120)
+    assert piped.returncode == 0 and piped.stderr == b"" and piped.stdout == stdout
