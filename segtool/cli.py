@@ -273,11 +273,15 @@ class _Progress:
 
     def factory(self, path: str):
         """A callback(position) for one file, or None when progress is off."""
-        if self.bar is None:
-            return None
         import os
 
-        task = self.bar.add_task(os.path.basename(path), total=os.path.getsize(path))
+        return self.task(os.path.basename(path), os.path.getsize(path))
+
+    def task(self, description: str, total: int):
+        """A callback(bytes done) for one piece of work of ``total`` bytes, or None when progress is off."""
+        if self.bar is None:
+            return None
+        task = self.bar.add_task(description, total=total)
         return lambda done: self.bar.update(task, completed=done)
 
 
@@ -465,14 +469,16 @@ def scan(
 
       spark-submit segtool/pipeline/spark_job.py scan hdfs://nn/evidence --out hdfs://nn/cases/42/scan
     """
-    from segtool.pipeline.engines import make_engine
+    from segtool.pipeline.engines import engine_name, make_engine
     from segtool.pipeline.scan import exit_code as scan_exit_code, parse_size, scan as run_scan
 
     _quiet(quiet)
-    runner = make_engine(engine, master, workers, quiet=_State.quiet)
-    with runner:
-        report = run_scan(paths, out, runner, split_bytes=parse_size(split_size), with_values=with_values,
-                          overwrite=overwrite)
+    # Spark draws its own stage progress
+    with _Progress(enabled=not as_json and engine_name(engine, master) == "local") as progress:
+        runner = make_engine(engine, master, workers, quiet=_State.quiet, progress=progress.task)
+        with runner:
+            report = run_scan(paths, out, runner, split_bytes=parse_size(split_size), with_values=with_values,
+                              overwrite=overwrite)
     if as_json:
         _print_json(report)
     else:

@@ -5,7 +5,8 @@ Both engines take ``map(fn, items, costs)``: ``fn`` is a module-level function
 engines differ only in where it runs.  Items are handed out largest first
 (``costs``: bytes), the usual cure for a long tail of one big task.
 
-- ``LocalEngine``: a process pool on this machine (in-process for small inputs).
+- ``LocalEngine``: a process pool on this machine (in-process for small inputs);
+  it reports the bytes of finished items to an optional progress callback.
 - ``SparkEngine`` (``segtool.pipeline.spark``): one Spark task per item, on
   ``local[*]`` or any cluster; it has no parser of its own.
 """
@@ -48,11 +49,16 @@ def _order(costs: Sequence[int] | None, n: int) -> list[int]:
     return sorted(range(n), key=lambda i: -costs[i])
 
 
+# ``progress(description, total)`` starts a task and returns ``advance(done)``, or None
+ProgressFactory = Callable[[str, int], Callable[[int], None] | None]
+
+
 class LocalEngine:
     name = "local"
 
-    def __init__(self, workers: int | None = None):
+    def __init__(self, workers: int | None = None, progress: ProgressFactory | None = None):
         self.workers = workers
+        self.progress = progress
 
     @property
     def parallelism(self) -> int:
@@ -75,17 +81,30 @@ class LocalEngine:
             description: str | None = None) -> list:
         items = list(items)
         n = len(items)
+        weights = list(costs) if costs is not None else [1] * n
+        advance = self.progress(description or "tasks", sum(weights)) if self.progress and n else None
+        done = 0
         workers = min(self.parallelism, n)
         small = self.workers is None and costs is not None and sum(costs) < SMALL_INPUT_BYTES
         if workers <= 1 or small:
-            return [fn(item) for item in items]
-        from concurrent.futures import ProcessPoolExecutor
+            results = []
+            for item, weight in zip(items, weights):
+                results.append(fn(item))
+                if advance is not None:
+                    done += weight
+                    advance(done)
+            return results
+        from concurrent.futures import ProcessPoolExecutor, as_completed
 
         outcomes: list = [None] * n
         with ProcessPoolExecutor(max_workers=workers) as pool:
             futures = {pool.submit(guarded, fn, items[i]): i for i in _order(costs, n)}
-            for future, i in futures.items():
+            for future in as_completed(futures):
+                i = futures[future]
                 outcomes[i] = future.result()
+                if advance is not None:
+                    done += weights[i]
+                    advance(done)
         return [unwrap(outcome) for outcome in outcomes]
 
 
@@ -93,15 +112,19 @@ def engine_name(engine: str | None, master: str | None) -> str:
     return engine or ("spark" if master else "local")
 
 
-def make_engine(engine: str | None, master: str | None = None, workers: int | None = None, quiet: bool = False):
-    """``--engine``/``--master`` to an engine: Spark when asked for, or when a master is named."""
+def make_engine(engine: str | None, master: str | None = None, workers: int | None = None, quiet: bool = False,
+                progress: ProgressFactory | None = None):
+    """``--engine``/``--master`` to an engine: Spark when asked for, or when a master is named.
+
+    ``progress`` feeds the local engine's progress; Spark shows its own stage progress unless ``quiet``.
+    """
     engine = engine_name(engine, master)
     if engine == "local":
         if master:
             from segtool.errors import SegtoolError
 
             raise SegtoolError("--master needs --engine spark")
-        return LocalEngine(workers)
+        return LocalEngine(workers, progress)
     if engine == "spark":
         from segtool.pipeline.spark import SparkEngine
 
