@@ -289,7 +289,7 @@ def _render_verify(report: dict) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    console = Console()
+    console = Console(width=None if sys.stdout.isatty() else 200)  # a log or a pipe: no wrapping inside paths
     colours = {"ok": "green", "problems": "red", "unreadable": "red", "skipped": "dim"}
     for item in report["files"]:
         errors = [p for p in item.get("problems", []) if p["severity"] == "error"]
@@ -297,7 +297,7 @@ def _render_verify(report: dict) -> None:
         status = item["status"]
         console.print(f"[{colours.get(status, 'white')}]{status.upper():10}[/] {item['path']}"
                       f"  [dim]{item.get('kind')} {item.get('size', '?')} bytes sha256 {item.get('sha256', '?')[:16]}…[/]",
-                      highlight=False)
+                      highlight=False, soft_wrap=True)
         if errors or infos:
             table = Table(show_header=True, header_style="bold", box=None, padding=(0, 1))
             table.add_column("severity")
