@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -71,3 +72,29 @@ def test_refuses_to_write_inside_the_input_without_in_place(tmp_path):
         with pytest.raises(SegtoolError):
             rebuild_index([str(source)], out_dir=str(out))
     assert sorted(p.name for p in source.rglob("*")) == before
+
+
+def _broker_recovered_partitions():
+    """Partitions whose indexes in data/ are the broker's own recovery output: case.json says the
+    broker found .log files without indexes and rebuilt them at start (c08's legacy formats)."""
+    out = []
+    for case in case_dirs("kafka"):
+        meta = json.loads((case / "case.json").read_text())
+        if not (meta.get("log_files_unchanged_by_broker") and "recovering segment and rebuilding index files"
+                in meta.get("produced_by", "")):
+            continue
+        for part in sorted((case / "data").iterdir()):
+            topic = part.name.rsplit("-", 1)[0]
+            interval = meta["topics"][topic]["effective"]["index.interval.bytes"]
+            out.append(pytest.param(part, interval, id=f"{case.name}/{part.name}"))
+    return out
+
+
+@pytest.mark.parametrize("part,interval", _broker_recovered_partitions())
+def test_rebuilt_legacy_indexes_equal_those_the_broker_rebuilt_at_start(part, interval, tmp_path):
+    """v0, v1 and mixed-format segments with the topic's index.interval.bytes (1024 there)."""
+    rebuild_index([str(part)], out_dir=str(tmp_path), index_interval_bytes=interval)
+    brokers = sorted(p for p in part.iterdir() if p.suffix in (".index", ".timeindex"))
+    assert brokers
+    for original in brokers:
+        assert (tmp_path / part.name / original.name).read_bytes() == original.read_bytes(), original.name
