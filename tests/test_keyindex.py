@@ -67,3 +67,26 @@ def test_index_is_never_written_inside_the_partition(tmp_path):
     with pytest.raises(SegtoolError):
         index_keys(str(partition), out_dir=str(partition / "inside"))
     assert key_index_dir(str(partition)).endswith("p-0.keyindex")
+
+
+def test_building_the_index_does_not_hold_the_records(tmp_path):
+    """Memory grows with the number of keys, not with the bytes of the values (here 96 MiB)."""
+    import subprocess
+    import sys
+
+    from segtool.formats.kafka_build import make_batch
+
+    partition = tmp_path / "big-0"
+    partition.mkdir()
+    value = bytes(256 * 1024)
+    with open(partition / f"{0:020d}.log", "wb") as log:
+        for offset in range(384):
+            log.write(make_batch(offset, [(b"key-%d" % offset, value)], 1_795_000_000_000 + offset))
+    probe = ("import resource, sys; from segtool.ops.keyindex import index_keys; "
+             "before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss; "
+             "report = index_keys(sys.argv[1]); "
+             "print(report['records_indexed'], (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) // 1024)")
+    done = subprocess.run([sys.executable, "-c", probe, str(partition)], capture_output=True, text=True, check=True)
+    indexed, growth_mb = map(int, done.stdout.split())
+    assert indexed == 384
+    assert growth_mb < 32, f"peak RSS grew {growth_mb} MB while indexing 96 MiB of values"

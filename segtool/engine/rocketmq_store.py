@@ -230,11 +230,14 @@ class IndexFileView:
 
     def put_key(self, key: str, phy_offset: int, store_timestamp: int) -> bool:
         """``IndexFile.putKey`` (4.9): False when the file is full."""
+        return self.put_hash(rmq.index_key_hash(key), phy_offset, store_timestamp)
+
+    def put_hash(self, key_hash: int, phy_offset: int, store_timestamp: int) -> bool:
+        """``put_key`` for a key already hashed with ``index_key_hash``."""
         header = self.header
         count = header["indexCount"]
         if count >= self.index_num:
             return False
-        key_hash = rmq.index_key_hash(key)
         slot_pos = rmq.INDEX_HEADER_SIZE + (key_hash % self.hash_slot_num) * 4
         buf = self.buf
         (slot_value,) = _I32.unpack_from(buf, slot_pos)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+from array import array
 
 from segtool.engine.partition import PartitionView
 from segtool.engine.safe_write import write_atomically
@@ -58,12 +59,19 @@ def index_keys(partition_dir: str, out_dir: str | None = None) -> dict:
     source = os.path.normpath(os.path.abspath(partition_dir))
     if os.path.normpath(os.path.abspath(target)).startswith(source + os.sep):
         raise SegtoolError("the key index must not be written inside the partition directory", target)
-    records = list(_records(partition))
-    index_num = len(records) + 1  # entry 0 is never used, as in RocketMQ
-    slots = max(64, len(records) // 2)
+    # the geometry needs the count first: keep each keyed record as three machine
+    # integers (24 bytes), not as a decoded record with its value
+    hashes, offsets, stamps = array("q"), array("q"), array("q")
+    for record in _records(partition):
+        hashes.append(rmq.index_key_hash(_key_text(record.key)))
+        offsets.append(record.offset)
+        stamps.append(max(record.timestamp, 0))
+    count = len(hashes)
+    index_num = count + 1  # entry 0 is never used, as in RocketMQ
+    slots = max(64, count // 2)
     view = IndexFileView.create(INDEX_NAME, slots, index_num)
-    for record in records:
-        view.put_key(_key_text(record.key), record.offset, max(record.timestamp, 0))
+    for key_hash, offset, stamp in zip(hashes, offsets, stamps):
+        view.put_hash(key_hash, offset, stamp)
     os.makedirs(target, exist_ok=True)
     written = write_atomically(os.path.join(target, INDEX_NAME), view.to_bytes())
     meta = {
@@ -71,11 +79,11 @@ def index_keys(partition_dir: str, out_dir: str | None = None) -> dict:
         "hash_slot_num": slots,
         "index_num": index_num,
         "key_encoding": "ISO-8859-1 characters of the key bytes, Java String.hashCode",
-        "records_indexed": len(records),
+        "records_indexed": count,
         "segments": _segment_fingerprint(partition),
     }
     write_atomically(os.path.join(target, META_NAME), json.dumps(meta, indent=1).encode())
-    return {"index_dir": target, "records_indexed": len(records), "index_file": written}
+    return {"index_dir": target, "records_indexed": count, "index_file": written}
 
 
 def _usable_index(partition: PartitionView):
