@@ -293,6 +293,9 @@ def test_uri_inputs_read_byte_ranges(tmp_path, scans):
     inputs = ["file://" + str(c / "data") for c in cases] + ["file://" + str(s) for s in ROCKETMQ_STORES[:1]]
     report = scan(inputs, str(tmp_path / "uri"), LocalEngine(1), split_bytes=32 * 1024)
     assert report["tasks"] > len(cases)
+    for file in report["inputs"]["files"]:  # hashed through the URI's filesystem
+        assert file["path"].startswith("file://")
+        assert file["sha256"] == hashlib.sha256(Path(file["path"][len("file://"):]).read_bytes()).hexdigest()
     whole_out, _ = scans["local"]
     for kind, order in (("kafka", ORDER), ("rocketmq", RMQ_ORDER)):
         got = _table(tmp_path / "uri", kind, order)
@@ -375,10 +378,17 @@ def test_scan_command(tmp_path):
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     assert report["datasets"]["kafka"]["rows"] == 1014
+    logs = sorted(str(p) for p in Path(data).rglob("*.log"))
+    assert sorted(f["path"] for f in report["inputs"]["files"]) == logs
+    for file in report["inputs"]["files"]:
+        assert file["sha256"] == hashlib.sha256(Path(file["path"]).read_bytes()).hexdigest()
+        assert file["size"] == os.path.getsize(file["path"])
     assert json.loads((tmp_path / "out" / "scan-report.json").read_text())["datasets"] == report["datasets"]
     again = _segtool("scan", data, "--out", str(tmp_path / "out"))
     assert again.returncode == 2 and again.stderr.count("\n") == 1 and "--overwrite" in again.stderr
-    assert _segtool("scan", data, "--out", str(tmp_path / "out"), "--overwrite").returncode == 0
+    unhashed = _segtool("scan", data, "--out", str(tmp_path / "out"), "--overwrite", "--no-hash", "--json")
+    assert unhashed.returncode == 0
+    assert [f["sha256"] for f in json.loads(unhashed.stdout)["inputs"]["files"]] == [None] * len(logs)
     values = _segtool("scan", data, "--out", str(tmp_path / "values"), "--with-values", "--workers", "1")
     assert values.returncode == 0, values.stderr
     table = pads.dataset(str(tmp_path / "values" / "kafka")).to_table(columns=["value", "value_sha256"])

@@ -44,9 +44,14 @@ class Inputs:
     rocketmq: list[RocketMQStore] = field(default_factory=list)
 
     @property
+    def files(self) -> list[tuple[str, int]]:
+        """(path, size) of every segment and CommitLog file to scan."""
+        return ([(path, size) for p in self.kafka for _, path, size in p.segments]
+                + [(path, size) for st in self.rocketmq for _, path, size in st.files])
+
+    @property
     def bytes(self) -> int:
-        return (sum(s for p in self.kafka for _, _, s in p.segments)
-                + sum(s for st in self.rocketmq for _, _, s in st.files))
+        return sum(size for _, size in self.files)
 
 
 def topic_partition(name: str) -> tuple[str, int | None]:

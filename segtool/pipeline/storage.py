@@ -164,6 +164,27 @@ def read_range(path: str, start: int = 0, end: int | None = None):
     return data, start
 
 
+def sha256(path: str) -> str:
+    """Hex sha256 of a whole input file (reports cite the evidence they read), read in slices."""
+    if not is_uri(path):
+        from segtool.engine.source import sha256_of
+
+        return sha256_of(path)
+    import hashlib
+
+    from segtool.engine.source import HASH_CHUNK
+
+    digest = hashlib.sha256()
+    filesystem, inner = _split_uri(path)
+    try:
+        with filesystem.open_input_file(inner) as handle:
+            while chunk := handle.read(HASH_CHUNK):
+                digest.update(chunk)
+    except Exception as exc:
+        raise UnreadableInput(f"cannot read: {exc}", path) from None
+    return digest.hexdigest()
+
+
 def read_all(path: str):
     buf, _ = read_range(path)
     return buf
