@@ -368,7 +368,7 @@ def rebuild_index(
     index_interval_bytes: int = typer.Option(4096, "--index-interval-bytes", help="Kafka: the topic's index.interval.bytes.", metavar="BYTES"),
     hash_slot_num: Optional[int] = typer.Option(None, "--hash-slot-num", help="RocketMQ: IndexFile slots (default: the store's, else 5,000,000).", metavar="N"),
     index_num: Optional[int] = typer.Option(None, "--index-num", help="RocketMQ: IndexFile entries (default: the store's, else 20,000,000).", metavar="N"),
-    no_hash: bool = typer.Option(False, "--no-hash", help="Kafka: skip the sha256 of each input segment (faster on huge files)."),
+    no_hash: bool = typer.Option(False, "--no-hash", help="Skip the sha256 of each input segment or CommitLog file (faster on huge files)."),
     as_json: bool = typer.Option(False, "--json", help="One JSON report on stdout."),
     engine: Optional[str] = typer.Option(None, "--engine", help="Kafka: local (default) or spark, one Spark task per partition.", metavar="ENGINE"),
     master: Optional[str] = typer.Option(None, "--master", help="Spark master URL (implies --engine spark; default local[*]).", metavar="URL"),
@@ -399,7 +399,7 @@ def rebuild_index(
         from segtool.ops.rebuild_rocketmq import rebuild_rocketmq_index
 
         reports = [rebuild_rocketmq_index(store, out_dir=out, in_place=in_place, hash_slot_num=hash_slot_num,
-                                          index_num=index_num) for store in stores]
+                                          index_num=index_num, hash_inputs=not no_hash) for store in stores]
         if as_json:
             _print_json({"stores": reports})
         else:

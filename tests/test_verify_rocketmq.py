@@ -502,6 +502,9 @@ def test_rebuild_in_place_keeps_a_backup_outside_index(tmp_path):
     assert [p.read_bytes() for p in now] == [p.read_bytes() for p in expected]  # only the new files remain
     assert sorted(report["removed"]) == sorted(str(store / "index" / n) for n in old if n not in {p.name for p in now})
     assert any("abort" in note for note in report["notes"])
+    commitlog = sorted((store / "commitlog").iterdir())
+    assert [(i["path"], i["size"], i["sha256"]) for i in report["inputs"]] == [
+        (str(p), p.stat().st_size, hashlib.sha256(p.read_bytes()).hexdigest()) for p in commitlog]
 
 
 def test_rebuild_with_default_geometry_matches_rocketmqs_420mb_file(tmp_path):

@@ -35,6 +35,7 @@ from pathlib import Path
 
 from segtool.engine import rocketmq_store as rs
 from segtool.engine.safe_write import _fsync_dir, check_out_dir, output_path, write_atomically
+from segtool.engine.source import sha256_of
 from segtool.errors import SegtoolError, UnreadableInput
 from segtool.formats import rocketmq as rmq
 
@@ -109,7 +110,7 @@ def _backup_index_dir(index_dir: Path) -> str | None:
 
 def rebuild_rocketmq_index(store_dir, out_dir=None, in_place: bool = False, hash_slot_num: int | None = None,
                            index_num: int | None = None, *, naming: str = "begin-timestamp",
-                           commitlog_dir=None) -> dict:
+                           commitlog_dir=None, hash_inputs: bool = True) -> dict:
     """Rebuild the IndexFiles of the RocketMQ store at ``store_dir`` from its CommitLog.
 
     Writes to ``out_dir/index/`` (or the store's own ``index/`` with
@@ -120,7 +121,8 @@ def rebuild_rocketmq_index(store_dir, out_dir=None, in_place: bool = False, hash
     "dispatch", "build", "files": [{"path", "name", "size", "sha256",
     "entries", "index_count", "hash_slot_count", "begin_timestamp",
     "end_timestamp", "begin_phy_offset", "end_phy_offset"}], "backup_dir",
-    "removed", "notes"}``.
+    "removed", "notes", "inputs": [{"path", "size", "sha256"}]}`` (the CommitLog
+    files; sha256 None without ``hash_inputs``).
     """
     if naming not in NAMINGS:
         raise SegtoolError(f"naming must be one of {', '.join(NAMINGS)}")
@@ -147,6 +149,8 @@ def rebuild_rocketmq_index(store_dir, out_dir=None, in_place: bool = False, hash
         "geometry": {"hashSlotNum": hs, "indexNum": n, "fileSize": rmq.index_file_size(hs, n),
                      "source": geometry_source},
         "naming": naming, "files": [], "backup_dir": None, "removed": [], "notes": [],
+        "inputs": [{"path": str(path), "size": path.stat().st_size, "sha256": sha256_of(path) if hash_inputs else None}
+                   for _, path in rmq.list_mapped_files(commitlog)],
     }
     try:
         if naming == "begin-timestamp":
