@@ -60,16 +60,20 @@ class RecordHit:
 
 
 class Segment:
-    """One segment: its .log and the indexes beside it (any may be missing)."""
+    """One segment: its .log and the indexes beside it (any may be missing).
 
-    def __init__(self, log_path: str, cap: int = DEFAULT_CAP):
+    ``suffix`` is ``".swap"`` for a segment an interrupted swap left as
+    ``<base>.log.swap`` with ``<base>.index.swap`` and so on.
+    """
+
+    def __init__(self, log_path: str, cap: int = DEFAULT_CAP, suffix: str = ""):
         self.log_path = log_path
         self.base_offset = offset_from_file_name(log_path)
         self.cap = cap
-        stem = log_path[: -len(".log")]
-        self.index_path = stem + ".index"
-        self.timeindex_path = stem + ".timeindex"
-        self.txnindex_path = stem + ".txnindex"
+        stem = log_path[: -len(".log" + suffix)]
+        self.index_path = stem + ".index" + suffix
+        self.timeindex_path = stem + ".timeindex" + suffix
+        self.txnindex_path = stem + ".txnindex" + suffix
 
     def __repr__(self) -> str:
         return f"Segment({self.log_path!r})"
@@ -204,21 +208,69 @@ class Segment:
         return self.base_offset if last is None else last.last_offset + 1
 
 
-class PartitionView:
-    """Segments of one partition directory, keyed by base offset."""
+_SWAP, _CLEANED, _DELETED = ".swap", ".cleaned", ".deleted"
 
-    def __init__(self, directory: str, cap: int = DEFAULT_CAP):
+
+def _base_offset(name: str) -> int | None:
+    stem = name.split(".")[0]
+    return int(stem) if stem.isdigit() else None
+
+
+def _loaded_segments(directory: str, cap: int, complete_swaps: bool) -> tuple[list[Segment], list[str]]:
+    """The segments Kafka's LogLoader would load from ``directory``, and notes on what it changed.
+
+    Kafka ignores (deletes) ``.deleted`` and ``.cleaned`` files; a ``.swap``
+    file at or above the lowest ``.cleaned`` offset is an unfinished split and
+    is dropped too.  The other ``<base>.log.swap`` files complete an
+    interrupted cleaning or split: every segment whose base offset lies in
+    [lowest swap base, highest swap next offset) is dropped and the swap
+    segments take their place.  Without ``complete_swaps`` only ``.log`` files
+    count, as they are on disk.
+    """
+    names = sorted(name for name in os.listdir(directory) if _base_offset(name) is not None)
+    logs = [name for name in names if name.endswith(".log")]
+    notes: list[str] = []
+    swaps: list[Segment] = []
+    if complete_swaps:
+        cleaned = [_base_offset(name) for name in names if name.endswith(_CLEANED)]
+        lowest_cleaned = min(cleaned, default=None)
+        for name in names:
+            if not name.endswith(".log" + _SWAP):
+                continue
+            if lowest_cleaned is not None and _base_offset(name) >= lowest_cleaned:
+                notes.append(f"{name} is ignored: Kafka deletes a swap file at or above the lowest .cleaned "
+                             f"offset ({lowest_cleaned}) as an unfinished segment split")
+                continue
+            swaps.append(Segment(os.path.join(directory, name), cap, suffix=_SWAP))
+    if swaps:
+        low = min(segment.base_offset for segment in swaps)
+        high = max(segment.next_offset() for segment in swaps)
+        swapped_in = {segment.base_offset for segment in swaps}
+        replaced = [name for name in logs if low <= _base_offset(name) < high or _base_offset(name) in swapped_in]
+        logs = [name for name in logs if name not in replaced]
+        notes.append(f"{', '.join(os.path.basename(s.log_path) for s in swaps)}: an interrupted log cleaning or "
+                     f"split that Kafka completes when it loads the partition; answered as after it, with "
+                     f"{', '.join(replaced) if replaced else 'no segment'} replaced")
+    segments = [Segment(os.path.join(directory, name), cap) for name in logs] + swaps
+    segments.sort(key=lambda segment: segment.base_offset)
+    return segments, notes
+
+
+class PartitionView:
+    """Segments of one partition directory, keyed by base offset.
+
+    By default the segments are those Kafka would load, an interrupted swap
+    completed (``notes`` says so); ``complete_swaps=False`` takes the ``.log``
+    files as they are.
+    """
+
+    def __init__(self, directory: str, cap: int = DEFAULT_CAP, complete_swaps: bool = True):
         if not os.path.isdir(directory):
             raise UnreadableInput("not a partition directory", directory)
         self.directory = directory
-        logs = sorted(
-            (offset_from_file_name(name), os.path.join(directory, name))
-            for name in os.listdir(directory)
-            if name.endswith(".log") and name.split(".")[0].isdigit()
-        )
-        if not logs:
+        self.segments, self.notes = _loaded_segments(directory, cap, complete_swaps)
+        if not self.segments:
             raise UnreadableInput("no .log segments in this directory", directory)
-        self.segments = [Segment(path, cap) for _, path in logs]
         self.base_offsets = [s.base_offset for s in self.segments]
 
     @property

@@ -40,13 +40,22 @@ def _empty(partition: PartitionView, **extra) -> dict:
             "segment": None, "position": None, **extra}
 
 
+def _with_notes(answer: dict, partition: PartitionView) -> dict:
+    """The answer, with what loading the partition changed (an interrupted swap completed), if anything."""
+    if partition.notes:
+        answer["notes"] = list(partition.notes)
+    return answer
+
+
 def lookup_offset(directory: str, offset: int) -> dict:
     """The first record a fetch at ``offset`` returns (the next one inside a compaction gap)."""
     partition = PartitionView(directory)
     hit = partition.read_at(offset)
     if hit is None:
-        return _empty(partition, requested_offset=offset, log_end_offset=partition.log_end_offset)
-    return {"partition_dir": directory, "requested_offset": offset, **hit.as_dict()}
+        answer = _empty(partition, requested_offset=offset, log_end_offset=partition.log_end_offset)
+    else:
+        answer = {"partition_dir": directory, "requested_offset": offset, **hit.as_dict()}
+    return _with_notes(answer, partition)
 
 
 def lookup_timestamp(directory: str, timestamp: int) -> dict:
@@ -54,13 +63,14 @@ def lookup_timestamp(directory: str, timestamp: int) -> dict:
     partition = PartitionView(directory)
     base = {"partition_dir": directory, "requested_timestamp": timestamp}
     if timestamp == LATEST:
-        return {**_empty(partition), **base, "offset": partition.log_end_offset}
-    if timestamp == EARLIEST:
-        return {**_empty(partition), **base, "offset": partition.log_start_offset}
-    hit = partition.max_timestamp_hit() if timestamp == MAX_TIMESTAMP else partition.offset_for_timestamp(timestamp)
-    if hit is None:
-        return {**_empty(partition), **base}
-    return {**base, **hit.as_dict()}
+        answer = {**_empty(partition), **base, "offset": partition.log_end_offset}
+    elif timestamp == EARLIEST:
+        answer = {**_empty(partition), **base, "offset": partition.log_start_offset}
+    else:
+        hit = (partition.max_timestamp_hit() if timestamp == MAX_TIMESTAMP
+               else partition.offset_for_timestamp(timestamp))
+        answer = {**_empty(partition), **base} if hit is None else {**base, **hit.as_dict()}
+    return _with_notes(answer, partition)
 
 
 def lookup_index_entry(directory: str, offset: int, ceiling: bool) -> dict:
@@ -83,10 +93,10 @@ def lookup_index_entry(directory: str, offset: int, ceiling: bool) -> dict:
         if slot == -1 and ceiling:
             continue
         found_offset, position = (segment.base_offset, 0) if slot == -1 else index.entry(slot)
-        return {"partition_dir": directory, "requested_offset": offset, "mode": mode,
-                "index": segment.index_path, "slot": slot, "offset": found_offset, "position": position,
-                "segment": segment.log_path, "timestamp": None}
-    return {**_empty(partition), "requested_offset": offset, "mode": mode}
+        return _with_notes({"partition_dir": directory, "requested_offset": offset, "mode": mode,
+                            "index": segment.index_path, "slot": slot, "offset": found_offset, "position": position,
+                            "segment": segment.log_path, "timestamp": None}, partition)
+    return _with_notes({**_empty(partition), "requested_offset": offset, "mode": mode}, partition)
 
 
 # --------------------------------------------------------------------------

@@ -21,16 +21,20 @@ _hasher = ThreadPoolExecutor(max_workers=1)
 
 
 def _segments_of(path: str) -> list[list[Segment]]:
-    """Groups of segments (one group per partition) named by a .log file or a directory."""
+    """Groups of segments (one group per partition) named by a .log file or a directory.
+
+    The .log files as they are: indexes are rebuilt for the files on disk, not for
+    the partition Kafka would make of an interrupted swap.
+    """
     if os.path.isdir(path):
         logs = [n for n in os.listdir(path) if n.endswith(".log")]
         if logs:
-            return [PartitionView(path).segments]
+            return [PartitionView(path, complete_swaps=False).segments]
         groups = []
         for name in sorted(os.listdir(path)):
             sub = os.path.join(path, name)
             if os.path.isdir(sub) and any(n.endswith(".log") for n in os.listdir(sub)):
-                groups.append(PartitionView(sub).segments)
+                groups.append(PartitionView(sub, complete_swaps=False).segments)
         if not groups:
             raise UnreadableInput("no Kafka segments in this directory", path)
         return groups
