@@ -532,6 +532,7 @@ def index_keys(
     partition_dir: str = typer.Argument(..., help="A Kafka partition directory.", metavar="PARTITION_DIR"),
     out: Optional[str] = typer.Option(None, "--out", "-o", help="Where to write the index (default: PARTITION_DIR.keyindex beside it).", metavar="DIR"),
     as_json: bool = typer.Option(False, "--json", help="One JSON report on stdout."),
+    quiet: bool = _QUIET_OPTION,
 ):
     """Build a hash index of record keys (RocketMQ's IndexFile layout) so `lookup --key` need not scan.
 
@@ -545,7 +546,9 @@ def index_keys(
     """
     from segtool.ops.keyindex import index_keys as run_index_keys
 
-    report = run_index_keys(partition_dir, out)
+    _quiet(quiet)
+    with _Progress(enabled=not as_json) as progress:
+        report = run_index_keys(partition_dir, out, progress_factory=progress.task)
     if as_json:
         _print_json(report)
     else:

@@ -53,16 +53,17 @@ def _commands(tmp_path):
         "rebuild-index": ["rebuild-index", str(PARTITION), "--out", str(tmp_path / "rebuilt")],
         # two workers: the local engine's process pool, not its in-process path for small inputs
         "scan": ["scan", str(PARTITION), "--out", str(tmp_path / "scan"), "--overwrite", "--workers", "2"],
+        "index-keys": ["index-keys", str(PARTITION), "--out", str(tmp_path / "keys")],
     }
 
 
-@pytest.mark.parametrize("command", ["verify", "rebuild-index", "scan"])
+@pytest.mark.parametrize("command", ["verify", "rebuild-index", "scan", "index-keys"])
 def test_progress_bar_only_on_a_terminal_and_never_when_quiet(command, tmp_path):
     args = _commands(tmp_path)[command]
     code, stdout, terminal = _run_on_terminal(args)
     assert code == 0
-    # a bar per file, named by the file (scan: one for all its tasks)
-    name = b"segtool scan" if command == "scan" else b"00000000000000000000.log"
+    # a bar per file, named by the file (scan: one for all its tasks; index-keys: one for the partition)
+    name = {"scan": b"segtool scan", "index-keys": PARTITION.name.encode()}.get(command, b"00000000000000000000.log")
     assert name in terminal and "━".encode() in terminal  # rich's bar
     for quiet in (args + ["--quiet"], ["--quiet"] + args, args[:1] + ["-q"] + args[1:], args + ["--json"]):
         quiet_code, quiet_stdout, quiet_terminal = _run_on_terminal(quiet)

@@ -36,22 +36,31 @@ def _segment_fingerprint(partition: PartitionView) -> list[dict]:
     return [{"log": os.path.basename(s.log_path), "size": os.path.getsize(s.log_path)} for s in partition.segments]
 
 
-def _records(partition: PartitionView):
+def _records(partition: PartitionView, progress=None):
+    """Every keyed record of the partition; ``progress(bytes read)`` after each batch."""
+    done = 0
     for segment in partition.segments:
         for batch in BatchScan(segment.log, path=segment.log_path):
+            if progress is not None:
+                progress(done + batch.end)
             if batch.is_control:
                 continue
             for record in batch_records(batch, segment.log_path):
                 if record.key is not None:
                     yield record
+        done += segment.size
 
 
 def _key_text(key: bytes) -> str:
     return key.decode("latin-1")
 
 
-def index_keys(partition_dir: str, out_dir: str | None = None) -> dict:
-    """Build the key index of a partition; returns what was written."""
+def index_keys(partition_dir: str, out_dir: str | None = None, progress_factory=None) -> dict:
+    """Build the key index of a partition; returns what was written.
+
+    ``progress_factory(description, total bytes)``, when given, returns a callback
+    that is told how many bytes of the segments have been read.
+    """
     from segtool.engine.rocketmq_store import IndexFileView
 
     partition = PartitionView(partition_dir)
@@ -62,7 +71,10 @@ def index_keys(partition_dir: str, out_dir: str | None = None) -> dict:
     # the geometry needs the count first: keep each keyed record as three machine
     # integers (24 bytes), not as a decoded record with its value
     hashes, offsets, stamps = array("q"), array("q"), array("q")
-    for record in _records(partition):
+    progress = None
+    if progress_factory is not None:
+        progress = progress_factory(partition.name, sum(segment.size for segment in partition.segments))
+    for record in _records(partition, progress):
         hashes.append(rmq.index_key_hash(_key_text(record.key)))
         offsets.append(record.offset)
         stamps.append(max(record.timestamp, 0))
