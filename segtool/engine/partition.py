@@ -208,7 +208,7 @@ class Segment:
         return self.base_offset if last is None else last.last_offset + 1
 
 
-_SWAP, _CLEANED, _DELETED = ".swap", ".cleaned", ".deleted"
+_SWAP = ".swap"
 
 
 def _base_offset(name: str) -> int | None:
@@ -232,7 +232,7 @@ def _loaded_segments(directory: str, cap: int, complete_swaps: bool) -> tuple[li
     notes: list[str] = []
     swaps: list[Segment] = []
     if complete_swaps:
-        cleaned = [_base_offset(name) for name in names if name.endswith(_CLEANED)]
+        cleaned = [_base_offset(name) for name in names if name.endswith(".cleaned")]
         lowest_cleaned = min(cleaned, default=None)
         for name in names:
             if not name.endswith(".log" + _SWAP):
