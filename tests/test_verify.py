@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -116,3 +117,25 @@ def test_cli_exit_codes_and_json(tmp_path):
     assert {"valid_bytes", "bytes_lost", "records_lost"} <= set(log["recovery"])
     missing = run("verify", str(tmp_path / "nothing-here"))
     assert missing.returncode == 2 and "Traceback" not in missing.stderr
+
+
+def test_leader_epoch_checkpoint_against_the_batches(tmp_path, monkeypatch):
+    """c04's batches carry leader epoch 0: a checkpoint that gives part of them to another
+    epoch is contradicted at the first such batch; the broker's own checkpoint is clean,
+    also named by a bare relative path."""
+    cases = [c for c in case_dirs("kafka") if c.name == "c04-transactions"]
+    if not cases:
+        pytest.skip("c04-transactions not available")
+    partition = tmp_path / "c04-txn-0"
+    shutil.copytree(cases[0] / "data" / "c04-txn-0", partition)
+    checkpoint = partition / "leader-epoch-checkpoint"
+    assert verify([str(checkpoint)])["files"][0]["problems"] == []
+    monkeypatch.chdir(partition)
+    assert verify(["leader-epoch-checkpoint"])["files"][0]["status"] == "ok"
+    checkpoint.write_text("0\n2\n0 0\n5 100\n")
+    (item,) = verify([str(checkpoint)])["files"]
+    assert item["status"] == "problems"
+    assert [p["message"] for p in item["problems"]] == [
+        "the checkpoint gives offsets from 100 to epoch 5, but the batch at offset 100 carries leader epoch 0"]
+    checkpoint.write_text("0\n2\n0 0\n5 100000\n")  # an epoch that starts past the last batch: nothing to contradict
+    assert verify([str(checkpoint)])["files"][0]["problems"] == []

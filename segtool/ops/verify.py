@@ -9,6 +9,7 @@ which compaction makes legal, for example).  ``.log`` files also get
 
 from __future__ import annotations
 
+import bisect
 import os
 from typing import Callable
 
@@ -301,25 +302,40 @@ def verify_leader_epochs(path: str) -> dict:
         entries = kafka_state.read_leader_epoch_checkpoint(path)
     except kafka_state.CorruptCheckpoint as exc:
         return {"problems": [_problem("checkpoint_format", exc.offset, exc.message)]}
-    directory = os.path.dirname(path)
+    directory = os.path.dirname(path) or "."
+    known = {e.epoch for e in entries}
+    newest = max(known, default=None)
+    starts = [e.start_offset for e in entries]
     first_offset_of_epoch: dict[int, int] = {}
+    contradicted: dict[int, tuple[int, int]] = {}  # entry -> (offset, epoch) of the first batch against it
     for name in sorted(n for n in os.listdir(directory) if n.endswith(".log")):
         try:
             for batch in BatchScan(open_buffer(os.path.join(directory, name))):
-                if batch.magic >= 2 and batch.partition_leader_epoch >= 0:
-                    first_offset_of_epoch.setdefault(batch.partition_leader_epoch, batch.base_offset)
+                epoch = batch.partition_leader_epoch
+                if batch.magic < 2 or epoch < 0:
+                    continue
+                first_offset_of_epoch.setdefault(epoch, batch.base_offset)
+                # the checkpoint gives [start of entry i, start of entry i+1) to entry i's epoch; an
+                # epoch newer than every entry is a checkpoint that lags behind, reported below
+                i = bisect.bisect_right(starts, batch.base_offset) - 1
+                if i >= 0 and entries[i].epoch != epoch and i not in contradicted and not (
+                        epoch not in known and epoch > newest):
+                    contradicted[i] = (batch.base_offset, epoch)
         except CorruptData:
             continue
     problems = []
+    for i, (offset, epoch) in sorted(contradicted.items()):
+        problems.append(_problem("leader_epoch", None,
+                                 f"the checkpoint gives offsets from {entries[i].start_offset} to epoch "
+                                 f"{entries[i].epoch}, but the batch at offset {offset} carries leader epoch {epoch}"))
     for entry in entries:
         seen = first_offset_of_epoch.get(entry.epoch)
         if seen is not None and seen != entry.start_offset and seen > entry.start_offset:
             problems.append(_problem("leader_epoch", None,
                                      f"epoch {entry.epoch} starts at {entry.start_offset} in the checkpoint but its "
                                      f"first batch in the log is at {seen}", "info"))
-    known = {e.epoch for e in entries}
     for epoch, offset in sorted(first_offset_of_epoch.items()):
-        if epoch not in known and entries and epoch > max(known):
+        if epoch not in known and entries and epoch > newest:
             problems.append(_problem("leader_epoch", None,
                                      f"batches carry leader epoch {epoch} from offset {offset}, which the "
                                      "checkpoint does not list"))
