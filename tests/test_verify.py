@@ -139,3 +139,28 @@ def test_leader_epoch_checkpoint_against_the_batches(tmp_path, monkeypatch):
         "the checkpoint gives offsets from 100 to epoch 5, but the batch at offset 100 carries leader epoch 0"]
     checkpoint.write_text("0\n2\n0 0\n5 100000\n")  # an epoch that starts past the last batch: nothing to contradict
     assert verify([str(checkpoint)])["files"][0]["problems"] == []
+
+
+def test_segments_that_overlap_are_reported(tmp_path):
+    """A partition whose first segment runs into the second one's offsets (c04's first batch of
+    the second segment appended to the first): the second segment is flagged, nothing else."""
+    from segtool.engine.source import open_buffer
+    from segtool.formats.kafka_log import BatchScan
+
+    cases = [c for c in case_dirs("kafka") if c.name == "c04-transactions"]
+    if not cases:
+        pytest.skip("c04-transactions not available")
+    partition = tmp_path / "c04-txn-0"
+    shutil.copytree(cases[0] / "data" / "c04-txn-0", partition)
+    first, second = sorted(partition.glob("*.log"))
+    clean = {f["path"]: f["status"] for f in verify([str(partition)], hash_inputs=False)["files"]}
+    assert set(clean.values()) == {"ok"}
+    head = next(iter(BatchScan(open_buffer(second))))
+    with open(first, "ab") as out:
+        out.write(second.read_bytes()[:head.size])
+    report = verify([str(partition)], hash_inputs=False)
+    flagged = {f["path"]: [p for p in f["problems"] if p["kind"] == "segments_overlap"] for f in report["files"]}
+    assert [path for path, found in flagged.items() if found] == [str(second)]
+    (problem,) = flagged[str(second)]
+    assert problem["severity"] == "error" and f"last offset {head.last_offset} of {first.name}" in problem["message"]
+    assert {f["path"]: f["status"] for f in report["files"]} == {**clean, str(second): "problems"}

@@ -147,6 +147,8 @@ def verify_log(path: str, deep: bool = False, progress: Callable[[int], None] | 
     return {
         "batches": checks.batches,
         "records": checks.records,
+        "first_offset": first_base,
+        "last_offset": checks.previous_last,
         "problems": problems,
         "recovery": {
             "valid_bytes": recovery.valid_bytes,
@@ -412,7 +414,29 @@ def verify(paths: list[str], deep: bool = False, progress_factory=None, hash_inp
         progress = progress_factory(path) if progress_factory else None
         # one file at a time in this process: a helper process may take a share of the checksums
         files.append(verify_file(path, deep, progress, hash_inputs, parallel=True))
-    return summarize(files)
+    return summarize(check_segment_order(files))
+
+
+def check_segment_order(files: list[dict]) -> list[dict]:
+    """Across the segments of a partition: each must start after the previous one's last offset.
+
+    Kafka keeps segments by base offset and never checks this; overlapping
+    segments (a bad copy, an interrupted swap) make fetches skip or repeat records.
+    """
+    by_directory: dict[str, list[dict]] = {}
+    for item in files:
+        if item.get("kind") == "kafka-log" and item["path"].endswith(".log") and item.get("first_offset") is not None:
+            by_directory.setdefault(os.path.dirname(item["path"]), []).append(item)
+    for segments in by_directory.values():
+        segments.sort(key=lambda item: offset_from_file_name(item["path"]))
+        for previous, item in zip(segments, segments[1:]):
+            if item["first_offset"] <= previous["last_offset"]:
+                item["problems"].append(_problem(
+                    "segments_overlap", 0, f"its first offset {item['first_offset']} is not above the last offset "
+                    f"{previous['last_offset']} of {os.path.basename(previous['path'])}"))
+                if item["status"] == "ok":
+                    item["status"] = "problems"
+    return files
 
 
 def summarize(files: list[dict]) -> dict:
