@@ -187,8 +187,13 @@ def _print_answer(answer: dict, as_json: bool) -> None:
     table.add_column(style="bold")
     table.add_column(overflow="fold")
     for key, value in answer.items():
-        if key != "messages":
-            table.add_row(key, "null" if value is None else str(value))
+        if key == "messages":
+            continue
+        if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+            text = "\n".join(value)  # notes: one per line
+        else:
+            text = "null" if value is None else str(value)
+        table.add_row(key, text)
     console.print(table)
     for message in answer.get("messages", []):
         console.print(message)
