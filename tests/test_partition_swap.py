@@ -62,3 +62,18 @@ def test_a_swap_above_a_cleaned_file_is_an_unfinished_split_and_ignored(partitio
     view = PartitionView(str(swapped))
     assert [Path(s.log_path).name for s in view.segments] == [log.name for log in logs]
     assert len(view.notes) == 1 and "ignored" in view.notes[0]
+
+
+def test_verify_says_what_kafka_makes_of_a_pending_swap(partitions):
+    from segtool.ops.verify import verify
+
+    _, swapped, logs = partitions
+    report = verify([str(swapped)], hash_inputs=False)
+    by_name = {Path(f["path"]).name: f for f in report["files"]}
+    swap = by_name[logs[0].name + ".swap"]
+    assert swap["status"] == "ok"  # a well-formed segment; the swap itself is information
+    assert [p["kind"] for p in swap["problems"]] == ["pending_swap"]
+    assert swap["problems"][0]["message"] == PartitionView(str(swapped)).notes[0]
+    others = [f for name, f in by_name.items() if name != logs[0].name + ".swap"]
+    assert not [p for f in others for p in f["problems"] if p["kind"] == "pending_swap"]
+

@@ -414,10 +414,34 @@ def verify(paths: list[str], deep: bool = False, progress_factory=None, hash_inp
         progress = progress_factory(path) if progress_factory else None
         # one file at a time in this process: a helper process may take a share of the checksums
         files.append(verify_file(path, deep, progress, hash_inputs, parallel=True))
-    return summarize(check_segment_order(files))
+    return summarize(check_partitions(files))
 
 
-def check_segment_order(files: list[dict]) -> list[dict]:
+def check_partitions(files: list[dict]) -> list[dict]:
+    """The checks across the files of a partition directory (local and distributed verify)."""
+    _check_segment_order(files)
+    _note_pending_swaps(files)
+    return files
+
+
+def _note_pending_swaps(files: list[dict]) -> None:
+    """A ``.log.swap`` is an interrupted log cleaning or split: say what Kafka makes of it at start."""
+    from segtool.engine.partition import PartitionView
+
+    swaps: dict[str, list[dict]] = {}
+    for item in files:
+        if item["path"].endswith(".log.swap") and item.get("status") != "unreadable":
+            swaps.setdefault(os.path.dirname(item["path"]) or ".", []).append(item)
+    for directory, items in swaps.items():
+        try:
+            notes = PartitionView(directory).notes
+        except SegtoolError as exc:
+            notes = [f"Kafka could not load the partition to complete the swap: {exc.message}"]
+        for item in items:
+            item["problems"].extend(_problem("pending_swap", None, note, "info") for note in notes)
+
+
+def _check_segment_order(files: list[dict]) -> None:
     """Across the segments of a partition: each must start after the previous one's last offset.
 
     Kafka keeps segments by base offset and never checks this; overlapping
@@ -436,7 +460,6 @@ def check_segment_order(files: list[dict]) -> list[dict]:
                     f"{previous['last_offset']} of {os.path.basename(previous['path'])}"))
                 if item["status"] == "ok":
                     item["status"] = "problems"
-    return files
 
 
 def summarize(files: list[dict]) -> dict:

@@ -11,7 +11,7 @@ import os
 from functools import partial
 
 from segtool.formats.detect import expand_paths
-from segtool.ops.verify import check_segment_order, summarize, verify_file
+from segtool.ops.verify import check_partitions, summarize, verify_file
 
 
 def _size(path: str) -> int:
@@ -35,4 +35,4 @@ def verify_distributed(paths: list[str], engine, deep: bool = False, hash_inputs
     results = engine.map(partial(verify_one, deep=deep, hash_input=hash_inputs),
                          [(f, os.path.abspath(f)) for f in files], [_size(f) for f in files],
                          description="segtool verify")
-    return summarize(check_segment_order(results))
+    return summarize(check_partitions(results))
