@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed-stamp
 KAFKA := sample_data/kafka
 TXN := $(KAFKA)/c04-transactions/data/c04-txn-0
 
-.PHONY: demo test bench install
+.PHONY: demo test bench install docs
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -31,6 +31,10 @@ demo: $(STAMP)
 	$(BIN)/segtool lookup $(KAFKA)/c07-compacted/data/c07-compact-0 --timestamp max-timestamp --json
 	@echo "== segtool dump of a RocketMQ CommitLog file, last lines"
 	$(BIN)/segtool dump sample_data/rocketmq/kill9-abort/store/commitlog/00000000000000000000 | tail -n 2
+
+# docs/usage.md's examples, rerun on sample_data/ (tests/test_docs_usage.py fails when they drift)
+docs: $(STAMP)
+	$(BIN)/python docs/generate_usage.py
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q
