@@ -7,6 +7,7 @@ Heavy modules are imported inside commands so a cold start stays fast.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from typing import List, Optional
 
@@ -15,14 +16,14 @@ import typer
 from segtool.errors import SegtoolError
 
 app = typer.Typer(
-    add_completion=False,
+    add_completion=True,
     no_args_is_help=True,
     rich_markup_mode=None,
-    help="Forensic toolkit for Kafka and RocketMQ storage files. Inputs are only ever read.",
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 
 EXIT_CLEAN, EXIT_PROBLEMS, EXIT_UNREADABLE = 0, 1, 2
+ITEM_KIND = "type"  # the key naming what a dump item is
 
 
 class _State:
@@ -30,21 +31,31 @@ class _State:
     quiet = False
 
 
+def _version(asked: bool) -> None:
+    if asked:
+        from importlib.metadata import version
+
+        sys.stdout.write(f"segtool {version('segtool')}\n")
+        raise typer.Exit(EXIT_CLEAN)
+
+
 @app.callback()
 def _main(
-    debug: bool = typer.Option(False, "--debug", help="Show Python tracebacks for errors."),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bars."),
+    debug: bool = typer.Option(False, "--debug", help="Show Python tracebacks for errors (before or after the command)."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bars (before or after the command)."),
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version."),
 ):
+    """Forensic toolkit for Kafka and RocketMQ storage files. Inputs are only ever read.
+
+    Exit codes, for every command: 0 clean, 1 problems found or nothing found,
+    2 unreadable input or usage error.
+    """
     _State.debug = debug
     _State.quiet = quiet
 
 
-# the long-running commands also take --quiet after their name, where users type it
-_QUIET_OPTION = typer.Option(False, "--quiet", "-q", help="No progress bars (also: segtool --quiet COMMAND).")
-
-
-def _quiet(asked: bool) -> None:
-    _State.quiet = _State.quiet or asked
+# flags of the whole program, accepted wherever an operator types them
+_GLOBAL_FLAGS = ("--debug", "--quiet", "-q")
 
 
 def _fail(message: str, code: int = EXIT_UNREADABLE) -> None:
@@ -100,33 +111,44 @@ class _LineWriter:
 
 @app.command()
 def dump(
-    paths: List[str] = typer.Argument(..., help="Files or directories (every file below a directory).", metavar="PATH..."),
+    paths: Optional[List[str]] = typer.Argument(None, help="Files or directories (every file below a directory, at any depth).", metavar="PATH..."),
+    files: Optional[List[str]] = typer.Option(None, "--files", help="kafka-dump-log's way to name files: comma-separated, may repeat.", metavar="FILE,FILE"),
     format: str = typer.Option("text", "--format", "-f", help="text, json (JSON Lines) or kafka.", metavar="FORMAT"),
+    as_json: bool = typer.Option(False, "--json", help="JSON Lines (the same as --format json)."),
     deep_iteration: bool = typer.Option(False, "--deep-iteration", help="kafka: list every record."),
     print_data_log: bool = typer.Option(False, "--print-data-log", help="kafka: print keys and values."),
     verify_index_only: bool = typer.Option(False, "--verify-index-only", help="kafka: check index against log, print no entries."),
     index_sanity_check: bool = typer.Option(False, "--index-sanity-check", help="kafka: the broker's start-up index check."),
     offsets_decoder: bool = typer.Option(False, "--offsets-decoder", help="kafka: decode __consumer_offsets records."),
-    max_bytes: int = typer.Option(2**31 - 1, "--max-bytes", help="kafka: read at most this many bytes of each .log.", metavar="BYTES"),
-    max_message_size: int = typer.Option(5 * 1024 * 1024, "--max-message-size", help="kafka: largest batch an index entry may point to.", metavar="BYTES"),
+    max_bytes: int = typer.Option(2**31 - 1, "--max-bytes", min=0, help="kafka: read at most this many bytes of each .log.", metavar="BYTES"),
+    max_message_size: int = typer.Option(5 * 1024 * 1024, "--max-message-size", min=1, help="kafka: largest batch an index entry may point to.", metavar="BYTES"),
     shallow: bool = typer.Option(False, "--shallow", help="text/json: batches only, no records."),
-    decompress_cap: int = typer.Option(256 * 1024 * 1024, "--decompress-cap", help="Largest decompressed batch, bytes.", metavar="BYTES"),
+    decompress_cap: int = typer.Option(256 * 1024 * 1024, "--decompress-cap", min=1, help="Largest decompressed batch, bytes.", metavar="BYTES"),
 ):
     """Decode files: Kafka segments, indexes, snapshots, checkpoints; RocketMQ CommitLog, ConsumeQueue, IndexFile.
+
+    Exit code 1 when a file is damaged (a bad CRC, a zero-filled or torn tail) or
+    nothing was recognised, 2 when an input cannot be read.  Files segtool does not
+    recognise are named on stderr.
 
     Examples:
 
       segtool dump data/orders-0/00000000000000000000.log
 
-      segtool dump --format kafka --deep-iteration --print-data-log data/orders-0/00000000000000000000.log
+      segtool dump --format kafka --deep-iteration --print-data-log --files data/orders-0/00000000000000000000.log
 
-      segtool dump --format json store/consumequeue/TopicA/0
+      segtool dump --json store/consumequeue/TopicA/0
     """
     import gc
 
     gc.disable()  # decoding allocates many small acyclic objects; collection only costs time here
+    named = list(paths or []) + [name for option in files or [] for name in option.split(",") if name]
+    if not named:
+        _fail("give the files to dump: PATH... or --files FILE,FILE")
+    if as_json:
+        format = "json"
     if format == "kafka":
-        from segtool.formats.detect import expand_paths
+        from segtool.engine.walk import walk
         from segtool.ops.kafka_dump_log import KafkaDumpOptions, run_kafka_dump
 
         options = KafkaDumpOptions(
@@ -139,84 +161,85 @@ def dump(
             max_message_size=max_message_size,
             decompress_cap=decompress_cap,
         )
-        try:
-            files = expand_paths(paths)
-        except SegtoolError as exc:
-            _fail(str(exc))
+        entries = list(walk(named))
+        for entry in entries:
+            if entry.unreadable is not None:
+                _fail(f"{entry.path}: {entry.unreadable}")
         out = _LineWriter()
-        code = run_kafka_dump(files, options, out, _err_line_after(out))
+        code = run_kafka_dump([entry.path for entry in entries], options, out, _err_line_after(out))
         out.flush()
         raise typer.Exit(code)
     if format not in ("text", "json"):
         _fail(f"unknown --format {format!r}: use text, json or kafka")
-    from segtool.formats.detect import expand_paths
-    from segtool.ops.dump import dump_paths
+    from segtool.ops.dump import dump_paths, shows_damage
     from segtool.ops.render import render_text_item
 
-    files = expand_paths(paths)
     out = _LineWriter() if format == "json" or not sys.stdout.isatty() else _ColourWriter()
-    problems = False
+    note = _err_line_after(out)
+    several = len(named) > 1 or os.path.isdir(named[0])
+    problems = unreadable = False
+    recognised = 0
     current = None
-    for item in dump_paths(files, deep=not shallow, cap=decompress_cap):
-        if item["type"] in ("error", "trailing_bytes") or item.get("crc_valid") is False:
-            problems = True
+    for item in dump_paths(named, deep=not shallow, cap=decompress_cap):
+        kind = item[ITEM_KIND]
+        if kind == "skipped":
+            note(f"segtool: skipped {item['file']}: {item['reason']}")
+            continue
+        if kind == "unreadable":
+            note(f"segtool: {item['file']}: {item['reason']}")
+            unreadable = True
+            continue
+        if item["file"] != current:
+            current = item["file"]
+            recognised += 1
+            if format == "text" and several:
+                out(f"== {current}")
+        problems = problems or shows_damage(item)
         if format == "json":
             out(json.dumps(item, ensure_ascii=False))
         else:
-            if item["file"] != current and len(files) > 1:
-                current = item["file"]
-                out(f"== {current}")
             out(render_text_item(item))
     out.flush()
-    raise typer.Exit(EXIT_PROBLEMS if problems else EXIT_CLEAN)
+    if unreadable:
+        raise typer.Exit(EXIT_UNREADABLE)
+    raise typer.Exit(EXIT_PROBLEMS if problems or not recognised else EXIT_CLEAN)
 
 
 def _print_json(obj) -> None:
     sys.stdout.write(json.dumps(obj, ensure_ascii=False) + "\n")
 
 
-def _print_answer(answer: dict, as_json: bool) -> None:
+def _print_answer(answer: dict, as_json: bool, full: bool) -> None:
     if as_json:
         _print_json(answer)
         return
-    from rich.console import Console
-    from rich.table import Table
+    from segtool.ops.render import answer_lines
 
-    console = Console(width=None if sys.stdout.isatty() else 200)
-    table = Table(show_header=False, box=None)
-    table.add_column(style="bold")
-    table.add_column(overflow="fold")
-    for key, value in answer.items():
-        if key == "messages":
-            continue
-        if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
-            text = "\n".join(value)  # notes: one per line
-        else:
-            text = "null" if value is None else str(value)
-        table.add_row(key, text)
-    console.print(table)
-    for message in answer.get("messages", []):
-        console.print(message)
+    sys.stdout.write("\n".join(answer_lines(answer, full)) + "\n")
 
 
 @app.command()
 def lookup(
     path: str = typer.Argument(..., help="A Kafka partition directory or a RocketMQ store directory.", metavar="PATH"),
-    offset: Optional[int] = typer.Option(None, "--offset", help="Kafka: the record a fetch at this offset returns.", metavar="OFFSET"),
+    offset: Optional[int] = typer.Option(None, "--offset", min=0, help="Kafka: the record a fetch at this offset returns.", metavar="OFFSET"),
     timestamp: Optional[str] = typer.Option(None, "--timestamp", help="Kafka: ListOffsets for epoch ms, ISO-8601, latest, earliest or max-timestamp.", metavar="TIME"),
     floor: bool = typer.Option(False, "--floor", help="With --offset: the offset index's floor entry (<=), no scan."),
     ceiling: bool = typer.Option(False, "--ceiling", help="With --offset: the offset index's ceiling entry (>=), no scan."),
     key: Optional[str] = typer.Option(None, "--key", help="Find records by key: a Kafka partition (index-keys makes it fast) or a RocketMQ store with --topic.", metavar="KEY"),
+    key_index: Optional[str] = typer.Option(None, "--key-index", help="Kafka --key: the directory index-keys wrote (default: its cache place).", metavar="DIR"),
     topic: Optional[str] = typer.Option(None, "--topic", help="RocketMQ topic.", metavar="TOPIC"),
-    begin: int = typer.Option(0, "--begin", help="RocketMQ key lookup: window start, epoch ms.", metavar="MS"),
-    end: int = typer.Option(2**63 - 1, "--end", help="RocketMQ key lookup: window end, epoch ms.", metavar="MS"),
-    max_num: int = typer.Option(64, "--max", help="RocketMQ key lookup: most offsets to return (RocketMQ caps at 64).", metavar="N"),
+    begin: str = typer.Option("0", "--begin", help="RocketMQ key lookup: window start, epoch ms or ISO-8601.", metavar="TIME"),
+    end: str = typer.Option(str(2**63 - 1), "--end", help="RocketMQ key lookup: window end, epoch ms or ISO-8601.", metavar="TIME"),
+    max_num: int = typer.Option(64, "--max", min=1, help="RocketMQ key lookup: most offsets to return (RocketMQ caps at 64).", metavar="N"),
     include_collisions: bool = typer.Option(False, "--include-collisions", help="RocketMQ: keep hash collisions (IndexService's raw answer)."),
-    queue_id: Optional[int] = typer.Option(None, "--queue-id", help="RocketMQ: ConsumeQueue id (with --queue-offset).", metavar="Q"),
-    queue_offset: Optional[int] = typer.Option(None, "--queue-offset", help="RocketMQ: unit number in the ConsumeQueue.", metavar="N"),
+    queue_id: Optional[int] = typer.Option(None, "--queue-id", min=0, help="RocketMQ: ConsumeQueue id (with --queue-offset).", metavar="Q"),
+    queue_offset: Optional[int] = typer.Option(None, "--queue-offset", min=0, help="RocketMQ: unit number in the ConsumeQueue.", metavar="N"),
+    full: bool = typer.Option(False, "--full", help="Show keys and values whole (text output cuts them at 200 characters)."),
     as_json: bool = typer.Option(False, "--json", help="One JSON object on stdout."),
 ):
     """Answer a broker lookup from files alone.
+
+    Exit code 0 when something was found, 1 when nothing was.
 
     Examples:
 
@@ -226,16 +249,21 @@ def lookup(
 
       segtool lookup data/orders-0 --offset 1200 --floor
 
-      segtool lookup store --topic TopicA --key order-42
+      segtool lookup store --topic TopicA --key order-42 --begin 2026-11-21T00:00:00Z
     """
     from segtool.ops import lookup as ops
 
+    if not os.path.exists(path):
+        _fail(f"{path}: no such file or directory")
     chosen = [x is not None for x in (offset, timestamp, key, queue_id)]
     if sum(chosen) != 1:
         _fail("give exactly one of --offset, --timestamp, --key, --queue-id", EXIT_UNREADABLE)
     if key is not None:
-        answer = ops.lookup_key(path, key, topic=topic, begin=begin, end=end, max_num=max_num,
-                                include_collisions=include_collisions)
+        window = [ops.parse_timestamp(text) for text in (begin, end)]
+        if min(window) < 0:
+            _fail("--begin and --end take epoch ms or ISO-8601 times")
+        answer = ops.lookup_key(path, key, topic=topic, begin=window[0], end=window[1], max_num=max_num,
+                                include_collisions=include_collisions, key_index=key_index)
         found = bool(answer.get("phy_offsets") or answer.get("offsets"))
     elif queue_id is not None:
         if topic is None or queue_offset is None:
@@ -251,7 +279,7 @@ def lookup(
     else:
         answer = ops.lookup_timestamp(path, ops.parse_timestamp(timestamp))
         found = answer.get("offset") is not None
-    _print_answer(answer, as_json)
+    _print_answer(answer, as_json, full)
     raise typer.Exit(EXIT_CLEAN if found else EXIT_PROBLEMS)
 
 
@@ -290,40 +318,63 @@ class _Progress:
         return lambda done: self.bar.update(task, completed=done)
 
 
-def _render_verify(report: dict) -> None:
-    from rich.console import Console
-    from rich.table import Table
+class _Styled:
+    """Lines for people: coloured with rich on a terminal, plain text (no padding, no wrapping) when piped."""
 
-    console = Console(width=None if sys.stdout.isatty() else 200)  # a log or a pipe: no wrapping inside paths
+    def __init__(self):
+        self.console = None
+        if sys.stdout.isatty():
+            from rich.console import Console
+
+            self.console = Console(highlight=False, soft_wrap=True)
+
+    def __call__(self, line: str, style: str | None = None) -> None:
+        if self.console is not None:
+            self.console.print(line, style=style, markup=False)
+        else:
+            sys.stdout.write(line + "\n")
+
+
+def _render_verify(report: dict) -> None:
+    """Problems first, in one screen; then the clean and skipped files, one line each."""
+    say = _Styled()
+    summary = report["summary"]
+    say(f"{summary['files']} files: {summary['ok']} ok, {summary['problems']} with problems, "
+        f"{summary['unreadable']} unreadable, {summary['skipped']} skipped", "bold")
     colours = {"ok": "green", "problems": "red", "unreadable": "red", "skipped": "dim"}
-    for item in report["files"]:
-        errors = [p for p in item.get("problems", []) if p["severity"] == "error"]
-        infos = [p for p in item.get("problems", []) if p["severity"] != "error"]
-        status = item["status"]
-        console.print(f"[{colours.get(status, 'white')}]{status.upper():10}[/] {item['path']}"
-                      f"  [dim]{item.get('kind')} {item.get('size', '?')} bytes sha256 {item.get('sha256', '?')[:16]}…[/]",
-                      highlight=False, soft_wrap=True)
-        if errors or infos:
-            table = Table(show_header=True, header_style="bold", box=None, padding=(0, 1))
-            table.add_column("severity")
-            table.add_column("kind")
-            table.add_column("byte", justify="right")
-            table.add_column("message", overflow="fold")
-            for problem in errors + infos[:20]:
-                table.add_row(problem["severity"], problem["kind"],
-                              "" if problem["byte_offset"] is None else str(problem["byte_offset"]), problem["message"])
-            if len(infos) > 20:
-                table.add_row("info", "…", "", f"{len(infos) - 20} more notes (see --json)")
-            console.print(table)
+
+    def head(item: dict) -> str:
+        digest = item.get("sha256") or "not hashed"
+        return (f"{item['status'].upper():10} {item['path']}  ({item.get('kind')}, {item.get('size', '?')} bytes,"
+                f" sha256 {digest})")
+
+    bad = [item for item in report["files"] if item["status"] in ("problems", "unreadable")]
+    for item in bad:
+        say("")
+        say(head(item), colours[item["status"]])
+        problems = item.get("problems", [])
+        errors = [p for p in problems if p["severity"] == "error"]
+        infos = [p for p in problems if p["severity"] != "error"]
+        for problem in errors + infos[:20]:
+            where = "" if problem["byte_offset"] is None else f" at byte {problem['byte_offset']}"
+            say(f"  {problem['severity']:5} {problem['kind']}{where}: {problem['message']}",
+                "red" if problem["severity"] == "error" else None)
+        if len(infos) > 20:
+            say(f"  info  … {len(infos) - 20} more notes (see --json)")
         recovery = item.get("recovery")
         if recovery and recovery.get("bytes_lost"):
             broker = "RocketMQ" if item.get("kind", "").startswith("rocketmq") else "Kafka"
-            console.print(f"  {broker}'s recovery would keep {recovery['valid_bytes']} bytes and cut "
-                          f"{recovery['bytes_lost']} ({recovery['records_lost']} records, stop: "
-                          f"{recovery.get('stop_reason')})", highlight=False)
-    summary = report["summary"]
-    console.print(f"{summary['files']} files: {summary['ok']} ok, {summary['problems']} with problems, "
-                  f"{summary['unreadable']} unreadable, {summary['skipped']} skipped", highlight=False)
+            say(f"  {broker}'s recovery would keep {recovery['valid_bytes']} bytes and cut "
+                f"{recovery['bytes_lost']} ({recovery['records_lost']} records, stop: {recovery.get('stop_reason')})")
+    rest = [item for item in report["files"] if item["status"] not in ("problems", "unreadable")]
+    if rest:
+        say("")
+    for item in rest:
+        if item["status"] == "skipped":
+            say(f"{'SKIPPED':10} {item['path']}: {item.get('reason', 'not checked')}", "dim")
+            continue
+        notes = [p for p in item.get("problems", []) if p["severity"] != "error"]
+        say(head(item) + (f"  {len(notes)} note(s): {notes[0]['message']}" if notes else ""), colours["ok"])
 
 
 @app.command()
@@ -334,7 +385,6 @@ def verify(
     as_json: bool = typer.Option(False, "--json", help="One JSON report on stdout."),
     engine: Optional[str] = typer.Option(None, "--engine", help="local (default) or spark: one Spark task per file.", metavar="ENGINE"),
     master: Optional[str] = typer.Option(None, "--master", help="Spark master URL (implies --engine spark; default local[*]).", metavar="URL"),
-    quiet: bool = _QUIET_OPTION,
 ):
     """Check files as Kafka/RocketMQ would, and predict what the broker's recovery would cut.
 
@@ -348,7 +398,6 @@ def verify(
     """
     from segtool.ops.verify import exit_code, verify as run_verify
 
-    _quiet(quiet)
     runner = _pipeline_engine(engine, master)
     if runner is not None:
         from segtool.pipeline.verify import verify_distributed
@@ -370,14 +419,14 @@ def rebuild_index(
     paths: List[str] = typer.Argument(..., help="Segment .log files, partition directories or a log directory.", metavar="PATH..."),
     out: Optional[str] = typer.Option(None, "--out", "-o", help="Directory to write the rebuilt indexes into.", metavar="DIR"),
     in_place: bool = typer.Option(False, "--in-place", help="Replace the indexes beside the input (backup kept, atomic)."),
-    index_interval_bytes: int = typer.Option(4096, "--index-interval-bytes", help="Kafka: the topic's index.interval.bytes.", metavar="BYTES"),
-    hash_slot_num: Optional[int] = typer.Option(None, "--hash-slot-num", help="RocketMQ: IndexFile slots (default: the store's, else 5,000,000).", metavar="N"),
-    index_num: Optional[int] = typer.Option(None, "--index-num", help="RocketMQ: IndexFile entries (default: the store's, else 20,000,000).", metavar="N"),
+    force: bool = typer.Option(False, "--force", help="Replace files already in --out (each is backed up first)."),
+    index_interval_bytes: int = typer.Option(4096, "--index-interval-bytes", min=1, help="Kafka: the topic's index.interval.bytes.", metavar="BYTES"),
+    hash_slot_num: Optional[int] = typer.Option(None, "--hash-slot-num", min=1, help="RocketMQ: IndexFile slots (default: the store's, else 5,000,000).", metavar="N"),
+    index_num: Optional[int] = typer.Option(None, "--index-num", min=2, help="RocketMQ: IndexFile entries (default: the store's, else 20,000,000).", metavar="N"),
     no_hash: bool = typer.Option(False, "--no-hash", help="Skip the sha256 of each input segment or CommitLog file (faster on huge files)."),
     as_json: bool = typer.Option(False, "--json", help="One JSON report on stdout."),
     engine: Optional[str] = typer.Option(None, "--engine", help="Kafka: local (default) or spark, one Spark task per partition.", metavar="ENGINE"),
     master: Optional[str] = typer.Option(None, "--master", help="Spark master URL (implies --engine spark; default local[*]).", metavar="URL"),
-    quiet: bool = _QUIET_OPTION,
 ):
     """Rebuild indexes: Kafka's .index/.timeindex/.txnindex exactly as its log recovery does,
     or a RocketMQ store's IndexFiles as IndexService.buildIndex does.
@@ -392,7 +441,6 @@ def rebuild_index(
     """
     from segtool.ops.rebuild import rebuild_index as run_rebuild
 
-    _quiet(quiet)
     if out is None and not in_place:
         _fail("give --out DIR, or --in-place to replace the files beside the input")
     import os
@@ -404,14 +452,18 @@ def rebuild_index(
         from segtool.ops.rebuild_rocketmq import rebuild_rocketmq_index
 
         reports = [rebuild_rocketmq_index(store, out_dir=out, in_place=in_place, hash_slot_num=hash_slot_num,
-                                          index_num=index_num, hash_inputs=not no_hash) for store in stores]
+                                          index_num=index_num, hash_inputs=not no_hash, force=force)
+                   for store in stores]
         if as_json:
             _print_json({"stores": reports})
         else:
             for rep in reports:
                 for written in rep["files"]:
                     sys.stdout.write(f"wrote {written['path']} ({written['entries']} entries, {written['size']} bytes,"
-                                     f" sha256 {written['sha256'][:16]}…)\n")
+                                     f" {written['allocated_bytes']} allocated on disk, sha256 {written['sha256']})\n")
+                    _say_replaced(written)
+                if rep["backup_dir"]:
+                    sys.stdout.write(f"  the store's index/ was first copied to {rep['backup_dir']}\n")
         raise typer.Exit(EXIT_CLEAN)
     runner = _pipeline_engine(engine, master)
     if runner is not None:
@@ -419,10 +471,10 @@ def rebuild_index(
 
         with runner:
             report = rebuild_distributed(paths, runner, out_dir=out, in_place=in_place,
-                                         index_interval_bytes=index_interval_bytes)
+                                         index_interval_bytes=index_interval_bytes, force=force)
     else:
         with _Progress(enabled=not as_json) as progress:
-            report = run_rebuild(paths, out_dir=out, in_place=in_place, index_interval_bytes=index_interval_bytes,
+            report = run_rebuild(paths, out_dir=out, in_place=in_place, index_interval_bytes=index_interval_bytes, force=force,
                              progress_factory=progress.factory, hash_inputs=not no_hash)
     if as_json:
         _print_json(report)
@@ -433,9 +485,16 @@ def rebuild_index(
             sys.stdout.write(f"{seg['log']}: {seg['offset_index_entries']} offset entries, "
                              f"{seg['time_index_entries']} time entries, {seg['aborted_transactions']} aborted txns{note}\n")
             for written in seg["written"]:
-                sys.stdout.write(f"  wrote {written['path']} ({written['size']} bytes, sha256 {written['sha256'][:16]}…)\n")
+                sys.stdout.write(f"  wrote {written['path']} ({written['size']} bytes, sha256 {written['sha256']})\n")
+                _say_replaced(written)
     truncated = any(seg["bytes_kafka_would_truncate"] for seg in report["segments"])
     raise typer.Exit(EXIT_PROBLEMS if truncated else EXIT_CLEAN)
+
+
+def _say_replaced(written: dict) -> None:
+    if written.get("replaced_sha256"):
+        where = f"kept as {written['backup']}" if written.get("backup") else "backed up with its directory"
+        sys.stdout.write(f"    replaced a file with sha256 {written['replaced_sha256']}, {where}\n")
 
 
 def _pipeline_engine(engine: Optional[str], master: Optional[str]):
@@ -459,7 +518,6 @@ def scan(
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace the part files of an earlier scan in OUT."),
     no_hash: bool = typer.Option(False, "--no-hash", help="Skip the sha256 of each input file in the report (one pass less)."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
-    quiet: bool = _QUIET_OPTION,
 ):
     """Every Kafka record and RocketMQ message into Parquet, one row each, on this machine or on Spark.
 
@@ -478,7 +536,6 @@ def scan(
     from segtool.pipeline.engines import engine_name, make_engine
     from segtool.pipeline.scan import exit_code as scan_exit_code, parse_size, scan as run_scan
 
-    _quiet(quiet)
     # Spark draws its own stage progress
     with _Progress(enabled=not as_json and engine_name(engine, master) == "local") as progress:
         runner = make_engine(engine, master, workers, quiet=_State.quiet, progress=progress.task)
@@ -502,9 +559,10 @@ def scan(
 
 @app.command()
 def trim(
-    paths: List[str] = typer.Argument(..., help=".index / .timeindex files.", metavar="INDEX..."),
-    out: Optional[str] = typer.Option(None, "--out", "-o", help="Directory to write the trimmed files into.", metavar="DIR"),
+    paths: List[str] = typer.Argument(..., help=".index / .timeindex files, or directories (every index file below them).", metavar="PATH..."),
+    out: Optional[str] = typer.Option(None, "--out", "-o", help="Directory to write the trimmed files into (as OUT/<partition>/<file>).", metavar="DIR"),
     in_place: bool = typer.Option(False, "--in-place", help="Shrink the files themselves (backup kept, atomic)."),
+    force: bool = typer.Option(False, "--force", help="Replace files already in --out (each is backed up first)."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Only report what would be reclaimed."),
     as_json: bool = typer.Option(False, "--json", help="One JSON report on stdout."),
 ):
@@ -514,46 +572,54 @@ def trim(
 
       segtool trim data/orders-0/00000000000000001185.index --out /tmp/trimmed
 
-      segtool trim --dry-run data/orders-0/*.timeindex
+      segtool trim --dry-run data/
     """
     from segtool.ops.trim import trim as run_trim
 
     if out is None and not in_place and not dry_run:
         _fail("give --out DIR, --in-place or --dry-run")
-    report = run_trim(paths, out_dir=out, in_place=in_place, dry_run=dry_run)
+    report = run_trim(paths, out_dir=out, in_place=in_place, dry_run=dry_run, force=force)
     if as_json:
         _print_json(report)
     else:
         for item in report["files"]:
-            where = f" -> {item['written']['path']}" if item["written"] else ""
+            where = f" -> {item['written']['path']} (sha256 {item['written']['sha256']})" if item["written"] else ""
             sys.stdout.write(f"{item['path']}: {item['valid_entries']} valid entries, "
                              f"{item['bytes_reclaimed']} bytes reclaimed{where}\n")
+            if item["written"]:
+                _say_replaced(item["written"])
+        for item in report["skipped"]:
+            sys.stdout.write(f"skipped {item['path']}: {item['reason']}\n")
         sys.stdout.write(f"total reclaimed: {report['bytes_reclaimed']} bytes\n")
-    raise typer.Exit(EXIT_CLEAN)
+    raise typer.Exit(EXIT_CLEAN if report["files"] else EXIT_PROBLEMS)
 
 
 @app.command("index-keys")
 def index_keys(
     partition_dir: str = typer.Argument(..., help="A Kafka partition directory.", metavar="PARTITION_DIR"),
-    out: Optional[str] = typer.Option(None, "--out", "-o", help="Where to write the index (default: PARTITION_DIR.keyindex beside it).", metavar="DIR"),
+    out: Optional[str] = typer.Option(None, "--out", "-o", help="Where to write the index (default: segtool's cache, $XDG_CACHE_HOME/segtool/keyindex/).", metavar="DIR"),
+    force: bool = typer.Option(False, "--force", help="Replace an index already in --out (backed up first)."),
     as_json: bool = typer.Option(False, "--json", help="One JSON report on stdout."),
-    quiet: bool = _QUIET_OPTION,
 ):
     """Build a hash index of record keys (RocketMQ's IndexFile layout) so `lookup --key` need not scan.
 
-    The index goes beside the partition directory, never inside it.
+    The index goes to segtool's cache by default, never into the log dir (a broker
+    would take a foreign folder there for a broken partition).
 
     Examples:
 
       segtool index-keys data/orders-0
 
       segtool lookup data/orders-0 --key order-42
+
+      segtool index-keys data/orders-0 --out /cases/42/orders-0.keyindex
+
+      segtool lookup data/orders-0 --key order-42 --key-index /cases/42/orders-0.keyindex
     """
     from segtool.ops.keyindex import index_keys as run_index_keys
 
-    _quiet(quiet)
     with _Progress(enabled=not as_json) as progress:
-        report = run_index_keys(partition_dir, out, progress_factory=progress.task)
+        report = run_index_keys(partition_dir, out, progress_factory=progress.task, force=force)
     if as_json:
         _print_json(report)
     else:
@@ -569,36 +635,82 @@ def _err_line_after(out: _LineWriter):
     return emit
 
 
+class _OutputClosed(Exception):
+    """stdout's reader has gone (``segtool dump ... | head``)."""
+
+
+class _GuardedStdout:
+    """sys.stdout whose writes raise ``_OutputClosed`` on a closed pipe.
+
+    Click and Typer turn a BrokenPipeError into exit code 1 with a message; a
+    closed pipe is the reader's choice, so segtool ends quietly with 0 instead.
+    """
+
+    def __init__(self, stream):
+        self._stream = stream
+
+    def write(self, text):
+        try:
+            return self._stream.write(text)
+        except BrokenPipeError:
+            raise _OutputClosed() from None
+
+    def flush(self):
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            raise _OutputClosed() from None
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+
+def _hoist_global_flags(args: list[str]) -> list[str]:
+    """``--debug`` and ``-q/--quiet`` after the command name mean the same as before it."""
+    end = args.index("--") if "--" in args else len(args)
+    flags = [a for a in args[:end] if a in _GLOBAL_FLAGS]
+    return flags + [a for a in args[:end] if a not in _GLOBAL_FLAGS] + args[end:]
+
+
 def main() -> None:
-    """Console entry point: one-line errors and exit code 2 instead of tracebacks."""
+    """Console entry point: one-line errors, the exit-code contract, quiet on a closed pipe."""
+    sys.stdout = _GuardedStdout(sys.stdout)
     try:
         # without standalone mode the parser returns the command's exit code
-        sys.exit(app(standalone_mode=False) or 0)
+        sys.exit(app(args=_hoist_global_flags(sys.argv[1:]), prog_name="segtool", standalone_mode=False) or 0)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
+    except _OutputClosed:
+        # keep Python's final flush quiet too
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.__stdout__.fileno())
+        sys.exit(EXIT_CLEAN)
     except SegtoolError as exc:
-        if _State.debug:
-            raise
+        _show_traceback()
         sys.stderr.write(f"segtool: {exc}\n")
         sys.exit(EXIT_UNREADABLE)
-    except BrokenPipeError:
-        # the reader (e.g. `head`) left: stop quietly, and keep Python's final flush quiet too
-        import os
-
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        sys.exit(EXIT_CLEAN)
-    except KeyboardInterrupt:
-        sys.exit(130)
-    except typer.Abort:
+    except ModuleNotFoundError as exc:
+        _show_traceback()
+        sys.stderr.write(f"segtool: this needs the Python package {exc.name!r}, which is not installed: "
+                         "pip install 'segtool[spark]'\n")
+        sys.exit(EXIT_UNREADABLE)
+    except (KeyboardInterrupt, typer.Abort):
         sys.exit(130)
     except Exception as exc:  # the last line of defence: never a traceback unless asked
         if hasattr(exc, "show") and hasattr(exc, "exit_code"):
             exc.show()  # a usage error from the argument parser
             sys.exit(EXIT_UNREADABLE)
-        if _State.debug:
-            raise
+        _show_traceback()
         sys.stderr.write(f"segtool: internal error: {type(exc).__name__}: {exc} (run with --debug for details)\n")
         sys.exit(EXIT_UNREADABLE)
+
+
+def _show_traceback() -> None:
+    """With --debug, the traceback goes first; the exit code stays the contract's."""
+    if _State.debug:
+        import traceback
+
+        traceback.print_exc()
+
 
 if __name__ == "__main__":
     main()

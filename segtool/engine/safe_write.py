@@ -3,23 +3,31 @@
 A process killed at any point leaves the target either as it was or complete:
 the new bytes are written and synced under a temporary name in the target's
 directory, read back and compared, and only then renamed over the target (one
-atomic ``rename``), after which the directory entry is synced.  With a backup,
-the old file is first copied (and synced) beside it.
+atomic ``rename``), after which the directory entry is synced.
+
+Nothing is ever lost: an existing target is replaced only when the caller says
+so (``--in-place`` or ``--force``), and then its bytes are first copied to a
+backup whose name no earlier run has used (``<name>.segtool-backup-<UTC time>``,
+created exclusively), so a second run keeps the first run's backup.  Runs of
+zeros are left as holes where the file system allows (a RocketMQ IndexFile is
+mostly empty slots).
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
-import shutil
+import time
 
 from segtool.errors import SegtoolError
 
 TEMP_MARK = ".segtool-tmp"
-BACKUP_SUFFIX = ".segtool-backup"
+BACKUP_MARK = ".segtool-backup-"
+_CHUNK = 1 << 16
+_ZEROS = bytes(_CHUNK)
 
 
-def _fsync_dir(directory: str) -> None:
+def fsync_dir(directory: str) -> None:
     fd = os.open(directory, os.O_RDONLY)
     try:
         os.fsync(fd)
@@ -27,67 +35,163 @@ def _fsync_dir(directory: str) -> None:
         os.close(fd)
 
 
-def write_atomically(target: str, data: bytes, backup: bool = False) -> dict:
-    """Replace (or create) ``target`` with ``data``; returns what was written."""
+def _sha256_file(path: str) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while chunk := handle.read(1 << 20):  # chunked: large index files stay out of memory
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def unused_name(path: str, mark: str = BACKUP_MARK) -> str:
+    """``path`` + mark + UTC time, with a counter when that name is taken."""
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    candidate, n = f"{path}{mark}{stamp}", 1
+    while os.path.lexists(candidate):
+        candidate, n = f"{path}{mark}{stamp}-{n}", n + 1
+    return candidate
+
+
+def back_up(path: str) -> dict:
+    """Copy ``path`` to a new backup file (never an existing one), synced; its name and sha256."""
+    while True:
+        backup = unused_name(path)
+        try:
+            out = os.open(backup, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            break
+        except FileExistsError:  # another run took the name between the check and the open
+            continue
+    digest = hashlib.sha256()
+    try:
+        with open(path, "rb") as source:
+            while chunk := source.read(1 << 20):
+                digest.update(chunk)
+                view = memoryview(chunk)
+                while view:
+                    view = view[os.write(out, view):]
+        os.fsync(out)
+    finally:
+        os.close(out)
+    stat = os.stat(path)
+    os.utime(backup, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    return {"backup": backup, "replaced_sha256": digest.hexdigest()}
+
+
+def _write_sparse(fd: int, data) -> None:
+    """Write ``data``, seeking over whole zero chunks so they stay holes."""
+    view = memoryview(data).cast("B")
+    for start in range(0, len(view), _CHUNK):
+        chunk = view[start:start + _CHUNK]
+        if chunk == _ZEROS[:len(chunk)]:
+            continue
+        os.lseek(fd, start, os.SEEK_SET)
+        while chunk:
+            chunk = chunk[os.write(fd, chunk):]
+    os.ftruncate(fd, len(view))
+
+
+def write_atomically(target: str, data, replace: bool = False, backup: bool = True) -> dict:
+    """Create ``target`` with ``data``; returns what was written and what it replaced.
+
+    An existing target is refused unless ``replace``; then it is first backed up
+    (unless ``backup`` is False because the caller has already copied it away).
+    """
     directory = os.path.dirname(os.path.abspath(target))
+    exists = os.path.lexists(target)
+    if exists and not replace:
+        raise SegtoolError("already exists: segtool never overwrites a file; give --force to replace it "
+                           "(a backup is kept) or choose another --out", target)
     temp = os.path.join(directory, f".{os.path.basename(target)}{TEMP_MARK}-{os.getpid()}")
-    backup_path = None
+    replaced = {"backup": None, "replaced_sha256": None}
     try:
         fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         try:
-            view = memoryview(data)
-            while view:
-                written = os.write(fd, view)
-                view = view[written:]
+            _write_sparse(fd, data)
             os.fsync(fd)
         finally:
             os.close(fd)
-        expected = hashlib.sha256(data).digest()
-        readback = hashlib.sha256()
-        with open(temp, "rb") as check:
-            while chunk := check.read(1 << 20):  # chunked: large index files stay out of memory
-                readback.update(chunk)
-        if readback.digest() != expected:
+        expected = hashlib.sha256(data).hexdigest()
+        if _sha256_file(temp) != expected:
             raise SegtoolError("the written file does not read back identically; target left untouched", target)
-        if backup and os.path.exists(target):
-            backup_path = target + BACKUP_SUFFIX
-            shutil.copy2(target, backup_path)
-            with open(backup_path, "rb+") as handle:
-                os.fsync(handle.fileno())
+        if exists:
+            replaced = back_up(target) if backup else {"backup": None, "replaced_sha256": _sha256_file(target)}
         os.replace(temp, target)
-        _fsync_dir(directory)
+        fsync_dir(directory)
     except OSError as exc:
         raise SegtoolError(f"cannot write: {exc.strerror or exc}", target) from None
     finally:
         if os.path.exists(temp):
             os.unlink(temp)
-    return {"path": target, "size": len(data), "sha256": expected.hex(), "backup": backup_path}
+    allocated = os.stat(target).st_blocks * 512
+    return {"path": target, "size": len(memoryview(data).cast("B")), "allocated_bytes": allocated,
+            "sha256": expected, **replaced}
 
 
-def output_path(source: str, out_dir: str | None, in_place: bool, name: str | None = None) -> str:
-    """Where a file derived from ``source`` goes: ``out_dir`` by default, beside it only in place."""
-    name = name or os.path.basename(source)
+def _tree_of(path: str) -> str:
+    """The directory tree an input belongs to: a directory itself, a file's directory."""
+    real = os.path.realpath(path)
+    return real if os.path.isdir(real) else os.path.dirname(real)
+
+
+def refuse_inside_inputs(targets: list[str], inputs: list[str]) -> None:
+    """Refuse output files inside (or equal to) any input's directory tree.
+
+    Real paths are compared, so ``--out`` given as an input's parent (which
+    would make ``OUT/<partition>`` the partition itself) or reached through a
+    symlink is caught.  Evidence directories stay untouched unless
+    ``--in-place`` is given (even for root, whom permissions do not stop).
+    """
+    trees = {_tree_of(path) for path in inputs}
+    for target in targets:
+        where = os.path.realpath(os.path.dirname(os.path.abspath(target)))
+        for tree in trees:
+            if where == tree or where.startswith(tree.rstrip(os.sep) + os.sep):
+                raise SegtoolError(f"the output would go inside the input directory {tree}: choose an --out "
+                                   "outside every input, or --in-place to replace files beside the input "
+                                   "with a backup", target)
+
+
+def refuse_collisions(targets: list[str]) -> None:
+    """Refuse two outputs with one path (two partitions' files of the same name, say)."""
+    seen: dict[str, str] = {}
+    for target in targets:
+        real = os.path.realpath(target)
+        if real in seen:
+            raise SegtoolError("two inputs would write the same output file; give them separately "
+                               "or to different --out directories", target)
+        seen[real] = target
+
+
+def plan_outputs(targets: list[str], inputs: list[str], in_place: bool, force: bool) -> None:
+    """Check every output of a run before the first byte is written.
+
+    Out of place: no output inside an input's tree, no two outputs on one path,
+    no existing file unless ``force``.  In place, targets are the inputs' own
+    companions and are replaced with backups.
+    """
+    refuse_collisions(targets)
     if in_place:
-        return os.path.join(os.path.dirname(source), name)
+        return
+    refuse_inside_inputs(targets, inputs)
+    if not force:
+        for target in targets:
+            if os.path.lexists(target):
+                raise SegtoolError("already exists: segtool never overwrites a file; give --force to replace "
+                                   "it (a backup is kept) or choose another --out", target)
+    for directory in sorted({os.path.dirname(os.path.abspath(t)) for t in targets}):
+        os.makedirs(directory, exist_ok=True)
+
+
+def partition_output(source: str, out_dir: str | None, in_place: bool, name: str | None = None) -> str:
+    """Where a file derived from ``source`` in a partition goes.
+
+    In place: beside it.  Otherwise ``OUT/<partition dir name>/<name>``, so the
+    files of two partitions never land on one another.
+    """
+    name = name or os.path.basename(source)
+    directory = os.path.dirname(os.path.abspath(source))
+    if in_place:
+        return os.path.join(directory, name)
     if out_dir is None:
         raise SegtoolError("give --out DIR (or --in-place to replace files beside the input, with a backup)")
-    os.makedirs(out_dir, exist_ok=True)
-    return os.path.join(out_dir, name)
-
-
-def check_out_dir(out_dir: str | None, inputs: list[str]) -> None:
-    """Refuse an output directory that is an input's directory or lies inside one.
-
-    Evidence directories stay untouched unless ``--in-place`` is given (even for
-    root, whom file permissions do not stop).
-    """
-    if out_dir is None:
-        return
-    out = os.path.realpath(out_dir)
-    for path in inputs:
-        real = os.path.realpath(path)
-        directory = real if os.path.isdir(real) else os.path.dirname(real)
-        if out == directory or out.startswith(directory + os.sep):
-            raise SegtoolError(
-                "--out is inside an input directory: choose another directory, or --in-place to write "
-                "beside the input with a backup", out_dir)
+    return os.path.join(out_dir, os.path.basename(directory), name)

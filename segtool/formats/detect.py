@@ -28,6 +28,7 @@ KAFKA_NAMED_KINDS = {
     "log-start-offset-checkpoint": "kafka-offset-checkpoint",
     "cleaner-offset-checkpoint": "kafka-offset-checkpoint",
 }
+NOT_RECOGNISED = "not a recognised Kafka or RocketMQ file"
 _TWENTY_DIGITS = re.compile(r"^\d{20}$")
 _ROCKETMQ_INDEX_NAME = re.compile(r"^\d{17}$")  # yyyyMMddHHmmssSSS
 _COMMITLOG_MAGICS = {
@@ -89,23 +90,6 @@ def _head(path: str, n: int) -> bytes:
             return handle.read(n)
     except OSError:
         return b""
-
-
-def expand_paths(paths: list[str]) -> list[str]:
-    """Files named directly, and every file below each named directory, sorted."""
-    out: list[str] = []
-    for path in paths:
-        if os.path.isdir(path):
-            found = []
-            for root, dirs, files in os.walk(path):
-                dirs.sort()
-                found.extend(os.path.join(root, f) for f in sorted(files))
-            out.extend(found)
-        elif os.path.lexists(path):
-            out.append(path)
-        else:
-            raise UnreadableInput("no such file or directory", path)
-    return out
 
 
 def offset_from_file_name(path: str) -> int:

@@ -13,7 +13,8 @@ from typing import Iterator
 
 from segtool.errors import SegtoolError
 from segtool.engine.source import open_buffer
-from segtool.formats.detect import DetectedFile, detect
+from segtool.engine.walk import walk
+from segtool.formats.detect import NOT_RECOGNISED, DetectedFile, detect
 from segtool.formats.kafka_log import BatchScan, batch_records, control_record_type
 
 DEFAULT_CAP = 256 * 1024 * 1024
@@ -41,6 +42,31 @@ def bytes_fields(name: str, data: bytes | None) -> dict:
     except UnicodeDecodeError:
         text = None
     return {name: text, f"{name}_b64": base64.b64encode(data).decode("ascii")}
+
+
+def record_item(batch, record, path: str | None = None) -> dict:
+    """A Kafka record as every command shows it: dump's record item, lookup's ``record``."""
+    item = {
+        "type": "record",
+        "batch_position": batch.position,
+        "offset": record.offset,
+        "timestamp": record.timestamp,
+        "key_size": record.key_size,
+        "value_size": record.value_size,
+    }
+    item.update(bytes_fields("key", record.key))
+    item.update(bytes_fields("value", record.value))
+    if batch.magic >= 2:
+        item["sequence"] = record.sequence
+        item["headers"] = [{"key": k, **bytes_fields("value", v)} for k, v in record.headers]
+        if batch.is_control:
+            item["control_type"] = control_record_type(record)[1]
+    else:
+        item["crc"] = record.crc
+        item["crc_valid"] = record.crc_valid
+    if path is not None:
+        item["file"] = path
+    return item
 
 
 def _zero_tail(buf, start: int) -> bool:
@@ -82,27 +108,7 @@ def dump_kafka_log(path: str, deep: bool = True, cap: int = DEFAULT_CAP) -> Iter
             yield item
             if deep:
                 for record in batch_records(batch, path, cap):
-                    rec = {
-                        "type": "record",
-                        "batch_position": batch.position,
-                        "offset": record.offset,
-                        "timestamp": record.timestamp,
-                        "key_size": record.key_size,
-                        "value_size": record.value_size,
-                    }
-                    rec.update(bytes_fields("key", record.key))
-                    rec.update(bytes_fields("value", record.value))
-                    if batch.magic >= 2:
-                        rec["sequence"] = record.sequence
-                        rec["headers"] = [
-                            {"key": k, **bytes_fields("value", v)} for k, v in record.headers
-                        ]
-                        if batch.is_control:
-                            rec["control_type"] = control_record_type(record)[1]
-                    else:
-                        rec["crc"] = record.crc
-                        rec["crc_valid"] = record.crc_valid
-                    yield rec
+                    yield record_item(batch, record)
     except SegtoolError as exc:
         if exc.offset is not None and _zero_tail(buf, exc.offset):
             yield {"type": "zero_tail", "byte_offset": exc.offset, "length": len(buf) - exc.offset}
@@ -128,12 +134,25 @@ def dump_file(detected: DetectedFile, deep: bool = True, cap: int = DEFAULT_CAP)
 
         items = dump_rocketmq_file(detected)
     else:
-        items = iter([{"type": "skipped", "message": "not a recognised Kafka or RocketMQ file"}])
+        items = iter([{"type": "skipped", "reason": NOT_RECOGNISED}])
     for item in items:
         item["file"] = detected.path
         yield item
 
 
+def shows_damage(item: dict) -> bool:
+    """Does this item show damage (exit code 1)?  A zero-filled tail is damage in a Kafka log
+    (the broker's recovery cuts it) but the normal preallocated end of an index or ConsumeQueue."""
+    kind = item["type"]
+    if kind in ("error", "trailing_bytes") or item.get("crc_valid") is False:
+        return True
+    return kind == "zero_tail" and detect(item["file"]).kind == "kafka-log"
+
+
 def dump_paths(paths: list[str], deep: bool = True, cap: int = DEFAULT_CAP) -> Iterator[dict]:
-    for path in paths:
-        yield from dump_file(detect(path), deep, cap)
+    """Every file named or below a named directory; unreadable entries as ``unreadable`` items."""
+    for entry in walk(paths):
+        if entry.unreadable is not None:
+            yield {"type": "unreadable", "reason": entry.unreadable, "file": entry.path}
+        else:
+            yield from dump_file(detect(entry.path), deep, cap)

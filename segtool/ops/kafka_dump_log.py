@@ -118,6 +118,9 @@ class KafkaDumpLog:
         self.time_not_found: dict[str, list[tuple[int, int]]] = {}
         self.non_consecutive: dict[str, list[tuple[int, int]]] = {}
         self.errors: list[str] = []  # printed to stderr as they happen in Kafka; kept in order here
+        # a CRC mismatch or invalid trailing bytes: exit code 1, as in segtool's other formats
+        self.damaged = False
+        self.ignored = 0
 
     # -- dispatch -----------------------------------------------------------
 
@@ -137,6 +140,7 @@ class KafkaDumpLog:
             self.dump_txn_index(path)
         else:
             self.errors.append(f"Ignoring unknown file {path}")
+            self.ignored += 1
 
     def report_lines(self) -> list[str]:
         lines = list(self.errors)
@@ -201,6 +205,7 @@ class KafkaDumpLog:
                         last_offset = offset
                     emit_many(lines)
                 valid_bytes += batch.size
+                self.damaged |= not batch.crc_valid
         finally:
             if pairs:
                 # Kafka prepends each pair, so the report lists them newest first
@@ -208,6 +213,7 @@ class KafkaDumpLog:
         trailing = end - valid_bytes
         if trailing > 0 and opts.max_bytes == INT_MAX:
             emit(f"Found {trailing} invalid bytes at the end of {name}")
+            self.damaged = True
 
     def _column_lines(self, batch: RecordBatch, columns) -> tuple[list[int], list[str]]:
         """The same lines as ``_record_lines``, built from columnar records (v2, not control)."""
@@ -447,4 +453,6 @@ def run_kafka_dump(paths: list[str], options: KafkaDumpOptions, emit: Callable[[
             return 1
     for line in tool.report_lines():
         emit_err(line)
-    return 0
+    mismatched = tool.index_mismatches or tool.time_mismatches or tool.time_out_of_order or tool.time_not_found
+    nothing_dumped = tool.ignored == len(paths)
+    return 1 if tool.damaged or mismatched or nothing_dumped else 0

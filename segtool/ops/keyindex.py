@@ -3,9 +3,11 @@
 Kafka cannot find a record by key without reading everything.  ``index_keys``
 writes a hash index for one partition with RocketMQ's IndexFile layout and
 builder (the same engine ``rebuild-index`` uses for RocketMQ stores) into a
-directory beside the partition directory (``<partition>.keyindex/``), never
-inside it.  ``lookup_kafka_key`` walks that index's hash chain when it is
-present and still matches the segments, and scans otherwise.
+per-user cache directory by default (``$XDG_CACHE_HOME/segtool/keyindex/``), or
+where ``--out`` says — never inside the partition's log dir, where a broker
+would take a foreign folder for a broken partition and stop using the log dir.
+``lookup_kafka_key`` walks that index's hash chain when it is present and
+still matches the segments, and scans otherwise.
 
 Index entries: keyHash = Java ``String.hashCode`` of the key bytes read as
 ISO-8859-1 characters (so binary keys hash exactly), phyOffset = the record's
@@ -14,22 +16,27 @@ Kafka offset, timeDiff = seconds since the first indexed record's timestamp.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from array import array
 
 from segtool.engine.partition import PartitionView
-from segtool.engine.safe_write import write_atomically
-from segtool.errors import SegtoolError
+from segtool.engine.safe_write import plan_outputs, refuse_inside_inputs, write_atomically
 from segtool.formats import rocketmq as rmq
 from segtool.formats.kafka_log import BatchScan, batch_records
+from segtool.ops.dump import record_item
 
 META_NAME = "keyindex.json"
 INDEX_NAME = "keys.index"
 
 
 def key_index_dir(partition_dir: str) -> str:
-    return os.path.normpath(os.path.abspath(partition_dir)) + ".keyindex"
+    """The default place of a partition's key index: the user's cache, named by the partition's real path."""
+    real = os.path.realpath(partition_dir)
+    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    tag = hashlib.sha256(real.encode()).hexdigest()[:16]
+    return os.path.join(cache, "segtool", "keyindex", f"{os.path.basename(real)}-{tag}")
 
 
 def _segment_fingerprint(partition: PartitionView) -> list[dict]:
@@ -55,19 +62,24 @@ def _key_text(key: bytes) -> str:
     return key.decode("latin-1")
 
 
-def index_keys(partition_dir: str, out_dir: str | None = None, progress_factory=None) -> dict:
+def index_keys(partition_dir: str, out_dir: str | None = None, progress_factory=None, force: bool = False) -> dict:
     """Build the key index of a partition; returns what was written.
 
     ``progress_factory(description, total bytes)``, when given, returns a callback
-    that is told how many bytes of the segments have been read.
+    that is told how many bytes of the segments have been read.  The default
+    place is segtool's own cache, where an earlier index of the partition is
+    replaced; an existing index in ``out_dir`` is refused unless ``force``.
     """
     from segtool.engine.rocketmq_store import IndexFileView
 
     partition = PartitionView(partition_dir)
     target = out_dir or key_index_dir(partition_dir)
     source = os.path.normpath(os.path.abspath(partition_dir))
-    if os.path.normpath(os.path.abspath(target)).startswith(source + os.sep):
-        raise SegtoolError("the key index must not be written inside the partition directory", target)
+    files = [os.path.join(target, INDEX_NAME), os.path.join(target, META_NAME)]
+    # the log dir too: a broker takes any folder there for a partition
+    refuse_inside_inputs(files, [partition_dir, os.path.dirname(source)])
+    in_cache = out_dir is None
+    plan_outputs(files, [partition_dir], in_place=in_cache, force=force)
     # the geometry needs the count first: keep each keyed record as three machine
     # integers (24 bytes), not as a decoded record with its value
     hashes, offsets, stamps = array("q"), array("q"), array("q")
@@ -85,7 +97,8 @@ def index_keys(partition_dir: str, out_dir: str | None = None, progress_factory=
     for key_hash, offset, stamp in zip(hashes, offsets, stamps):
         view.put_hash(key_hash, offset, stamp)
     os.makedirs(target, exist_ok=True)
-    written = write_atomically(os.path.join(target, INDEX_NAME), view.to_bytes())
+    replace = in_cache or force
+    written = write_atomically(files[0], view.to_bytes(), replace=replace, backup=not in_cache)
     meta = {
         "partition_dir": source,
         "hash_slot_num": slots,
@@ -94,18 +107,19 @@ def index_keys(partition_dir: str, out_dir: str | None = None, progress_factory=
         "records_indexed": count,
         "segments": _segment_fingerprint(partition),
     }
-    write_atomically(os.path.join(target, META_NAME), json.dumps(meta, indent=1).encode())
+    write_atomically(files[1], json.dumps(meta, indent=1).encode(), replace=replace, backup=not in_cache)
     return {"index_dir": target, "records_indexed": count, "index_file": written}
 
 
-def _usable_index(partition: PartitionView):
-    """The partition's key index when it exists and was built from these exact segments."""
+def _usable_index(partition: PartitionView, directory: str | None):
+    """The key index in ``directory`` (default: the cache's) when it was built from these exact segments."""
     from segtool.engine.rocketmq_store import IndexFileView
 
-    directory = key_index_dir(partition.directory)
+    named = directory is not None
+    directory = directory or key_index_dir(partition.directory)
     meta_path = os.path.join(directory, META_NAME)
     if not os.path.exists(meta_path):
-        return None, None
+        return None, f"no key index at {directory}; scanned instead" if named else None
     try:
         with open(meta_path) as handle:
             meta = json.load(handle)
@@ -117,11 +131,14 @@ def _usable_index(partition: PartitionView):
     return view, None
 
 
-def lookup_kafka_key(partition_dir: str, key: str, max_num: int = 1000) -> dict:
-    """Every record whose key equals ``key`` (UTF-8), in offset order (at most ``max_num``)."""
+def lookup_kafka_key(partition_dir: str, key: str, max_num: int = 1000, key_index: str | None = None) -> dict:
+    """Every record whose key equals ``key`` (UTF-8), in offset order (at most ``max_num``).
+
+    ``key_index``: the directory ``index-keys`` wrote (default: its cache place).
+    """
     partition = PartitionView(partition_dir)
     wanted = key.encode("utf-8")
-    view, note = _usable_index(partition)
+    view, note = _usable_index(partition, key_index)
     hits = []
     if view is not None:
         candidates: list[int] = []
@@ -132,7 +149,7 @@ def lookup_kafka_key(partition_dir: str, key: str, max_num: int = 1000) -> dict:
             if hit is None or hit.offset != offset or hit.record.key != wanted:
                 collisions += 1
                 continue
-            hits.append(hit.as_dict())
+            hits.append(record_item(hit.batch, hit.record, hit.segment))
             if len(hits) >= max_num:
                 break
         method = "key index"
@@ -144,9 +161,7 @@ def lookup_kafka_key(partition_dir: str, key: str, max_num: int = 1000) -> dict:
                     continue
                 for record in batch_records(batch, segment.log_path):
                     if record.key == wanted:
-                        hits.append({"offset": record.offset, "timestamp": record.timestamp,
-                                     "segment": segment.log_path, "position": batch.position,
-                                     "key": key, "value_size": record.value_size})
+                        hits.append(record_item(batch, record, segment.log_path))
         hits = hits[:max_num]
         method = "scan"
     hits.sort(key=lambda h: h["offset"])

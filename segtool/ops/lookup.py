@@ -54,8 +54,14 @@ def lookup_offset(directory: str, offset: int) -> dict:
     if hit is None:
         answer = _empty(partition, requested_offset=offset, log_end_offset=partition.log_end_offset)
     else:
-        answer = {"partition_dir": directory, "requested_offset": offset, **hit.as_dict()}
+        answer = {"partition_dir": directory, "requested_offset": offset, **hit.as_dict(), "record": _record(hit)}
     return _with_notes(answer, partition)
+
+
+def _record(hit) -> dict:
+    from segtool.ops.dump import record_item
+
+    return record_item(hit.batch, hit.record, hit.segment)
 
 
 def lookup_timestamp(directory: str, timestamp: int) -> dict:
@@ -69,7 +75,7 @@ def lookup_timestamp(directory: str, timestamp: int) -> dict:
     else:
         hit = (partition.max_timestamp_hit() if timestamp == MAX_TIMESTAMP
                else partition.offset_for_timestamp(timestamp))
-        answer = {**_empty(partition), **base} if hit is None else {**base, **hit.as_dict()}
+        answer = {**_empty(partition), **base} if hit is None else {**base, **hit.as_dict(), "record": _record(hit)}
     return _with_notes(answer, partition)
 
 
@@ -105,8 +111,9 @@ def lookup_index_entry(directory: str, offset: int, ceiling: bool) -> dict:
 
 
 def lookup_key(path: str, key: str, *, topic: str | None = None, begin: int = 0, end: int = 2**63 - 1,
-               max_num: int = 64, include_collisions: bool = False) -> dict:
-    """RocketMQ key lookup (``IndexService.queryOffset`` resolved in the CommitLog).
+               max_num: int = 64, include_collisions: bool = False, key_index: str | None = None) -> dict:
+    """RocketMQ key lookup (``IndexService.queryOffset`` resolved in the CommitLog), or a Kafka
+    partition's records by key (through the key index at ``key_index`` or its default place).
 
     ``path`` is a store root.  After an unclean shutdown (``abort`` file) the
     index is first recovered in memory as RocketMQ's abnormal recovery does.
@@ -117,7 +124,7 @@ def lookup_key(path: str, key: str, *, topic: str | None = None, begin: int = 0,
     if os.path.isdir(path) and any(name.endswith(".log") for name in os.listdir(path)):
         from segtool.ops.keyindex import lookup_kafka_key
 
-        return lookup_kafka_key(path, key, max_num=max_num if max_num != 64 else 1000)
+        return lookup_kafka_key(path, key, max_num=max_num if max_num != 64 else 1000, key_index=key_index)
     if topic is None:
         raise SegtoolError("--key on a RocketMQ store needs --topic (the index key is topic#key)", path)
     with StoreView(path) as store:

@@ -13,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from segtool.engine.partition import PartitionView, Segment
 from segtool.engine.recovery import DEFAULT_INDEX_INTERVAL_BYTES, ProducerTxnState, recover_segment
-from segtool.engine.safe_write import check_out_dir, output_path, write_atomically
+from segtool.engine.safe_write import partition_output, plan_outputs, write_atomically
 from segtool.engine.source import sha256_of
 from segtool.errors import UnreadableInput
 
@@ -81,15 +81,22 @@ def _partition_task(item: tuple) -> list[dict]:
     return recover_partition(*item)
 
 
+_SUFFIXES = (".index", ".timeindex", ".txnindex")
+
+
 def rebuild_index(paths: list[str], out_dir: str | None = None, in_place: bool = False,
                   index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES, progress_factory=None,
-                  engine=None, hash_inputs: bool = True) -> dict:
+                  engine=None, hash_inputs: bool = True, force: bool = False) -> dict:
     """Rebuild every segment's indexes; partitions run as tasks on ``engine`` when one is given.
 
+    Out of place the indexes go to ``out_dir/<partition>/``; every output is
+    checked before anything is computed or written (see ``safe_write.plan_outputs``).
     Tasks only compute; the indexes are written here, through ``safe_write``.
     """
-    check_out_dir(out_dir, paths)
     groups = [(path, segments) for path in paths for segments in _segments_of(path)]
+    targets = [partition_output(segment.log_path, out_dir, in_place, f"{segment.base_offset:020d}{suffix}")
+               for _, segments in groups for segment in segments for suffix in _SUFFIXES]
+    plan_outputs(targets, paths, in_place, force)
     items = []
     for _, segments in groups:
         first = segments[0]
@@ -104,17 +111,14 @@ def rebuild_index(paths: list[str], out_dir: str | None = None, in_place: bool =
         costs = [sum(os.path.getsize(p) for p in item[0]) for item in items]
         results = engine.map(_partition_task, items, costs, description="segtool rebuild-index")
     report = {"index_interval_bytes": index_interval_bytes, "segments": []}
-    for (path, segments), computed in zip(groups, results):
+    for (_, segments), computed in zip(groups, results):
         for segment, result in zip(segments, computed):
-            target_dir = out_dir
-            if out_dir is not None and os.path.isdir(path):
-                target_dir = os.path.join(out_dir, os.path.basename(os.path.dirname(segment.log_path)))
             stem = f"{segment.base_offset:020d}"
             contents = [(".index", result["offset_index"]), (".timeindex", result["time_index"])]
             if result["txn_index"] is not None:
                 contents.append((".txnindex", result["txn_index"]))
-            written = [write_atomically(output_path(segment.log_path, target_dir, in_place, stem + suffix), data,
-                                        backup=in_place) for suffix, data in contents]
+            written = [write_atomically(partition_output(segment.log_path, out_dir, in_place, stem + suffix), data,
+                                        replace=in_place or force) for suffix, data in contents]
             entry = {"log": segment.log_path, "base_offset": segment.base_offset}
             entry.update({k: v for k, v in result.items() if k not in ("offset_index", "time_index", "txn_index")})
             entry["written"] = written

@@ -34,7 +34,7 @@ import time
 from pathlib import Path
 
 from segtool.engine import rocketmq_store as rs
-from segtool.engine.safe_write import _fsync_dir, check_out_dir, output_path, write_atomically
+from segtool.engine.safe_write import fsync_dir, plan_outputs, unused_name, write_atomically
 from segtool.engine.source import sha256_of
 from segtool.errors import SegtoolError, UnreadableInput
 from segtool.formats import rocketmq as rmq
@@ -88,21 +88,21 @@ def _backup_index_dir(index_dir: Path) -> str | None:
     files = [p for p in index_dir.iterdir() if p.is_file()] if index_dir.is_dir() else []
     if not files:
         return None
-    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-    backup = index_dir.parent / f"index.segtool-backup-{stamp}"
-    n = 1
-    while backup.exists():
-        backup = index_dir.parent / f"index.segtool-backup-{stamp}-{n}"
-        n += 1
     try:
-        backup.mkdir()
+        while True:
+            backup = Path(unused_name(str(index_dir)))
+            try:
+                backup.mkdir()
+                break
+            except FileExistsError:  # another run took the name between the check and the mkdir
+                continue
         for path in files:
             target = backup / path.name
             shutil.copy2(path, target)
             with open(target, "rb+") as handle:
                 os.fsync(handle.fileno())
-        _fsync_dir(str(backup))
-        _fsync_dir(str(index_dir.parent))
+        fsync_dir(str(backup))
+        fsync_dir(str(index_dir.parent))
     except OSError as exc:
         raise SegtoolError(f"cannot back up the index directory: {exc.strerror or exc}", str(index_dir)) from None
     return str(backup)
@@ -110,7 +110,7 @@ def _backup_index_dir(index_dir: Path) -> str | None:
 
 def rebuild_rocketmq_index(store_dir, out_dir=None, in_place: bool = False, hash_slot_num: int | None = None,
                            index_num: int | None = None, *, naming: str = "begin-timestamp",
-                           commitlog_dir=None, hash_inputs: bool = True) -> dict:
+                           commitlog_dir=None, hash_inputs: bool = True, force: bool = False) -> dict:
     """Rebuild the IndexFiles of the RocketMQ store at ``store_dir`` from its CommitLog.
 
     Writes to ``out_dir/index/`` (or the store's own ``index/`` with
@@ -134,7 +134,6 @@ def rebuild_rocketmq_index(store_dir, out_dir=None, in_place: bool = False, hash
         raise SegtoolError("give --out DIR (or --in-place to replace the store's index/, with a backup)")
     if in_place and out_dir is not None:
         raise SegtoolError("give either --out DIR or --in-place, not both")
-    check_out_dir(out_dir, [str(root), str(commitlog)])
     hs, n, geometry_source = _geometry(root, hash_slot_num, index_num)
 
     feed = rs.DispatchFeed("reput")
@@ -165,21 +164,25 @@ def rebuild_rocketmq_index(store_dir, out_dir=None, in_place: bool = False, hash
                                    "CommitLog file, as a RocketMQ master does: those messages are not indexed")
         if not build.created:
             report["notes"].append("no message carries a key: RocketMQ creates no index file")
+        targets = [str(index_dir / view.name) if in_place else os.path.join(target_dir, view.name)
+                   for view in build.created]
+        plan_outputs(targets, [str(root), str(commitlog)], in_place, force)
         if in_place:
             report["backup_dir"] = _backup_index_dir(index_dir)
             index_dir.mkdir(exist_ok=True)
         size = rmq.index_file_size(hs, n)
-        for view in build.created:
-            source = str(index_dir / view.name)
-            target = output_path(source, target_dir, in_place, view.name)
+        for view, target in zip(build.created, targets):
             data = memoryview(view.buf)[:size]
             try:
-                written = write_atomically(target, data, backup=False)
+                # in place the whole index/ was copied to backup_dir first
+                written = write_atomically(target, data, replace=in_place or force, backup=not in_place)
             finally:
                 data.release()
             header = view.header
             report["files"].append({
-                "path": written["path"], "name": view.name, "size": written["size"], "sha256": written["sha256"],
+                "path": written["path"], "name": view.name, "size": written["size"],
+                "allocated_bytes": written["allocated_bytes"], "sha256": written["sha256"],
+                "backup": written["backup"], "replaced_sha256": written["replaced_sha256"],
                 "entries": header["indexCount"] - 1, "index_count": header["indexCount"],
                 "hash_slot_count": header["hashSlotCount"],
                 "begin_timestamp": header["beginTimestamp"], "end_timestamp": header["endTimestamp"],
@@ -193,7 +196,7 @@ def rebuild_rocketmq_index(store_dir, out_dir=None, in_place: bool = False, hash
                 except OSError as exc:
                     raise SegtoolError(f"cannot remove the old index file: {exc.strerror or exc}", str(path)) from None
                 report["removed"].append(str(path))
-            _fsync_dir(str(index_dir))
+            fsync_dir(str(index_dir))
             if (root / "abort").exists():
                 report["notes"].append("the store has an abort file: on start RocketMQ's abnormal recovery drops "
                                        "index files that end after the checkpoint's indexMsgTimestamp and "

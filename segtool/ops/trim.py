@@ -2,34 +2,45 @@
 
 Kafka's ``trimToValidSize`` cuts an index to ``entries * entrySize``; for a hot
 copy the valid entries are those before the zero-filled preallocated tail.
+Directories are walked to any depth: every index file below them is trimmed,
+every other file is named in the report as skipped.
 """
 
 from __future__ import annotations
 
-from segtool.engine.safe_write import check_out_dir, output_path, write_atomically
+from segtool.engine.safe_write import partition_output, plan_outputs, write_atomically
 from segtool.engine.source import open_buffer, sha256_of
+from segtool.engine.walk import walk
 from segtool.errors import UnreadableInput
 from segtool.formats.detect import detect
 from segtool.formats.kafka_index import OffsetIndex, TimeIndex
 
 _INDEX_CLASSES = {"kafka-offset-index": OffsetIndex, "kafka-time-index": TimeIndex}
+_NOT_AN_INDEX = "not a Kafka .index or .timeindex file; trim only shrinks index files"
 
 
-def trim(paths: list[str], out_dir: str | None = None, in_place: bool = False, dry_run: bool = False) -> dict:
-    check_out_dir(None if dry_run else out_dir, paths)
+def trim(paths: list[str], out_dir: str | None = None, in_place: bool = False, dry_run: bool = False,
+         force: bool = False) -> dict:
+    indexes, skipped = [], []
+    for entry in walk(paths):
+        if entry.unreadable is not None:
+            raise UnreadableInput(entry.unreadable, entry.path)
+        if detect(entry.path).kind in _INDEX_CLASSES:
+            indexes.append(entry.path)
+        elif entry.path in paths:
+            raise UnreadableInput(_NOT_AN_INDEX, entry.path)
+        else:
+            skipped.append({"path": entry.path, "reason": _NOT_AN_INDEX})
+    targets = [] if dry_run else [partition_output(path, out_dir, in_place) for path in indexes]
+    plan_outputs(targets, paths, in_place, force)
     results = []
-    for path in paths:
-        kind = detect(path).kind
-        if kind not in _INDEX_CLASSES:
-            raise UnreadableInput("not a Kafka .index or .timeindex file; trim only shrinks index files", path)
-        index = _INDEX_CLASSES[kind](path)
-        valid = index.valid_entries
-        keep = valid * index.entry_size
+    for number, path in enumerate(indexes):
+        index = _INDEX_CLASSES[detect(path).kind](path)
+        keep = index.valid_entries * index.entry_size
         data = bytes(open_buffer(path)[:keep])
-        result = {"path": path, "sha256": sha256_of(path), "size": index.length, "valid_entries": valid, "trimmed_size": keep,
-                  "bytes_reclaimed": index.length - keep, "written": None}
+        result = {"path": path, "sha256": sha256_of(path), "size": index.length, "valid_entries": index.valid_entries,
+                  "trimmed_size": keep, "bytes_reclaimed": index.length - keep, "written": None}
         if not dry_run:
-            target = output_path(path, out_dir, in_place)
-            result["written"] = write_atomically(target, data, backup=in_place)
+            result["written"] = write_atomically(targets[number], data, replace=in_place or force)
         results.append(result)
-    return {"files": results, "bytes_reclaimed": sum(r["bytes_reclaimed"] for r in results)}
+    return {"files": results, "skipped": skipped, "bytes_reclaimed": sum(r["bytes_reclaimed"] for r in results)}

@@ -15,9 +15,10 @@ from typing import Callable
 
 from segtool.engine.recovery import SegmentObserver, recover_segment, records_after
 from segtool.engine.source import open_buffer, sha256_of
+from segtool.engine.walk import walk
 from segtool.errors import CorruptData, SegtoolError, UnreadableInput
 from segtool.formats import kafka_index
-from segtool.formats.detect import detect, expand_paths, offset_from_file_name
+from segtool.formats.detect import NOT_RECOGNISED, detect, offset_from_file_name
 from segtool.formats.kafka_log import BatchScan, batch_records
 
 _INT32_MAX = 2**31 - 1
@@ -118,7 +119,8 @@ class _BatchChecks(SegmentObserver):
 def verify_log(path: str, deep: bool = False, progress: Callable[[int], None] | None = None,
                parallel: bool = False) -> dict:
     buf = open_buffer(path)
-    base = offset_from_file_name(path)
+    # KRaft snapshots (<end offset>-<epoch>.checkpoint, bootstrap.checkpoint) number their batches from 0
+    base = 0 if path.endswith(".checkpoint") else offset_from_file_name(path)
     checks = _BatchChecks(path, base, deep)
     problems = checks.problems
     # one pass: Kafka's recovery, with every framed batch checked on the way
@@ -389,6 +391,7 @@ def verify_file(path: str, deep: bool = False, progress=None, hash_input: bool =
         else:
             result["problems"] = []
             result["status"] = "skipped"
+            result["reason"] = NOT_RECOGNISED
         if hasher is not None:
             result["sha256"] = digest.result()
         if result.get("status") == "skipped":
@@ -408,9 +411,19 @@ def verify_file(path: str, deep: bool = False, progress=None, hash_input: bool =
     return result
 
 
+def unreadable_entry(entry) -> dict:
+    """The report item of a walked entry that cannot be read (dangling symlink, loop, FIFO ...)."""
+    return {"path": entry.path, "kind": "unknown", "status": "unreadable",
+            "problems": [_problem("unreadable", None, entry.unreadable)]}
+
+
 def verify(paths: list[str], deep: bool = False, progress_factory=None, hash_inputs: bool = True) -> dict:
     files = []
-    for path in expand_paths(paths):
+    for entry in walk(paths):
+        if entry.unreadable is not None:
+            files.append(unreadable_entry(entry))
+            continue
+        path = entry.path
         progress = progress_factory(path) if progress_factory else None
         # one file at a time in this process: a helper process may take a share of the checksums
         files.append(verify_file(path, deep, progress, hash_inputs, parallel=True))
@@ -478,7 +491,10 @@ def summarize(files: list[dict]) -> dict:
 
 
 def exit_code(report: dict) -> int:
+    """2 when an input is unreadable, 1 for problems or when nothing was recognised, else 0."""
     summary = report["summary"]
     if summary["unreadable"]:
         return 2
-    return 1 if summary["problems"] else 0
+    if summary["problems"] or summary["ok"] == 0:
+        return 1
+    return 0

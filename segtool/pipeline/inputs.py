@@ -3,15 +3,17 @@
 A path may be a Kafka log directory (its subdirectories are partitions), a
 partition directory, one ``.log`` segment, a RocketMQ store root (holding
 ``commitlog/``), a ``commitlog`` directory or one CommitLog file, or any
-directory above these (it is searched a few levels down).  Names are Kafka's and RocketMQ's own: segments
+directory above these (searched to any depth; every other file is reported as skipped).  Names are Kafka's and RocketMQ's own: segments
 are ``<20 digits>.log``, CommitLog files ``<20 digits>``.
 """
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
 
+from segtool.engine.walk import walk
 from segtool.errors import UnreadableInput
 from segtool.pipeline import storage
 
@@ -19,7 +21,7 @@ _SEGMENT_NAME = re.compile(r"^(\d{20})\.log$")
 _COMMITLOG_NAME = re.compile(r"^\d{20}$")
 # <topic>-<partition>, and the renamed forms Kafka leaves: <topic>-<p>.<uuid>-delete/-future/-stray
 _PARTITION_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)(?:\.[0-9a-f]{32}-(?:delete|future|stray))?$")
-_SEARCH_DEPTH = 4
+_NOT_SCANNED = "scan reads Kafka .log segments and RocketMQ CommitLog files only (verify checks the others)"
 
 
 @dataclass
@@ -42,6 +44,8 @@ class RocketMQStore:
 class Inputs:
     kafka: list[KafkaPartition] = field(default_factory=list)
     rocketmq: list[RocketMQStore] = field(default_factory=list)
+    skipped: list[dict] = field(default_factory=list)  # {"path", "reason"}: files found and not scanned
+    unreadable: list[dict] = field(default_factory=list)  # {"path", "reason"}: entries that cannot be read
 
     @property
     def files(self) -> list[tuple[str, int]]:
@@ -81,45 +85,39 @@ def _store(root: str, commitlog_dir: str) -> RocketMQStore:
     return store
 
 
-def _walk(path: str, found: Inputs, depth: int) -> bool:
-    """Add what ``path`` holds; True when anything was found."""
-    entries = storage.listdir(path)
-    names = {name: is_dir for name, is_dir, _ in entries}
-    if any(_SEGMENT_NAME.match(name) and not is_dir for name, is_dir in names.items()):
-        found.kafka.append(_partition(path, entries))
-        return True
-    if names.get("commitlog"):
-        found.rocketmq.append(_store(path, storage.join(path, "commitlog")))
-        return True
-    if storage.basename(path) == "commitlog" and any(_COMMITLOG_NAME.match(n) for n in names):
-        found.rocketmq.append(_store(storage.parent(path), path))
-        return True
-    if depth <= 0:
-        return False
-    hit = False
-    for name, is_dir, _ in entries:
-        if is_dir and not name.startswith("."):
-            hit |= _walk(storage.join(path, name), found, depth - 1)
-    return hit
+def _local_files(root: str, found: Inputs) -> list[tuple[str, int]]:
+    """(path, size) of every readable file below ``root`` at any depth; the rest noted as unreadable."""
+    files = []
+    for entry in walk([root]):
+        if entry.unreadable is not None:
+            found.unreadable.append({"path": entry.path, "reason": entry.unreadable})
+        else:
+            files.append((entry.path, os.path.getsize(entry.path)))
+    return files
 
 
-def _walk_uri(root: str, found: Inputs) -> bool:
-    """Like ``_walk`` for a URI, from one recursive listing of the whole tree."""
+def _group(files: list[tuple[str, int]], found: Inputs) -> bool:
+    """Partitions and CommitLog directories among ``files``; every other file noted as skipped."""
     by_dir: dict[str, list[tuple[str, bool, int]]] = {}
-    for path, size in storage.walk_files(root):
+    for path, size in files:
         by_dir.setdefault(storage.parent(path), []).append((storage.basename(path), False, size))
     hit = False
     for directory in sorted(by_dir, key=lambda d: d.split("/")):
         entries = sorted(by_dir[directory])
         if any(_SEGMENT_NAME.match(name) for name, _, _ in entries):
             found.kafka.append(_partition(directory, entries))
-            hit = True
+            scanned, hit = _SEGMENT_NAME, True
         elif storage.basename(directory) == "commitlog" and any(_COMMITLOG_NAME.match(n) for n, _, _ in entries):
             store = RocketMQStore(storage.parent(directory), directory)
             store.files = sorted((int(n), storage.join(directory, n), size)
                                  for n, _, size in entries if _COMMITLOG_NAME.match(n))
             found.rocketmq.append(store)
-            hit = True
+            scanned, hit = _COMMITLOG_NAME, True
+        else:
+            scanned = None
+        for name, _, _ in entries:
+            if scanned is None or not scanned.match(name):
+                found.skipped.append({"path": storage.join(directory, name), "reason": _NOT_SCANNED})
     return hit
 
 
@@ -147,8 +145,8 @@ def discover(paths: list[str]) -> Inputs:
             part.segments.append((int(match.group(1)), path, storage.size(path)))
             found.kafka.append(part)
             continue
-        walk = _walk_uri(path, found) if storage.is_uri(path) else _walk(path, found, _SEARCH_DEPTH)
-        if not walk:
+        files = storage.walk_files(path) if storage.is_uri(path) else _local_files(path, found)
+        if not _group(files, found) and not found.unreadable:
             raise UnreadableInput("no Kafka segments or RocketMQ CommitLog found here", raw)
     # a directory named twice (or found under two arguments) is scanned once
     seen_dirs = set()
@@ -165,4 +163,4 @@ def discover(paths: list[str]) -> Inputs:
         known = stores.setdefault(store.commitlog_dir, store)
         if known is not store:
             known.files = sorted(set(known.files) | set(store.files))
-    return Inputs(kafka, list(stores.values()))
+    return Inputs(kafka, list(stores.values()), found.skipped, found.unreadable)

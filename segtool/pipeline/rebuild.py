@@ -18,7 +18,7 @@ from segtool.ops.rebuild import rebuild_index
 
 
 def rebuild_distributed(paths: list[str], engine, out_dir: str | None = None, in_place: bool = False,
-                        index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES) -> dict:
+                        index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES, force: bool = False) -> dict:
     """The local ``rebuild_index`` with its partitions run as tasks on ``engine``."""
     return rebuild_index(paths, out_dir=out_dir, in_place=in_place, index_interval_bytes=index_interval_bytes,
-                         engine=engine)
+                         engine=engine, force=force)

@@ -4,14 +4,23 @@ Driver side: find the inputs, cut them into tasks (``splits``), hand the tasks
 to an engine, gather each task's summary into one report.  Task side
 (``run_scan_task``, the same function on every engine): decode the task's
 byte range with ``rows`` and write one Parquet part file,
-``OUT/<kafka|rocketmq>/part-<task id>.parquet``, atomically.  Part names depend
-only on the plan, so a retried or speculative task rewrites the same file, and
-the local and Spark engines produce the same files.
+``<staging>/<kafka|rocketmq>/part-<task id>.parquet``, atomically.  Part names
+depend only on the plan, so the local and Spark engines produce the same files.
+
+An interrupted scan never looks complete: on a local file system the parts are
+written under ``OUT/_temporary/<run>/`` (a name Spark and pyarrow skip when they
+read a dataset, as in Hadoop's output committer) and moved into
+``OUT/<kind>/`` only when every task has finished; then each dataset gets the
+empty ``_SUCCESS`` marker Spark and Hadoop users check for, and the report is
+written last.  On object stores parts go straight to their place and
+``_SUCCESS`` is still written last.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import time
 from functools import partial
 
@@ -23,6 +32,8 @@ from segtool.pipeline.schema import SCHEMAS
 from segtool.pipeline.splits import DEFAULT_SPLIT_BYTES, plan_tasks
 
 REPORT_NAME = "scan-report.json"
+SUCCESS_NAME = "_SUCCESS"
+STAGING_NAME = "_temporary"
 KINDS = ("kafka", "rocketmq")
 
 
@@ -89,12 +100,47 @@ def _problems(tasks: list[dict], results: list[dict]) -> list[dict]:
 
 
 def _check_outputs(out: str, kinds: list[str], overwrite: bool) -> None:
+    """Refuse to mix with an earlier scan's dataset unless ``overwrite``; nothing is removed yet."""
+    if overwrite:
+        return
     for kind in kinds:
         directory = storage.join(out, kind)
         if storage.dataset_files(directory):
-            if not overwrite:
-                raise SegtoolError(f"{directory} already holds a dataset: choose a new --out or give --overwrite")
-            storage.remove_dataset_files(directory)
+            raise SegtoolError(f"{directory} already holds a dataset: choose a new --out or give --overwrite")
+
+
+def _staging_dir(out: str) -> str | None:
+    """Where tasks write their parts: a fresh ``OUT/_temporary/<run>`` locally, ``OUT`` itself on object stores."""
+    if storage.is_uri(out):
+        return None
+    run = os.path.join(out, STAGING_NAME, f"{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{os.getpid()}")
+    os.makedirs(run)
+    return run
+
+
+def _commit(out: str, staging: str | None, kinds: list[str]) -> None:
+    """Publish the finished parts: replace an earlier scan's parts, move the new ones in, mark ``_SUCCESS``."""
+    from segtool.engine.safe_write import fsync_dir
+
+    for kind in kinds:
+        final = storage.join(out, kind)
+        marker = storage.join(final, SUCCESS_NAME)
+        if storage.exists(marker):
+            storage.remove_file(marker)
+        if staging is not None:
+            storage.remove_dataset_files(final)
+            os.makedirs(final, exist_ok=True)
+            produced = os.path.join(staging, kind)
+            for name in sorted(os.listdir(produced)) if os.path.isdir(produced) else []:
+                os.replace(os.path.join(produced, name), os.path.join(final, name))
+            fsync_dir(final)
+        storage.write_file(marker, b"")
+    if staging is not None:
+        shutil.rmtree(staging)
+        try:
+            os.rmdir(os.path.dirname(staging))  # _temporary itself, unless another run is writing there
+        except OSError:
+            pass
 
 
 def _write_empty(out: str, kind: str) -> None:
@@ -123,13 +169,15 @@ def scan(paths: list[str], out: str, engine, split_bytes: int = DEFAULT_SPLIT_BY
     inputs = discover(paths)
     kinds = [kind for kind, found in zip(KINDS, (inputs.kafka, inputs.rocketmq)) if found]
     _check_outputs(out, kinds, overwrite)
+    staging = _staging_dir(out)
+    parts_root = staging or out
     startup = engine.start()
     planned = time.perf_counter()
     tasks, notes = plan_tasks(inputs, split_bytes,
                               mapper=lambda fn, items, costs: engine.map(fn, items, costs,
                                                                          description="segtool scan: plan splits"))
     scanning = time.perf_counter()
-    results = engine.map(partial(run_scan_task, out=out, with_values=with_values, chunk_rows=chunk_rows),
+    results = engine.map(partial(run_scan_task, out=parts_root, with_values=with_values, chunk_rows=chunk_rows),
                          tasks, [t["bytes"] for t in tasks], description="segtool scan")
     finished = time.perf_counter()
     input_files = inputs.files
@@ -142,7 +190,7 @@ def scan(paths: list[str], out: str, engine, split_bytes: int = DEFAULT_SPLIT_BY
         rows = sum(r["rows"] for t, r in zip(tasks, results) if t["kind"] == kind)
         files = sum(1 for t, r in zip(tasks, results) if t["kind"] == kind and r["part"])
         if files == 0:
-            _write_empty(out, kind)
+            _write_empty(parts_root, kind)
         datasets[kind] = {"path": storage.join(out, kind), "rows": rows, "files": max(files, 1)}
     partitions = {}
     for part in inputs.kafka:
@@ -172,6 +220,8 @@ def scan(paths: list[str], out: str, engine, split_bytes: int = DEFAULT_SPLIT_BY
             "bytes": input_bytes,
             "files": [{"path": path, "size": size, "sha256": digest}
                       for (path, size), digest in zip(input_files, digests)],
+            "skipped": inputs.skipped,
+            "unreadable": inputs.unreadable,
         },
         "tasks": len(tasks),
         "split_bytes": split_bytes,
@@ -191,9 +241,13 @@ def scan(paths: list[str], out: str, engine, split_bytes: int = DEFAULT_SPLIT_BY
             if scan_seconds > 0 else None,
         },
     }
-    storage.write_file(storage.join(out, REPORT_NAME), json.dumps(report, indent=1).encode())
+    _commit(out, staging, kinds)
+    storage.write_file(storage.join(out, REPORT_NAME), json.dumps(report, indent=1).encode(), replace=overwrite)
     return report
 
 
 def exit_code(report: dict) -> int:
+    """2 when an input entry could not be read, 1 for damaged data, else 0."""
+    if report["inputs"]["unreadable"]:
+        return 2
     return 1 if any(p["severity"] == "error" for p in report["problems"]) else 0

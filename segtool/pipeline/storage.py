@@ -190,13 +190,16 @@ def read_all(path: str):
     return buf
 
 
-def write_file(path: str, data: bytes) -> dict:
-    """Write a whole output file: atomically (temp, fsync, rename) for local paths."""
+def write_file(path: str, data: bytes, replace: bool = False) -> dict:
+    """Write a whole output file: atomically (temp, fsync, rename) for local paths.
+
+    A local file that exists is refused unless ``replace`` (then it is backed up first).
+    """
     if not is_uri(path):
         from segtool.engine.safe_write import write_atomically
 
         os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-        return write_atomically(path, data)
+        return write_atomically(path, data, replace=replace)
     import hashlib
 
     filesystem, inner = _split_uri(path)
@@ -217,6 +220,14 @@ def dataset_files(directory: str) -> list[str]:
     return [name for name, is_dir, _ in listdir(directory) if not is_dir and not name.startswith(("_", "."))]
 
 
+def remove_file(path: str) -> None:
+    if is_uri(path):
+        filesystem, inner = _split_uri(path)
+        filesystem.delete_file(inner)
+    else:
+        os.unlink(path)
+
+
 def remove_dataset_files(directory: str) -> None:
     """Remove the part files a previous scan wrote (``--overwrite``): our own outputs only."""
     for name in dataset_files(directory):
@@ -224,9 +235,4 @@ def remove_dataset_files(directory: str) -> None:
             raise SegtoolError(f"{name} in the output dataset was not written by segtool scan; "
                                "choose another --out", directory)
     for name in dataset_files(directory):
-        target = join(directory, name)
-        if is_uri(target):
-            filesystem, inner = _split_uri(target)
-            filesystem.delete_file(inner)
-        else:
-            os.unlink(target)
+        remove_file(join(directory, name))

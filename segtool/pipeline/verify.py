@@ -10,8 +10,8 @@ from __future__ import annotations
 import os
 from functools import partial
 
-from segtool.formats.detect import expand_paths
-from segtool.ops.verify import check_partitions, summarize, verify_file
+from segtool.engine.walk import walk
+from segtool.ops.verify import check_partitions, summarize, unreadable_entry, verify_file
 
 
 def _size(path: str) -> int:
@@ -31,8 +31,11 @@ def verify_one(item: tuple[str, str], deep: bool = False, hash_input: bool = Tru
 
 
 def verify_distributed(paths: list[str], engine, deep: bool = False, hash_inputs: bool = True) -> dict:
-    files = expand_paths(paths)
-    results = engine.map(partial(verify_one, deep=deep, hash_input=hash_inputs),
-                         [(f, os.path.abspath(f)) for f in files], [_size(f) for f in files],
-                         description="segtool verify")
-    return summarize(check_partitions(results))
+    entries = list(walk(paths))
+    files = [entry.path for entry in entries if entry.unreadable is None]
+    results = iter(engine.map(partial(verify_one, deep=deep, hash_input=hash_inputs),
+                              [(f, os.path.abspath(f)) for f in files], [_size(f) for f in files],
+                              description="segtool verify"))
+    # unreadable entries keep their place in the walk's order
+    return summarize(check_partitions([unreadable_entry(entry) if entry.unreadable is not None else next(results)
+                                       for entry in entries]))
