@@ -34,3 +34,9 @@ def case_dirs(family: str) -> list[Path]:
     if not root.exists():
         return []
     return sorted(p for p in root.iterdir() if p.is_dir() and (p / "case.json").exists())
+
+
+@pytest.fixture(autouse=True)
+def _private_cache(tmp_path_factory, monkeypatch):
+    """index-keys writes to the user's cache by default: tests (and the commands they start) use their own."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("cache")))

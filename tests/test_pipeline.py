@@ -395,7 +395,7 @@ def test_scan_command(tmp_path):
     for value, digest in zip(table.column("value").to_pylist(), table.column("value_sha256").to_pylist()):
         assert (value is None and digest is None) or hashlib.sha256(value).hexdigest() == digest
     inside = _segtool("scan", data, "--out", os.path.join(data, "scan"))
-    assert inside.returncode == 2 and "--out is inside an input directory" in inside.stderr
+    assert inside.returncode == 2 and "inside the input directory" in inside.stderr
 
 
 def test_scan_exit_code_reports_damage(tmp_path):

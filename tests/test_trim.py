@@ -29,14 +29,14 @@ def test_hot_copy_indexes_trim_to_their_valid_entries(tmp_path):
         out = tmp_path / path.parent.name
         report = trim([str(path)], out_dir=str(out))
         (item,) = report["files"]
-        trimmed = (out / path.name).read_bytes()
+        trimmed = (out / path.parent.name / path.name).read_bytes()
         cls = TimeIndex if path.suffix == ".timeindex" else OffsetIndex
         valid = cls(path).valid_entries
         assert len(trimmed) == valid * cls(path).entry_size == item["trimmed_size"]
         assert trimmed == path.read_bytes()[: len(trimmed)]
         assert item["bytes_reclaimed"] == path.stat().st_size - len(trimmed)
         assert len(trimmed) == 0 or trimmed[-cls(path).entry_size:].strip(b"\0")
-        cls(out / path.name).sanity_check()
+        cls(out / path.parent.name / path.name).sanity_check()
 
 
 def test_trim_refuses_non_index_files(tmp_path):

@@ -476,7 +476,7 @@ def test_rebuilt_index_of_a_killed_broker_has_what_recovery_indexes(tmp_path):
 
 def test_rebuild_refuses_output_inside_the_store_and_needs_a_target():
     case = _clean_multi()
-    with pytest.raises(SegtoolError, match="inside an input"):
+    with pytest.raises(SegtoolError, match="inside the input directory"):
         rebuild_rocketmq_index(case / "store", case / "store" / "rebuilt")
     with pytest.raises(SegtoolError, match="--out"):
         rebuild_rocketmq_index(case / "store")

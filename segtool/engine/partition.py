@@ -168,6 +168,11 @@ class Segment:
             return ts
         return int(os.stat(self.log_path).st_mtime * 1000)
 
+    @property
+    def timestamp_from_mtime(self) -> bool:
+        """Is the largest timestamp the file's mtime (a segment with no timestamped batch)?"""
+        return self.max_timestamp_so_far()[0] < 0
+
     def largest_timestamp(self) -> int:
         """LogSegment.largestTimestamp: max timestamp so far, else the file's mtime (read once)."""
         return self._largest_timestamp
@@ -333,6 +338,16 @@ class PartitionView:
         if i == len(self.segments):
             return None
         return self.segments[i].find_offset_by_timestamp(timestamp, self.log_start_offset)
+
+    def mtime_segments(self, timestamp: int) -> list[str]:
+        """The segments whose file mtime stands in for their timestamp in the search for ``timestamp``.
+
+        Kafka compares the target with each segment's largest timestamp up to the
+        one it answers from; an empty segment's is its file's mtime, which copies
+        often lose.
+        """
+        i = bisect.bisect_left(self._running_largest_timestamps, timestamp)
+        return [s.log_path for s in self.segments[:i + 1] if s.timestamp_from_mtime]
 
     def max_timestamp_hit(self) -> RecordHit | None:
         """ListOffsets MAX_TIMESTAMP: the record carrying the partition's largest timestamp."""

@@ -23,7 +23,7 @@ from segtool.errors import SegtoolError
 
 TEMP_MARK = ".segtool-tmp"
 BACKUP_MARK = ".segtool-backup-"
-_CHUNK = 1 << 16
+_CHUNK = 4096  # a page: the unit a file system allocates
 _ZEROS = bytes(_CHUNK)
 
 

@@ -453,6 +453,7 @@ def run_kafka_dump(paths: list[str], options: KafkaDumpOptions, emit: Callable[[
             return 1
     for line in tool.report_lines():
         emit_err(line)
-    mismatched = tool.index_mismatches or tool.time_mismatches or tool.time_out_of_order or tool.time_not_found
+    # index reports stay exit 0 as in Kafka: a hot copy's preallocated index shows "not found" entries
+    # that are no damage; `segtool verify` judges indexes
     nothing_dumped = tool.ignored == len(paths)
-    return 1 if tool.damaged or mismatched or nothing_dumped else 0
+    return 1 if tool.damaged or nothing_dumped else 0

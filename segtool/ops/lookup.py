@@ -43,7 +43,7 @@ def _empty(partition: PartitionView, **extra) -> dict:
 def _with_notes(answer: dict, partition: PartitionView) -> dict:
     """The answer, with what loading the partition changed (an interrupted swap completed), if anything."""
     if partition.notes:
-        answer["notes"] = list(partition.notes)
+        answer["notes"] = list(partition.notes) + answer.get("notes", [])
     return answer
 
 
@@ -76,6 +76,11 @@ def lookup_timestamp(directory: str, timestamp: int) -> dict:
         hit = (partition.max_timestamp_hit() if timestamp == MAX_TIMESTAMP
                else partition.offset_for_timestamp(timestamp))
         answer = {**_empty(partition), **base} if hit is None else {**base, **hit.as_dict(), "record": _record(hit)}
+        if timestamp != MAX_TIMESTAMP:
+            for log in partition.mtime_segments(timestamp):
+                answer.setdefault("notes", []).append(
+                    f"{os.path.basename(log)} holds no timestamped batch: as in Kafka, its file's mtime stands in "
+                    "for its timestamp, and this answer depends on it (copies often lose mtimes: cp -p, rsync -t)")
     return _with_notes(answer, partition)
 
 

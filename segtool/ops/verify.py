@@ -231,12 +231,20 @@ def verify_index(path: str, time_index: bool) -> dict:
     cls = kafka_index.TimeIndex if time_index else kafka_index.OffsetIndex
     index = cls(path)
     problems = []
+    valid = index.dump_entries
+    preallocated = index.entries > valid  # a zero-filled tail: the unflushed active segment of a hot copy
     try:
         index.sanity_check(path)
     except kafka_index.CorruptIndex as exc:
-        problems.append(_problem("sanity_check", exc.offset, exc.kafka_message))
-    valid = index.dump_entries
-    if index.entries > valid:
+        if preallocated:
+            # LogSegment.sanityCheck skips index checks at load and the broker rebuilds the indexes of
+            # segments past the recovery point: the zero last slot of a live index is no damage
+            problems.append(_problem("sanity_check", exc.offset, exc.kafka_message + " (its last slot is "
+                                     "preallocated zeros; a broker loading this copy skips the check and "
+                                     "rebuilds the index)", "info"))
+        else:
+            problems.append(_problem("sanity_check", exc.offset, exc.kafka_message))
+    if preallocated:
         problems.append(_problem("zero_tail", valid * index.entry_size,
                                  f"{index.entries - valid} zero entries after {valid} valid ones "
                                  "(preallocated file of a hot copy; `segtool trim` shrinks it)", "info"))
@@ -244,7 +252,7 @@ def verify_index(path: str, time_index: bool) -> dict:
     log = path.rsplit(".", 1)[0] + ".log"
     if os.path.exists(log):
         checks = _index_vs_log(path, time_index)
-        if valid == 1 and index.entries > 1 and tuple(index.entry(0))[-1 if time_index else 1] == 0:
+        if valid == 1 and index.entries > 1 and not any(open_buffer(path)[:index.entry_size]):
             # a hot copy whose only "entry" is the first preallocated zero slot
             checks = [dict(p, severity="info", message=p["message"] + " (the slot is preallocated zeros)")
                       if p["kind"] in ("index_offset_mismatch", "indexed_offset_not_found") else p for p in checks]
@@ -434,7 +442,20 @@ def check_partitions(files: list[dict]) -> list[dict]:
     """The checks across the files of a partition directory (local and distributed verify)."""
     _check_segment_order(files)
     _note_pending_swaps(files)
+    _note_missing_indexes(files)
     return files
+
+
+def _note_missing_indexes(files: list[dict]) -> None:
+    """A segment without its .index: name the file the broker will look for."""
+    for item in files:
+        if item.get("kind") == "kafka-log" and item["path"].endswith(".log") and item.get("status") != "unreadable":
+            index = item["path"][:-len(".log")] + ".index"
+            if not os.path.exists(index):
+                item["problems"].append(_problem(
+                    "missing_index", None, f"{index} does not exist: Kafka's LogSegment.sanityCheck throws "
+                    "NoSuchFileException when it loads the segment, and the broker rebuilds the index by "
+                    "recovering the segment", "info"))
 
 
 def _note_pending_swaps(files: list[dict]) -> None:

@@ -161,9 +161,9 @@ def scan(paths: list[str], out: str, engine, split_bytes: int = DEFAULT_SPLIT_BY
     except ImportError:
         raise SegtoolError("segtool scan writes Parquet with pyarrow: pip install 'segtool[spark]'") from None
     if not storage.is_uri(out):
-        from segtool.engine.safe_write import check_out_dir
+        from segtool.engine.safe_write import refuse_inside_inputs
 
-        check_out_dir(out, [p for p in paths if not storage.is_uri(p)])
+        refuse_inside_inputs([os.path.join(out, REPORT_NAME)], [p for p in paths if not storage.is_uri(p)])
         out = storage.absolute(out)  # tasks run elsewhere (executors have their own working directory)
     began = time.perf_counter()
     inputs = discover(paths)
