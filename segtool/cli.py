@@ -23,7 +23,6 @@ app = typer.Typer(
 )
 
 EXIT_CLEAN, EXIT_PROBLEMS, EXIT_UNREADABLE = 0, 1, 2
-ITEM_KIND = "type"  # the key naming what a dump item is
 
 
 class _State:
@@ -181,7 +180,7 @@ def dump(
     recognised = 0
     current = None
     for item in dump_paths(named, deep=not shallow, cap=decompress_cap):
-        kind = item[ITEM_KIND]
+        kind = item["kind"]
         if kind == "skipped":
             note(f"segtool: skipped {item['file']}: {item['reason']}")
             continue

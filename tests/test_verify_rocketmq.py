@@ -23,6 +23,7 @@ import pytest
 from segtool.engine import rocketmq_store as rs
 from segtool.errors import SegtoolError
 from segtool.formats.detect import detect
+from segtool.formats.json_names import snake_case_keys
 from segtool.ops.rebuild_rocketmq import index_file_name, rebuild_rocketmq_index
 from segtool.ops.verify import exit_code, verify
 from segtool.ops.verify_rocketmq import verify_rocketmq_file
@@ -127,13 +128,13 @@ def test_clean_store_has_no_errors(case):
         assert item["messages"] == gold["messages"]
         assert item["first_phy_offset"] == gold["firstMessagePhyOffset"]
         assert item["last_phy_offset"] == gold["lastMessagePhyOffset"]
-        assert item["end"]["fileOffset"] == gold["end"]["fileOffset"]
+        assert item["end"]["file_offset"] == gold["end"]["fileOffset"]
         assert item["recovery"]["bytes_lost"] == 0 and item["recovery"]["records_lost"] == 0
         assert not item["recovery"]["deleted"]
     # recovery ends where RocketMQ's load ended
     load = _load(case / "expected" / "_load.json")
     (checkpoint,) = _files(report, "rocketmq-checkpoint").values()
-    assert checkpoint["store_recovery"]["maxPhyOffset"] == load["maxPhyOffset"]
+    assert checkpoint["store_recovery"]["max_phy_offset"] == load["maxPhyOffset"]
     # every index entry resolves to a message that carries its key
     for item in _files(report, "rocketmq-indexfile").values():
         assert item["entries_checked"] == item["entries"] > 0
@@ -170,13 +171,13 @@ def test_unclean_shutdown_is_described(case):
 
     (checkpoint,) = _files(report, "rocketmq-checkpoint").values()
     predicted = checkpoint["store_recovery"]
-    assert predicted["mode"] == "abnormal" and predicted["abortFileExists"] is recovery["abortFileExists"]
-    assert predicted["checkpoint"] == recovery["checkpointBeforeLoad"]
-    assert predicted["maxPhyOffset"] == recovery["maxPhyOffset"]
-    assert predicted["commitlogFilesAfterLoad"] == recovery["commitlogFilesAfterLoad"]
+    assert predicted["mode"] == "abnormal" and predicted["abort_file_exists"] is recovery["abortFileExists"]
+    assert predicted["checkpoint"] == snake_case_keys(recovery["checkpointBeforeLoad"])
+    assert predicted["max_phy_offset"] == recovery["maxPhyOffset"]
+    assert predicted["commitlog_files_after_load"] == recovery["commitlogFilesAfterLoad"]
     before, after = recovery["indexFilesBeforeLoad"], recovery["indexFilesAfterLoad"]
-    assert predicted["keptIndexFiles"] == [n for n in before if n in after]
-    assert predicted["droppedIndexFiles"] == [n for n in before if n not in after]
+    assert predicted["kept_index_files"] == [n for n in before if n in after]
+    assert predicted["dropped_index_files"] == [n for n in before if n not in after]
     kinds = {p["kind"] for p in checkpoint["problems"]}
     assert {"unclean_shutdown", "stale_checkpoint"} <= kinds
 
@@ -305,7 +306,7 @@ def test_index_corruption_found(case, with_commitlog):
     commitlog = _clean_multi() / "store" / "commitlog" if with_commitlog else None
     for path in sorted((case / "store" / "index").iterdir()):
         result = verify_rocketmq_file(detect(str(path)), commitlog_dir=commitlog)
-        assert (result["geometry"]["hashSlotNum"], result["geometry"]["indexNum"]) == (
+        assert (result["geometry"]["hash_slot_num"], result["geometry"]["index_num"]) == (
             geometry["hashSlotNum"], geometry["indexNum"])
         found = {(p["kind"], p["byte_offset"]) for p in _errors(result)}
         want = expected.get(path.name, set())
@@ -420,7 +421,7 @@ def test_rebuilt_index_files_are_rocketmqs(case, tmp_path):
     run = _load(case / "expected" / "rebuilt-index.run.json")
     assert report["dispatch"]["dispatched"] == run["dispatched"]
     assert len(run["indexFilesCreated"]) == len(expected) == len(report["files"])
-    assert (report["geometry"]["hashSlotNum"], report["geometry"]["indexNum"]) == (
+    assert (report["geometry"]["hash_slot_num"], report["geometry"]["index_num"]) == (
         geometry["hashSlotNum"], geometry["indexNum"])
     written = sorted((out / "index").iterdir())
     assert [p.name for p in written] == [f["name"] for f in report["files"]]
@@ -537,7 +538,7 @@ def test_index_geometry_from_the_stores_other_files(tmp_path):
         view.close()
     for path in sorted(index_dir.iterdir()):
         result = verify_rocketmq_file(detect(str(path)), commitlog_dir=commitlog)
-        assert (result["geometry"]["hashSlotNum"], result["geometry"]["indexNum"]) == (10, 30)
+        assert (result["geometry"]["hash_slot_num"], result["geometry"]["index_num"]) == (10, 30)
         assert not _errors(result), result["problems"]
         if path.name == "20270101000000000":
             assert result["entries"] == 0 and any(p["kind"] == "geometry" for p in result["problems"])

@@ -142,7 +142,7 @@ def test_dump_every_file_raises_nothing_but_segtool_errors(wild, files, table):
             unexpected.append(f"{_rel(wild, path)}: detected as {kind}, not kafka-log")
         if kind == "kafka-log" and check.startswith("OK v"):
             # the independent checker read these files to the end: segtool must too
-            bad = [i for i in items if i["type"] in ("error", "trailing_bytes", "zero_tail")]
+            bad = [i for i in items if i["kind"] in ("error", "trailing_bytes", "zero_tail")]
             if bad:
                 unexpected.append(f"{_rel(wild, path)}: {bad[0]}")
     assert not crashes, "\n".join(crashes)
@@ -380,7 +380,7 @@ def test_kafka_small_files_match_readme(wild, table):
         kind = detect(str(path)).kind
         m = re.match(r"OK producer-state snapshot v(\d+): (\d+) entries, crc32c ok=(True|False)", check)
         if m:
-            head = next(i for i in dump_paths([str(path)]) if i["type"] == "producer_snapshot")
+            head = next(i for i in dump_paths([str(path)]) if i["kind"] == "producer_snapshot")
             got = (head["version"], head["producers"], head["crc_valid"])
             want = (int(m[1]), int(m[2]), m[3] == "True")
         elif check.startswith("text: ") and kind in (
@@ -425,13 +425,13 @@ def test_rocketmq_commitlogs_match_readme(wild, table):
         assert m, check
         path = wild / rel
         items = list(dump_paths([str(path)]))
-        msgs = [i for i in items if i["type"] == "message"]
+        msgs = [i for i in items if i["kind"] == "message"]
         versions = collections.Counter(f"V{i['version']}" for i in msgs)
-        end = [i for i in items if i["type"] in ("blank_end", "zero_tail")]
-        got = (len(msgs), dict(versions), [(i["type"], i["byte_offset"]) for i in end],
-               all(i["bodyCRC"] == i["bodyCRCComputed"] for i in msgs),
-               all(i["physicalOffsetField"] == _base(path) + i["fileOffset"] for i in msgs),
-               [i for i in items if i["type"] == "error"])
+        end = [i for i in items if i["kind"] in ("blank_end", "zero_tail")]
+        got = (len(msgs), dict(versions), [(i["kind"], i["byte_offset"]) for i in end],
+               all(i["body_crc"] == i["body_crc_computed"] for i in msgs),
+               all(i["physical_offset_field"] == _base(path) + i["file_offset"] for i in msgs),
+               [i for i in items if i["kind"] == "error"])
         want = (int(m[1]), ast.literal_eval(m[2]),
                 [("blank_end" if m[3] == "BLANK magic" else "zero_tail", int(m[4]))], True, True, [])
         if got != want:
@@ -449,8 +449,8 @@ def test_rocketmq_consumequeues_match_readme_and_commitlog(wild, table):
         m = pattern.match(check)
         assert m, check
         path = wild / rel
-        units = [i for i in dump_paths([str(path)]) if i["type"] == "cq_unit"]
-        got = (len(units), (units[0]["commitLogOffset"], units[0]["size"], units[0]["tagsCode"]))
+        units = [i for i in dump_paths([str(path)]) if i["kind"] == "cq_unit"]
+        got = (len(units), (units[0]["commit_log_offset"], units[0]["size"], units[0]["tags_code"]))
         want = (int(m[1]), (int(m[2]), int(m[3]), int(m[4])))
         if got != want:
             problems.append(f"{rel}: segtool {got} README {want}")
@@ -458,11 +458,11 @@ def test_rocketmq_consumequeues_match_readme_and_commitlog(wild, table):
         store = path.parents[3]
         for unit in units:
             size = 8192  # mappedFileSizeCommitLog of the unit test (README)
-            log = store / "commitlog" / f"{unit['commitLogOffset'] // size * size:020d}"
+            log = store / "commitlog" / f"{unit['commit_log_offset'] // size * size:020d}"
             msg = next((i for i in dump_paths([str(log)])
-                        if i["type"] == "message" and i["phyOffset"] == unit["commitLogOffset"]), None)
-            if msg is None or (msg["totalSize"], msg["queueOffset"]) != (unit["size"], unit["queueOffset"]):
-                problems.append(f"{rel}: unit {unit} -> {msg and (msg['totalSize'], msg['queueOffset'])}")
+                        if i["kind"] == "message" and i["phy_offset"] == unit["commit_log_offset"]), None)
+            if msg is None or (msg["total_size"], msg["queue_offset"]) != (unit["size"], unit["queue_offset"]):
+                problems.append(f"{rel}: unit {unit} -> {msg and (msg['total_size'], msg['queue_offset'])}")
     assert not problems, "\n".join(problems)
 
 
@@ -532,7 +532,7 @@ def test_kafkalite_segments_decode_to_golden(wild, name):
     got = [(r.offset, r.value) for b in BatchScan(buf, path=log) for r in batch_records(b, log, CAP)]
     assert got == want
     # the same through dump's JSON items
-    items = [i for i in dump_paths([log]) if i["type"] == "record"]
+    items = [i for i in dump_paths([log]) if i["kind"] == "record"]
     assert [(i["offset"], base64.b64decode(i["value_b64"])) for i in items] == want
 
 

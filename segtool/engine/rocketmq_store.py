@@ -39,6 +39,7 @@ import numpy as np
 from segtool.engine.source import require_regular_file
 from segtool.errors import CorruptData, SegtoolError, TruncatedData, UnreadableInput
 from segtool.formats import rocketmq as rmq
+from segtool.formats.json_names import snake_case_keys
 
 MAX_MSGS_NUM_BATCH = 64  # MessageStoreConfig.maxMsgsNumBatch
 LONG_MAX = 2**63 - 1
@@ -589,12 +590,9 @@ def build_index_files(dispatches: Iterable[DispatchRequest], hash_slot_num: int,
 # --------------------------------------------------------------------------
 
 
-def _message_view(msg: dict) -> dict:
-    return {"phy_offset": msg["phyOffset"], "topic": msg["topic"], "queue_id": msg["queueId"],
-            "queue_offset": msg["queueOffset"], "size": msg["totalSize"], "sys_flag": msg["sysFlag"],
-            "keys": msg["KEYS"], "uniq_key": msg["UNIQ_KEY"], "tags": msg["TAGS"],
-            "store_timestamp": msg["storeTimestamp"], "born_timestamp": msg["bornTimestamp"],
-            "offset_msg_id": msg["offsetMsgId"], "file": msg["file"]}
+def _message_view(msg: dict, commitlog_dir) -> dict:
+    """A message as every command shows it: ``dump``'s message item (snake_case, the file's full path)."""
+    return {"kind": "message", **snake_case_keys(msg), "file": str(Path(commitlog_dir) / msg["file"])}
 
 
 def carries_key(msg: dict, topic: str, key: str) -> bool:
@@ -668,7 +666,7 @@ class StoreView:
         log = self.commitlog
         if log is None:
             return None
-        return log.message_at(phy_offset, digests=False, decompress=False)
+        return log.message_at(phy_offset)
 
     # ---- index files ----
 
@@ -833,7 +831,7 @@ class StoreView:
         if msg is None:
             return {"phy_offset": phy, "collision": None, "matches_query": None,
                     "error": "no message at this offset"}
-        view = _message_view(msg)
+        view = _message_view(msg, self.commitlog_dir)
         match = carries_key(view, topic, key)
         return {**view, "matches_query": match, "collision": not match}
 
@@ -881,7 +879,7 @@ class StoreView:
             except SegtoolError as exc:
                 answer["message_error"] = str(exc)
             else:
-                answer["message"] = _message_view(msg) if msg is not None else None
+                answer["message"] = _message_view(msg, self.commitlog_dir) if msg is not None else None
         return answer
 
     def close(self) -> None:

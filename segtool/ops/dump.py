@@ -2,7 +2,7 @@
 
 The JSON renderer writes these dicts as JSON Lines and the text renderer prints
 them; field names are documented in docs/formats.md.  Decoding stops at the
-first invalid byte: what was decoded is yielded, then a ``{"type": "error"}``
+first invalid byte: what was decoded is yielded, then a ``{"kind": "error"}``
 (or ``"zero_tail"`` for a preallocated zero-filled tail) names the byte offset.
 """
 
@@ -16,12 +16,13 @@ from segtool.engine.source import open_buffer
 from segtool.engine.walk import walk
 from segtool.formats.detect import NOT_RECOGNISED, DetectedFile, detect
 from segtool.formats.kafka_log import BatchScan, batch_records, control_record_type
+from segtool.ops.output_schema import DumpItem
 
 DEFAULT_CAP = 256 * 1024 * 1024
 
 
 def errors_as_items(items: Iterator[dict], also=lambda exc: False) -> Iterator[dict]:
-    """Pass items through; an error at a known byte becomes a final ``{"type": "error"}`` item.
+    """Pass items through; an error at a known byte becomes a final ``{"kind": "error"}`` item.
 
     Errors without a byte offset (unreadable input) still propagate, unless ``also`` accepts them.
     """
@@ -30,7 +31,7 @@ def errors_as_items(items: Iterator[dict], also=lambda exc: False) -> Iterator[d
     except SegtoolError as exc:
         if exc.offset is None and not also(exc):
             raise
-        yield {"type": "error", "byte_offset": exc.offset, "message": exc.message}
+        yield {"kind": "error", "byte_offset": exc.offset, "message": exc.message}
 
 
 def bytes_fields(name: str, data: bytes | None) -> dict:
@@ -47,7 +48,7 @@ def bytes_fields(name: str, data: bytes | None) -> dict:
 def record_item(batch, record, path: str | None = None) -> dict:
     """A Kafka record as every command shows it: dump's record item, lookup's ``record``."""
     item = {
-        "type": "record",
+        "kind": "record",
         "batch_position": batch.position,
         "offset": record.offset,
         "timestamp": record.timestamp,
@@ -80,7 +81,7 @@ def dump_kafka_log(path: str, deep: bool = True, cap: int = DEFAULT_CAP) -> Iter
     try:
         for batch in scan:
             item = {
-                "type": "batch",
+                "kind": "batch",
                 "position": batch.position,
                 "magic": batch.magic,
                 "base_offset": batch.base_offset,
@@ -111,13 +112,13 @@ def dump_kafka_log(path: str, deep: bool = True, cap: int = DEFAULT_CAP) -> Iter
                     yield record_item(batch, record)
     except SegtoolError as exc:
         if exc.offset is not None and _zero_tail(buf, exc.offset):
-            yield {"type": "zero_tail", "byte_offset": exc.offset, "length": len(buf) - exc.offset}
+            yield {"kind": "zero_tail", "byte_offset": exc.offset, "length": len(buf) - exc.offset}
         else:
-            yield {"type": "error", "byte_offset": exc.offset, "message": exc.message}
+            yield {"kind": "error", "byte_offset": exc.offset, "message": exc.message}
         return
     if scan.valid_bytes < len(buf):
         kind = "zero_tail" if _zero_tail(buf, scan.valid_bytes) else "trailing_bytes"
-        yield {"type": kind, "byte_offset": scan.valid_bytes, "length": len(buf) - scan.valid_bytes}
+        yield {"kind": kind, "byte_offset": scan.valid_bytes, "length": len(buf) - scan.valid_bytes}
 
 
 def dump_file(detected: DetectedFile, deep: bool = True, cap: int = DEFAULT_CAP) -> Iterator[dict]:
@@ -134,7 +135,7 @@ def dump_file(detected: DetectedFile, deep: bool = True, cap: int = DEFAULT_CAP)
 
         items = dump_rocketmq_file(detected)
     else:
-        items = iter([{"type": "skipped", "reason": NOT_RECOGNISED}])
+        items = iter([{"kind": "skipped", "reason": NOT_RECOGNISED}])
     for item in items:
         item["file"] = detected.path
         yield item
@@ -143,16 +144,16 @@ def dump_file(detected: DetectedFile, deep: bool = True, cap: int = DEFAULT_CAP)
 def shows_damage(item: dict) -> bool:
     """Does this item show damage (exit code 1)?  A zero-filled tail is damage in a Kafka log
     (the broker's recovery cuts it) but the normal preallocated end of an index or ConsumeQueue."""
-    kind = item["type"]
+    kind = item["kind"]
     if kind in ("error", "trailing_bytes") or item.get("crc_valid") is False:
         return True
     return kind == "zero_tail" and detect(item["file"]).kind == "kafka-log"
 
 
-def dump_paths(paths: list[str], deep: bool = True, cap: int = DEFAULT_CAP) -> Iterator[dict]:
+def dump_paths(paths: list[str], deep: bool = True, cap: int = DEFAULT_CAP) -> Iterator[DumpItem]:
     """Every file named or below a named directory; unreadable entries as ``unreadable`` items."""
     for entry in walk(paths):
         if entry.unreadable is not None:
-            yield {"type": "unreadable", "reason": entry.unreadable, "file": entry.path}
+            yield {"kind": "unreadable", "reason": entry.unreadable, "file": entry.path}
         else:
             yield from dump_file(detect(entry.path), deep, cap)

@@ -12,10 +12,10 @@ from segtool.ops.dump import errors_as_items
 
 def _zero_tail_item(index, valid: int) -> Iterator[dict]:
     if index.entries > valid:
-        yield {"type": "zero_tail", "byte_offset": valid * index.entry_size,
+        yield {"kind": "zero_tail", "byte_offset": valid * index.entry_size,
                "length": index.length - valid * index.entry_size}
     if index.trailing_bytes:
-        yield {"type": "trailing_bytes", "byte_offset": index.entries * index.entry_size,
+        yield {"kind": "trailing_bytes", "byte_offset": index.entries * index.entry_size,
                "length": index.trailing_bytes}
 
 
@@ -23,7 +23,7 @@ def _index_entries(index, item_type: str) -> Iterator[dict]:
     """Entries kafka-dump-log would visit, then what lies after them."""
     valid = index.dump_entries
     for slot in range(valid):
-        yield {"type": item_type, "slot": slot, **index.entry(slot)._asdict()}
+        yield {"kind": item_type, "slot": slot, **index.entry(slot)._asdict()}
     yield from _zero_tail_item(index, valid)
 
 
@@ -38,34 +38,34 @@ def _time_index(path: str) -> Iterator[dict]:
 def _txn_index(path: str) -> Iterator[dict]:
     index = kafka_index.TransactionIndex(path)
     for slot, txn in enumerate(index.iter_raw()):
-        yield {"type": "aborted_txn", "slot": slot, **dataclasses.asdict(txn)}
+        yield {"kind": "aborted_txn", "slot": slot, **dataclasses.asdict(txn)}
     if index.trailing_bytes:
-        yield {"type": "trailing_bytes", "byte_offset": index.entries * index.entry_size,
+        yield {"kind": "trailing_bytes", "byte_offset": index.entries * index.entry_size,
                "length": index.trailing_bytes}
 
 
 def _snapshot(path: str) -> Iterator[dict]:
     snap = kafka_state.read_producer_snapshot(path, verify=False)
-    yield {"type": "producer_snapshot", "version": snap.version, "crc": snap.crc,
+    yield {"kind": "producer_snapshot", "version": snap.version, "crc": snap.crc,
            "computed_crc": snap.computed_crc, "crc_valid": snap.crc_ok, "producers": len(snap.entries)}
     for entry in snap.entries:
-        yield {"type": "producer", **dataclasses.asdict(entry)}
+        yield {"kind": "producer", **dataclasses.asdict(entry)}
     if not snap.crc_ok:
-        yield {"type": "error", "byte_offset": 2,
+        yield {"kind": "error", "byte_offset": 2,
                "message": f"snapshot CRC {snap.crc} does not match computed {snap.computed_crc}"}
 
 
 def _checkpoint(path: str) -> Iterator[dict]:
     checkpoint = kafka_state.read_checkpoint(path)
-    yield {"type": "checkpoint", "kind": checkpoint.kind, "version": checkpoint.version,
+    yield {"kind": "checkpoint", "checkpoint_kind": checkpoint.kind, "version": checkpoint.version,
            "count": checkpoint.expected_count}
     for entry in checkpoint.entries:
-        yield {"type": "checkpoint_entry", **dataclasses.asdict(entry)}
+        yield {"kind": "checkpoint_entry", **dataclasses.asdict(entry)}
 
 
 def _partition_metadata(path: str) -> Iterator[dict]:
     meta = kafka_state.read_partition_metadata(path)
-    yield {"type": "partition_metadata", "version": meta.version, "topic_id": meta.topic_id}
+    yield {"kind": "partition_metadata", "version": meta.version, "topic_id": meta.topic_id}
 
 
 _READERS = {

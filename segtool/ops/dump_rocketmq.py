@@ -8,6 +8,7 @@ from typing import Iterator
 from segtool.engine.source import open_buffer
 from segtool.formats import rocketmq
 from segtool.formats.detect import DetectedFile
+from segtool.formats.json_names import snake_case_keys
 from segtool.ops.dump import errors_as_items
 
 
@@ -19,7 +20,7 @@ def _start_offset(path: str) -> int:
 def _end_item(end: dict | None) -> Iterator[dict]:
     if end and end.get("kind") in ("blank", "zero-tail"):
         kind = "blank_end" if end["kind"] == "blank" else "zero_tail"
-        yield {"type": kind, "byte_offset": end["fileOffset"], "phy_offset": end.get("phyOffset")}
+        yield {"kind": kind, "byte_offset": end["fileOffset"], "phy_offset": end.get("phyOffset")}
 
 
 def _commitlog(path: str) -> Iterator[dict]:
@@ -27,9 +28,9 @@ def _commitlog(path: str) -> Iterator[dict]:
                                       file=os.path.basename(path), path=path)
     for message in scan:
         message.pop("file", None)
-        yield {"type": "message", **message}
+        yield {"kind": "message", **message}
         if message.get("bodyCRC") != message.get("bodyCRCComputed") and message.get("bodyCRCComputed") is not None:
-            yield {"type": "error", "byte_offset": message["fileOffset"],
+            yield {"kind": "error", "byte_offset": message["fileOffset"],
                    "message": f"body CRC {message['bodyCRC']} does not match computed {message['bodyCRCComputed']}"}
     yield from _end_item(scan.end)
 
@@ -40,21 +41,21 @@ def _consumequeue(path: str) -> Iterator[dict]:
     scan = rocketmq.ConsumeQueueFileScan(open_buffer(path), topic=topic, queue_id=queue_id,
                                          file_from_offset=_start_offset(path), path=path)
     for unit in scan:
-        yield {"type": "cq_unit", **unit}
+        yield {"kind": "cq_unit", **unit}
     if scan.end and scan.end.get("kind") == "zero-tail":
-        yield {"type": "zero_tail", "byte_offset": scan.end["fileOffset"]}
+        yield {"kind": "zero_tail", "byte_offset": scan.end["fileOffset"]}
 
 
 def _indexfile(path: str) -> Iterator[dict]:
     with rocketmq.IndexFile(path) as index:
-        yield {"type": "index_header", **index.header, "hash_slot_num": index.hash_slot_num,
+        yield {"kind": "index_header", **index.header, "hash_slot_num": index.hash_slot_num,
                "index_num": index.index_num, "geometry_source": index.geometry_source}
         for entry in index.iter_entries():
-            yield {"type": "index_entry", **entry}
+            yield {"kind": "index_entry", **entry}
 
 
 def _checkpoint(path: str) -> Iterator[dict]:
-    yield {"type": "checkpoint", **rocketmq.read_checkpoint(open_buffer(path), path)}
+    yield {"kind": "checkpoint", **rocketmq.read_checkpoint(open_buffer(path), path)}
 
 
 _READERS = {
@@ -66,4 +67,5 @@ _READERS = {
 
 
 def dump_rocketmq_file(detected: DetectedFile) -> Iterator[dict]:
-    return errors_as_items(_READERS[detected.kind](detected.path))
+    """The file's items, named in snake_case like every other output (the decoders keep RocketMQ's names)."""
+    return (snake_case_keys(item) for item in errors_as_items(_READERS[detected.kind](detected.path)))

@@ -26,6 +26,7 @@ from segtool.engine.safe_write import plan_outputs, refuse_inside_inputs, write_
 from segtool.formats import rocketmq as rmq
 from segtool.formats.kafka_log import BatchScan, batch_records
 from segtool.ops.dump import record_item
+from segtool.ops.output_schema import IndexKeysReport
 
 META_NAME = "keyindex.json"
 INDEX_NAME = "keys.index"
@@ -62,7 +63,8 @@ def _key_text(key: bytes) -> str:
     return key.decode("latin-1")
 
 
-def index_keys(partition_dir: str, out_dir: str | None = None, progress_factory=None, force: bool = False) -> dict:
+def index_keys(partition_dir: str, out_dir: str | None = None, progress_factory=None,
+               force: bool = False) -> IndexKeysReport:
     """Build the key index of a partition; returns what was written.
 
     ``progress_factory(description, total bytes)``, when given, returns a callback

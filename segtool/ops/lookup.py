@@ -12,6 +12,8 @@ import os
 
 from segtool.engine.partition import PartitionView
 from segtool.errors import SegtoolError
+from segtool.formats.json_names import snake_case_keys
+from segtool.ops.output_schema import LookupAnswer
 
 LATEST, EARLIEST, MAX_TIMESTAMP = -1, -2, -3
 _SPECIAL = {"latest": LATEST, "earliest": EARLIEST, "max-timestamp": MAX_TIMESTAMP}
@@ -47,7 +49,7 @@ def _with_notes(answer: dict, partition: PartitionView) -> dict:
     return answer
 
 
-def lookup_offset(directory: str, offset: int) -> dict:
+def lookup_offset(directory: str, offset: int) -> LookupAnswer:
     """The first record a fetch at ``offset`` returns (the next one inside a compaction gap)."""
     partition = PartitionView(directory)
     hit = partition.read_at(offset)
@@ -64,7 +66,7 @@ def _record(hit) -> dict:
     return record_item(hit.batch, hit.record, hit.segment)
 
 
-def lookup_timestamp(directory: str, timestamp: int) -> dict:
+def lookup_timestamp(directory: str, timestamp: int) -> LookupAnswer:
     """ListOffsets: the first offset whose timestamp >= ``timestamp`` (or a special value)."""
     partition = PartitionView(directory)
     base = {"partition_dir": directory, "requested_timestamp": timestamp}
@@ -84,7 +86,7 @@ def lookup_timestamp(directory: str, timestamp: int) -> dict:
     return _with_notes(answer, partition)
 
 
-def lookup_index_entry(directory: str, offset: int, ceiling: bool) -> dict:
+def lookup_index_entry(directory: str, offset: int, ceiling: bool) -> LookupAnswer:
     """The offset index's own answer before any scan.
 
     Floor is ``OffsetIndex.lookup`` on the floor segment: the last entry <= offset,
@@ -116,7 +118,7 @@ def lookup_index_entry(directory: str, offset: int, ceiling: bool) -> dict:
 
 
 def lookup_key(path: str, key: str, *, topic: str | None = None, begin: int = 0, end: int = 2**63 - 1,
-               max_num: int = 64, include_collisions: bool = False, key_index: str | None = None) -> dict:
+               max_num: int = 64, include_collisions: bool = False, key_index: str | None = None) -> LookupAnswer:
     """RocketMQ key lookup (``IndexService.queryOffset`` resolved in the CommitLog), or a Kafka
     partition's records by key (through the key index at ``key_index`` or its default place).
 
@@ -133,13 +135,13 @@ def lookup_key(path: str, key: str, *, topic: str | None = None, begin: int = 0,
     if topic is None:
         raise SegtoolError("--key on a RocketMQ store needs --topic (the index key is topic#key)", path)
     with StoreView(path) as store:
-        return store.query_offsets(topic, key, max_num=max_num, begin=begin, end=end,
-                                   include_collisions=include_collisions)
+        return snake_case_keys(store.query_offsets(topic, key, max_num=max_num, begin=begin, end=end,
+                                                   include_collisions=include_collisions))
 
 
-def lookup_queue(path: str, topic: str, queue_id: int, queue_offset: int) -> dict:
+def lookup_queue(path: str, topic: str, queue_id: int, queue_offset: int) -> LookupAnswer:
     """RocketMQ ConsumeQueue lookup: the unit at ``queue_offset`` and the message it points at."""
     from segtool.engine.rocketmq_store import StoreView
 
     with StoreView(path) as store:
-        return store.queue_unit(topic, queue_id, queue_offset)
+        return snake_case_keys(store.queue_unit(topic, queue_id, queue_offset))

@@ -16,6 +16,7 @@ from segtool.engine.recovery import DEFAULT_INDEX_INTERVAL_BYTES, ProducerTxnSta
 from segtool.engine.safe_write import partition_output, plan_outputs, write_atomically
 from segtool.engine.source import sha256_of
 from segtool.errors import UnreadableInput
+from segtool.ops.output_schema import KafkaRebuildReport
 
 _hasher = ThreadPoolExecutor(max_workers=1)
 
@@ -86,7 +87,7 @@ _SUFFIXES = (".index", ".timeindex", ".txnindex")
 
 def rebuild_index(paths: list[str], out_dir: str | None = None, in_place: bool = False,
                   index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES, progress_factory=None,
-                  engine=None, hash_inputs: bool = True, force: bool = False) -> dict:
+                  engine=None, hash_inputs: bool = True, force: bool = False) -> KafkaRebuildReport:
     """Rebuild every segment's indexes; partitions run as tasks on ``engine`` when one is given.
 
     Out of place the indexes go to ``out_dir/<partition>/``; every output is

@@ -38,6 +38,8 @@ from segtool.engine.safe_write import fsync_dir, plan_outputs, unused_name, writ
 from segtool.engine.source import sha256_of
 from segtool.errors import SegtoolError, UnreadableInput
 from segtool.formats import rocketmq as rmq
+from segtool.formats.json_names import snake_case_keys
+from segtool.ops.output_schema import RocketMQRebuildReport
 
 NAMINGS = ("begin-timestamp", "now")
 
@@ -110,7 +112,8 @@ def _backup_index_dir(index_dir: Path) -> str | None:
 
 def rebuild_rocketmq_index(store_dir, out_dir=None, in_place: bool = False, hash_slot_num: int | None = None,
                            index_num: int | None = None, *, naming: str = "begin-timestamp",
-                           commitlog_dir=None, hash_inputs: bool = True, force: bool = False) -> dict:
+                           commitlog_dir=None, hash_inputs: bool = True,
+                           force: bool = False) -> RocketMQRebuildReport:
     """Rebuild the IndexFiles of the RocketMQ store at ``store_dir`` from its CommitLog.
 
     Writes to ``out_dir/index/`` (or the store's own ``index/`` with
@@ -204,5 +207,5 @@ def rebuild_rocketmq_index(store_dir, out_dir=None, in_place: bool = False, hash
     finally:
         for view in build.created:
             view.close()
-    return report
+    return snake_case_keys(report)  # the build keeps RocketMQ's names; the report speaks snake_case
 

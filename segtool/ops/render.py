@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-_SKIP = {"type", "file"}
+_SKIP = {"kind", "file"}
 _PREVIEW = 60
 
 
@@ -15,7 +15,7 @@ def _preview(text: str | None, size: int | None = None) -> str:
 
 
 def render_text_item(item: dict) -> str:
-    kind = item["type"]
+    kind = item["kind"]
     if kind == "batch":
         head = (
             f"batch @{item['position']} offsets {item['base_offset']}..{item['last_offset']}"
@@ -39,11 +39,11 @@ def render_text_item(item: dict) -> str:
             text += f" control {item['control_type']}"
         return text
     if kind == "message":
-        crc = "ok" if item.get("bodyCRC") == item.get("bodyCRCComputed") else "BAD"
+        crc = "ok" if item.get("body_crc") == item.get("body_crc_computed") else "BAD"
         return (
-            f"message @{item['phyOffset']} {item.get('topic')} queue {item.get('queueId')}/{item.get('queueOffset')}"
-            f" stored {item.get('storeTimestamp')} keys {_preview(item.get('KEYS'))} tags {_preview(item.get('TAGS'))}"
-            f" body {item.get('bodyLength')} bytes crc {crc}"
+            f"message @{item['phy_offset']} {item.get('topic')} queue {item.get('queue_id')}/{item.get('queue_offset')}"
+            f" stored {item.get('store_timestamp')} keys {_preview(item.get('keys'))} tags {_preview(item.get('tags'))}"
+            f" body {item.get('body_length')} bytes crc {crc}"
         )
     if kind in ("error", "zero_tail", "trailing_bytes", "blank_end"):
         label = {"error": "ERROR", "zero_tail": "zero-filled tail", "trailing_bytes": "trailing bytes",

@@ -14,13 +14,14 @@ from segtool.engine.walk import walk
 from segtool.errors import UnreadableInput
 from segtool.formats.detect import detect
 from segtool.formats.kafka_index import OffsetIndex, TimeIndex
+from segtool.ops.output_schema import TrimReport
 
 _INDEX_CLASSES = {"kafka-offset-index": OffsetIndex, "kafka-time-index": TimeIndex}
 _NOT_AN_INDEX = "not a Kafka .index or .timeindex file; trim only shrinks index files"
 
 
 def trim(paths: list[str], out_dir: str | None = None, in_place: bool = False, dry_run: bool = False,
-         force: bool = False) -> dict:
+         force: bool = False) -> TrimReport:
     indexes, skipped = [], []
     for entry in walk(paths):
         if entry.unreadable is not None:

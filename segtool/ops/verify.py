@@ -20,6 +20,7 @@ from segtool.errors import CorruptData, SegtoolError, UnreadableInput
 from segtool.formats import kafka_index
 from segtool.formats.detect import NOT_RECOGNISED, detect, offset_from_file_name
 from segtool.formats.kafka_log import BatchScan, batch_records
+from segtool.ops.output_schema import VerifyReport
 
 _INT32_MAX = 2**31 - 1
 
@@ -425,7 +426,7 @@ def unreadable_entry(entry) -> dict:
             "problems": [_problem("unreadable", None, entry.unreadable)]}
 
 
-def verify(paths: list[str], deep: bool = False, progress_factory=None, hash_inputs: bool = True) -> dict:
+def verify(paths: list[str], deep: bool = False, progress_factory=None, hash_inputs: bool = True) -> VerifyReport:
     files = []
     for entry in walk(paths):
         if entry.unreadable is not None:

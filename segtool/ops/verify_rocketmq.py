@@ -48,6 +48,8 @@ import numpy as np
 from segtool.engine import rocketmq_store as rs
 from segtool.errors import CorruptData, SegtoolError, TruncatedData
 from segtool.formats import rocketmq as rmq
+from segtool.formats.detect import NOT_RECOGNISED
+from segtool.formats.json_names import snake_case_keys
 
 INDEX_CHECK_LIMIT = 50_000  # index entries checked against the CommitLog per file without --deep
 PROBLEMS_PER_KIND = 10  # listed per kind and file; the rest are counted in one summary problem
@@ -1127,13 +1129,11 @@ def verify_rocketmq_file(detected, deep: bool = False, *, commitlog_dir=None, ha
     """
     root = _store_root(detected)
     ctx = store_context(root, Path(commitlog_dir) if commitlog_dir is not None else None)
-    kind = detected.kind
-    if kind == "rocketmq-commitlog":
-        return verify_commitlog(detected.path, deep, ctx)
-    if kind == "rocketmq-consumequeue":
-        return verify_consumequeue(detected.path, deep, ctx)
-    if kind == "rocketmq-indexfile":
-        return verify_indexfile(detected.path, deep, ctx, hash_slot_num, index_num)
-    if kind == "rocketmq-checkpoint":
-        return verify_checkpoint(detected.path, deep, ctx)
-    return {"problems": [], "status": "skipped"}
+    checks = {"rocketmq-commitlog": lambda: verify_commitlog(detected.path, deep, ctx),
+              "rocketmq-consumequeue": lambda: verify_consumequeue(detected.path, deep, ctx),
+              "rocketmq-indexfile": lambda: verify_indexfile(detected.path, deep, ctx, hash_slot_num, index_num),
+              "rocketmq-checkpoint": lambda: verify_checkpoint(detected.path, deep, ctx)}
+    if detected.kind not in checks:
+        return {"problems": [], "status": "skipped", "reason": NOT_RECOGNISED}
+    # the checks keep RocketMQ's field names; the report speaks snake_case like every output
+    return snake_case_keys(checks[detected.kind]())

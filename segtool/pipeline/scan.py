@@ -30,6 +30,7 @@ from segtool.pipeline.inputs import discover
 from segtool.pipeline.rows import DEFAULT_CHUNK_ROWS, new_stats, task_rows
 from segtool.pipeline.schema import SCHEMAS
 from segtool.pipeline.splits import DEFAULT_SPLIT_BYTES, plan_tasks
+from segtool.ops.output_schema import ScanReport
 
 REPORT_NAME = "scan-report.json"
 SUCCESS_NAME = "_SUCCESS"
@@ -150,7 +151,7 @@ def _write_empty(out: str, kind: str) -> None:
 
 
 def scan(paths: list[str], out: str, engine, split_bytes: int = DEFAULT_SPLIT_BYTES, with_values: bool = False,
-         overwrite: bool = False, chunk_rows: int = DEFAULT_CHUNK_ROWS, hash_inputs: bool = True) -> dict:
+         overwrite: bool = False, chunk_rows: int = DEFAULT_CHUNK_ROWS, hash_inputs: bool = True) -> ScanReport:
     """Scan ``paths`` into ``out``; returns the report (also written to ``out/scan-report.json``).
 
     With ``hash_inputs`` the report lists every input file with its sha256,

@@ -1,0 +1,380 @@
+"""The shape of every command's JSON output, declared once, and the JSON Schemas made from it.
+
+Each ``ops`` function that a command prints is annotated with one of these
+types; ``python -m segtool.ops.output_schema docs/schemas`` writes one JSON
+Schema per command from them, and tests/test_json_output.py validates real
+output of every command against those files (and checks they are current).
+
+Objects listed in ``OPEN`` carry more fields than declared (a verify result
+has per-format fields, a RocketMQ message every header field); every object,
+open or not, has snake_case property names.  ``properties`` maps (a RocketMQ
+message's properties) are user data and keep their own names.
+"""
+
+
+import json
+import sys
+import types
+from pathlib import Path
+from typing import Any, Literal, NotRequired, TypedDict, Union, get_args, get_origin, get_type_hints, is_typeddict
+
+SNAKE_CASE = "^[a-z][a-z0-9_]*$"
+
+
+# -- shared pieces --------------------------------------------------------------------------
+
+class Problem(TypedDict):
+    kind: str
+    severity: Literal["error", "info"]
+    byte_offset: int | None
+    message: str
+
+
+class Written(TypedDict):
+    """A file a command wrote, and what it replaced (never lost: the backup holds it)."""
+    path: str
+    size: int
+    allocated_bytes: int
+    sha256: str
+    backup: str | None
+    replaced_sha256: str | None
+
+
+class PathReason(TypedDict):
+    path: str
+    reason: str
+
+
+class Header(TypedDict):
+    key: str
+    value: str | None
+    value_b64: str | None
+
+
+# -- dump: one item per line ----------------------------------------------------------------
+
+class KafkaBatchItem(TypedDict):
+    kind: Literal["batch"]
+    position: int
+    magic: int
+    base_offset: int
+    last_offset: int
+    size: int
+    crc: int
+    crc_valid: bool
+    codec: str
+    timestamp_type: str
+    max_timestamp: int
+    record_count: NotRequired[int]
+    partition_leader_epoch: NotRequired[int]
+    base_timestamp: NotRequired[int]
+    producer_id: NotRequired[int]
+    producer_epoch: NotRequired[int]
+    base_sequence: NotRequired[int]
+    last_sequence: NotRequired[int]
+    is_transactional: NotRequired[bool]
+    is_control: NotRequired[bool]
+    delete_horizon_ms: NotRequired[int | None]
+    file: str
+
+
+class KafkaRecordItem(TypedDict):
+    """A Kafka record, the same whichever command found it (dump, lookup by offset, time or key)."""
+    kind: Literal["record"]
+    batch_position: int
+    offset: int
+    timestamp: int
+    key_size: int
+    value_size: int
+    key: str | None
+    key_b64: str | None
+    value: str | None
+    value_b64: str | None
+    sequence: NotRequired[int]
+    headers: NotRequired[list[Header]]
+    control_type: NotRequired[str]
+    crc: NotRequired[int]
+    crc_valid: NotRequired[bool]
+    file: str
+
+
+class RocketMQMessageItem(TypedDict):
+    """A CommitLog message, the same in dump and in lookup answers (every header field besides these)."""
+    kind: Literal["message"]
+    phy_offset: int
+    topic: str
+    queue_id: int
+    queue_offset: int
+    total_size: int
+    store_timestamp: int
+    born_timestamp: int
+    keys: str | None
+    tags: str | None
+    uniq_key: str | None
+    properties: dict[str, str]
+    file: str
+
+
+class OtherItem(TypedDict):
+    """Index entries, snapshots, checkpoints, ConsumeQueue units, IndexFile entries, ends of files."""
+    kind: Literal["offset_index_entry", "time_index_entry", "aborted_txn", "producer_snapshot", "producer",
+                  "checkpoint", "checkpoint_entry", "partition_metadata", "cq_unit", "index_header", "index_entry",
+                  "error", "zero_tail", "trailing_bytes", "blank_end"]
+    file: str
+
+
+DumpItem = Union[KafkaBatchItem, KafkaRecordItem, RocketMQMessageItem, OtherItem]
+
+
+# -- verify ---------------------------------------------------------------------------------
+
+class Recovery(TypedDict):
+    valid_bytes: int
+    bytes_lost: int
+    records_lost: int
+    stop_reason: str | None
+
+
+class VerifiedFile(TypedDict):
+    path: str
+    kind: str
+    status: Literal["ok", "problems", "unreadable", "skipped"]
+    size: NotRequired[int]
+    sha256: NotRequired[str | None]
+    problems: list[Problem]
+    reason: NotRequired[str]
+    recovery: NotRequired[Recovery | None]
+
+
+class VerifySummary(TypedDict):
+    files: int
+    ok: int
+    problems: int
+    unreadable: int
+    skipped: int
+
+
+class VerifyReport(TypedDict):
+    files: list[VerifiedFile]
+    summary: VerifySummary
+
+
+# -- lookup ---------------------------------------------------------------------------------
+
+class LookupAnswer(TypedDict):
+    """Every lookup answer: the fields of its method, the record(s) or message(s) it found, notes."""
+    record: NotRequired[KafkaRecordItem]
+    records: NotRequired[list[KafkaRecordItem]]
+    message: NotRequired[RocketMQMessageItem | None]
+    messages: NotRequired[list[RocketMQMessageItem]]
+    notes: NotRequired[list[str]]
+
+
+# -- rebuild-index, trim, index-keys --------------------------------------------------------
+
+class RebuiltSegment(TypedDict):
+    log: str
+    base_offset: int
+    log_sha256: str | None
+    size: int
+    valid_bytes: int
+    bytes_kafka_would_truncate: int
+    stop_reason: str | None
+    stop_message: str | None
+    offset_index_entries: int
+    time_index_entries: int
+    aborted_transactions: int
+    written: list[Written]
+
+
+class KafkaRebuildReport(TypedDict):
+    index_interval_bytes: int
+    segments: list[RebuiltSegment]
+
+
+class RebuiltIndexFile(TypedDict):
+    path: str
+    name: str
+    size: int
+    allocated_bytes: int
+    sha256: str
+    backup: str | None
+    replaced_sha256: str | None
+    entries: int
+    index_count: int
+    hash_slot_count: int
+    begin_timestamp: int
+    end_timestamp: int
+    begin_phy_offset: int
+    end_phy_offset: int
+
+
+class InputFile(TypedDict):
+    path: str
+    size: int
+    sha256: str | None
+
+
+class RocketMQRebuildReport(TypedDict):
+    store: str
+    commitlog: str
+    index_dir: str
+    in_place: bool
+    geometry: dict[str, Any]
+    naming: str
+    files: list[RebuiltIndexFile]
+    backup_dir: str | None
+    removed: list[str]
+    notes: list[str]
+    inputs: list[InputFile]
+    dispatch: dict[str, Any]
+    build: dict[str, Any]
+
+
+class RocketMQRebuildReports(TypedDict):
+    stores: list[RocketMQRebuildReport]
+
+
+RebuildOutput = Union[KafkaRebuildReport, RocketMQRebuildReports]
+
+
+class TrimmedFile(TypedDict):
+    path: str
+    sha256: str
+    size: int
+    valid_entries: int
+    trimmed_size: int
+    bytes_reclaimed: int
+    written: Written | None
+
+
+class TrimReport(TypedDict):
+    files: list[TrimmedFile]
+    skipped: list[PathReason]
+    bytes_reclaimed: int
+
+
+class IndexKeysReport(TypedDict):
+    index_dir: str
+    records_indexed: int
+    index_file: Written
+
+
+# -- scan -----------------------------------------------------------------------------------
+
+class Dataset(TypedDict):
+    path: str
+    rows: int
+    files: int
+
+
+class ScanInputs(TypedDict):
+    kafka_partitions: int
+    kafka_segments: int
+    rocketmq_stores: int
+    commitlog_files: int
+    bytes: int
+    files: list[InputFile]
+    skipped: list[PathReason]
+    unreadable: list[PathReason]
+
+
+class ScanProblem(TypedDict):
+    kind: str
+    severity: Literal["error", "info"]
+    path: str
+    split: int
+    byte_offset: int | None
+    message: str
+
+
+class ScanReport(TypedDict):
+    out: str
+    engine: str
+    master: str | None
+    datasets: dict[str, Dataset]
+    inputs: ScanInputs
+    tasks: int
+    split_bytes: int
+    partitions: list[dict[str, Any]]
+    stores: list[dict[str, Any]]
+    problems: list[ScanProblem]
+    notes: list[str]
+    task_results: list[dict[str, Any]]
+    timing: dict[str, float | int | None]
+
+
+OPEN = {VerifiedFile, LookupAnswer, RocketMQMessageItem, OtherItem, Recovery}
+
+# one schema per command: what it prints (dump: each line)
+COMMAND_OUTPUTS = {
+    "dump": DumpItem,
+    "verify": VerifyReport,
+    "lookup": LookupAnswer,
+    "rebuild-index": RebuildOutput,
+    "trim": TrimReport,
+    "index-keys": IndexKeysReport,
+    "scan": ScanReport,
+}
+
+
+# -- the generator --------------------------------------------------------------------------
+
+def _schema(tp, defs: dict) -> dict:
+    origin = get_origin(tp)
+    if tp is Any:
+        return {}
+    if tp is type(None):
+        return {"type": "null"}
+    simple = {bool: "boolean", int: "integer", float: "number", str: "string"}
+    if tp in simple:
+        return {"type": simple[tp]}
+    if origin is Literal:
+        values = list(get_args(tp))
+        return {"const": values[0]} if len(values) == 1 else {"enum": values}
+    if origin in (Union, types.UnionType):
+        return {"anyOf": [_schema(arg, defs) for arg in get_args(tp)]}
+    if origin is list:
+        return {"type": "array", "items": _schema(get_args(tp)[0], defs)}
+    if origin is dict:
+        return {"type": "object", "additionalProperties": _schema(get_args(tp)[1], defs)}
+    if is_typeddict(tp):
+        name = tp.__name__
+        if name not in defs:
+            defs[name] = {}  # placeholder: a type may refer to itself through a list
+            hints = get_type_hints(tp)
+            definition = {"type": "object", "properties": {k: _schema(v, defs) for k, v in hints.items()},
+                          "required": sorted(tp.__required_keys__), "propertyNames": {"pattern": SNAKE_CASE},
+                          "additionalProperties": tp in OPEN}
+            if tp.__doc__:
+                definition["description"] = " ".join(tp.__doc__.split())
+            defs[name] = definition
+        return {"$ref": f"#/$defs/{name}"}
+    raise TypeError(f"no JSON Schema for {tp!r}")
+
+
+def command_schema(command: str) -> dict:
+    defs: dict = {}
+    root = _schema(COMMAND_OUTPUTS[command], defs)
+    what = "each line of" if command == "dump" else "the object printed by"
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema",
+            "$id": f"https://segtool.invalid/schemas/{command}.schema.json",
+            "title": f"{what} segtool {command} --json", **root, "$defs": dict(sorted(defs.items()))}
+
+
+def schema_files() -> dict[str, str]:
+    """File name -> text of every command's schema, as docs/schemas/ holds them."""
+    return {f"{command}.schema.json": json.dumps(command_schema(command), indent=1) + "\n"
+            for command in COMMAND_OUTPUTS}
+
+
+def main(argv: list[str]) -> int:
+    target = Path(argv[0] if argv else "docs/schemas")
+    target.mkdir(parents=True, exist_ok=True)
+    for name, text in schema_files().items():
+        (target / name).write_text(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

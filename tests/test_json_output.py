@@ -1,0 +1,118 @@
+"""JSON output: one snake_case naming, one record shape, and a JSON Schema per command that real
+output of every command on the corpus validates against."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+from jsonschema import Draft202012Validator
+
+from segtool.ops.output_schema import COMMAND_OUTPUTS, schema_files
+from tests.conftest import REPO, corpus_path
+
+SCHEMAS = REPO / "docs" / "schemas"
+
+
+def _segtool(*args):
+    run = subprocess.run([sys.executable, "-m", "segtool.cli", *map(str, args)], capture_output=True, text=True,
+                         timeout=600)
+    assert run.returncode in (0, 1), (args, run.stderr)
+    return [json.loads(line) for line in run.stdout.splitlines()]
+
+
+def test_committed_schemas_are_the_generated_ones():
+    fresh = schema_files()
+    assert sorted(p.name for p in SCHEMAS.glob("*.schema.json")) == sorted(fresh)
+    for name, text in fresh.items():
+        assert (SCHEMAS / name).read_text() == text, f"docs/schemas/{name} is stale: make docs"
+
+
+def _outputs(tmp_path) -> dict[str, list]:
+    kafka = corpus_path("kafka")
+    rocketmq = corpus_path("rocketmq")
+    store = rocketmq / "kill9-abort" / "store"
+    compacted = kafka / "c07-compacted" / "data" / "c07-compact-0"
+    out: dict[str, list] = {command: [] for command in COMMAND_OUTPUTS}
+    for case in sorted(kafka.iterdir()):
+        if (case / "data").is_dir():
+            out["dump"] += _segtool("dump", "--json", case / "data")
+            out["verify"] += _segtool("verify", "--json", "--no-hash", case / "data")
+    for case in sorted(rocketmq.iterdir()):
+        if (case / "store").is_dir():
+            out["dump"] += _segtool("dump", "--json", case / "store")
+            out["verify"] += _segtool("verify", "--json", "--no-hash", case / "store")
+    out["lookup"] += _segtool("lookup", compacted, "--offset", "3000", "--json")
+    out["lookup"] += _segtool("lookup", compacted, "--offset", "99999999", "--json")
+    out["lookup"] += _segtool("lookup", compacted, "--offset", "3000", "--floor", "--json")
+    out["lookup"] += _segtool("lookup", compacted, "--timestamp", "earliest", "--json")
+    out["lookup"] += _segtool("lookup", compacted, "--timestamp", "max-timestamp", "--json")
+    out["lookup"] += _segtool("lookup", compacted, "--key", "ck-044", "--json")
+    out["lookup"] += _segtool("lookup", store, "--topic", "OrderTopic", "--key", "order-0-13", "--json")
+    out["lookup"] += _segtool("lookup", store, "--topic", "OrderTopic", "--queue-id", "0", "--queue-offset", "5",
+                              "--json")
+    out["rebuild-index"] += _segtool("rebuild-index", kafka / "c04-transactions" / "data", "--out", tmp_path / "k",
+                                     "--json")
+    out["rebuild-index"] += _segtool("rebuild-index", store, "--out", tmp_path / "r", "--json")
+    out["trim"] += _segtool("trim", kafka / "c02-unclean-hot-copy" / "data", "--out", tmp_path / "t", "--json")
+    out["index-keys"] += _segtool("index-keys", compacted, "--out", tmp_path / "i", "--json")
+    out["scan"] += _segtool("scan", kafka / "c04-transactions" / "data", store, "--out", tmp_path / "s", "--json",
+                            "--workers", "1")
+    return out
+
+
+def _keys(value, where="$"):
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield key, where
+            if key != "properties":  # user data: a message's property names are the producer's
+                yield from _keys(item, f"{where}.{key}")
+    elif isinstance(value, list):
+        for item in value:
+            yield from _keys(item, f"{where}[]")
+
+
+def test_every_command_output_validates_against_its_schema_and_is_snake_case(tmp_path):
+    import re
+
+    snake = re.compile(r"^[a-z][a-z0-9_]*$")
+    for command, documents in _outputs(tmp_path).items():
+        assert documents, command
+        validator = Draft202012Validator(json.loads((SCHEMAS / f"{command}.schema.json").read_text()))
+        kinds = set()
+        for document in documents:
+            errors = sorted(validator.iter_errors(document), key=lambda e: list(e.path))
+            assert not errors, (command, errors[0].message, list(errors[0].path))
+            bad = [(key, where) for key, where in _keys(document) if not snake.match(key)]
+            assert not bad, (command, bad[:5])
+            kinds.add(document.get("kind"))
+        if command == "dump":
+            assert {"batch", "record", "message", "cq_unit", "index_entry"} <= kinds
+
+
+def test_a_record_has_one_shape_whichever_way_it_was_found():
+    compacted = corpus_path("kafka", "c07-compacted", "data", "c07-compact-0")
+    by_offset = _segtool("lookup", compacted, "--offset", "7016", "--json")[0]["record"]
+    by_key = _segtool("lookup", compacted, "--key", by_offset["key"], "--json")[0]["records"]
+    dumped = [item for item in _segtool("dump", "--json", by_offset["file"])
+              if item["kind"] == "record" and item["offset"] == 7016]
+    assert by_offset == dumped[0] == next(r for r in by_key if r["offset"] == 7016)
+    transactions = corpus_path("kafka", "c04-transactions", "data", "c04-txn-0")
+    by_time = _segtool("lookup", transactions, "--timestamp", "1795304370800", "--json")[0]["record"]
+    dumped = [item for item in _segtool("dump", "--json", by_time["file"])
+              if item["kind"] == "record" and item["offset"] == by_time["offset"]]
+    assert by_time == dumped[0]
+    store = corpus_path("rocketmq", "kill9-abort", "store")
+    answer = _segtool("lookup", store, "--topic", "OrderTopic", "--queue-id", "0", "--queue-offset", "5", "--json")[0]
+    message = answer["message"]
+    commitlog = store / "commitlog" / f"{message['phy_offset'] // (1 << 20) * (1 << 20):020d}"
+    dumped = [item for item in _segtool("dump", "--json", commitlog)
+              if item["kind"] == "message" and item["phy_offset"] == message["phy_offset"]]
+    assert dumped and message == dumped[0]
+
+
+@pytest.mark.parametrize("command", sorted(COMMAND_OUTPUTS))
+def test_every_command_has_a_schema_file(command):
+    assert (SCHEMAS / f"{command}.schema.json").exists()
