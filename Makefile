@@ -32,8 +32,10 @@ demo: $(STAMP)
 	@echo "== segtool dump of a RocketMQ CommitLog file, last lines"
 	$(BIN)/segtool dump sample_data/rocketmq/kill9-abort/store/commitlog/00000000000000000000 | tail -n 2
 
-# docs/usage.md's examples, rerun on sample_data/ (tests/test_docs_usage.py fails when they drift)
+# docs/schemas/ from the output declarations, and docs/usage.md's examples rerun on sample_data/
+# (tests/test_json_output.py and tests/test_docs_usage.py fail when either drifts)
 docs: $(STAMP)
+	$(BIN)/python -m segtool.ops.output_schema docs/schemas
 	$(BIN)/python docs/generate_usage.py
 
 test: $(STAMP)

@@ -7,8 +7,10 @@ it printed (stdout and stderr together, as a terminal shows them).  Prose and
 other blocks are left as they are.
 
 Two substitutions keep the page the same on every machine: paths under
-``/tmp/`` in a command are redirected to a fresh scratch directory (printed
-back as ``/tmp/``), and the repository's absolute path is printed as ``.``.
+``/tmp/`` in a command are redirected to a scratch directory emptied before
+the run (``SCRATCH``, printed back as ``/tmp/``; a fixed path, so names derived
+from a path are stable; segtool's cache lives there too), and the repository's
+absolute path is printed as ``.``.
 
     python docs/generate_usage.py            # rewrite docs/usage.md
     python docs/generate_usage.py --check    # exit 1 with a diff if it is stale
@@ -21,7 +23,7 @@ import os
 import re
 import subprocess
 import sys
-import tempfile
+import shutil
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -29,6 +31,7 @@ USAGE = REPO / "docs" / "usage.md"
 _FENCE = "```"
 _HEREDOC = re.compile(r"<<-?\s*'?\"?(\w+)'?\"?")
 _MARK = "\x1esegtool-docs-command-{}\x1e"
+SCRATCH = "/tmp/segtool-usage-docs"
 
 
 def _commands(block: list[str]) -> list[str]:
@@ -57,7 +60,8 @@ def _run_block(commands: list[str], scratch: str) -> list[str]:
         # `(exit $status)` hands the previous command's code to a following `echo $?`
         script.append(f"printf '{_MARK.format(number)}\\n'; (exit $status)\n{{ {command}\n}} 2>&1; status=$?")
     env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
-               COLUMNS="80", NO_COLOR="1", TERM="dumb", LC_ALL="C.UTF-8", TZ="UTC")
+               COLUMNS="80", NO_COLOR="1", TERM="dumb", LC_ALL="C.UTF-8", TZ="UTC",
+               XDG_CACHE_HOME=os.path.join(scratch, "cache"))
     done = subprocess.run(["bash", "-c", "\n".join(script)], cwd=REPO, env=env, stdin=subprocess.DEVNULL,
                           capture_output=True, text=True, timeout=900)
     text = done.stdout.replace(scratch, "/tmp").replace(str(REPO) + "/", "./").replace(str(REPO), ".")
@@ -74,7 +78,10 @@ def render(source: str) -> str:
     """docs/usage.md with every console block's output produced afresh."""
     lines = source.split("\n")
     result: list[str] = []
-    with tempfile.TemporaryDirectory(prefix="segtool-docs-") as scratch:
+    shutil.rmtree(SCRATCH, ignore_errors=True)
+    os.makedirs(SCRATCH)
+    scratch = SCRATCH
+    try:
         index = 0
         while index < len(lines):
             line = lines[index]
@@ -89,6 +96,8 @@ def render(source: str) -> str:
                 if output:
                     result.extend(output.rstrip("\n").split("\n"))
             index = end
+    finally:
+        shutil.rmtree(SCRATCH, ignore_errors=True)
     return "\n".join(result)
 
 
