@@ -161,13 +161,14 @@ def dump(
             decompress_cap=decompress_cap,
         )
         entries = list(walk(named))
-        for entry in entries:
-            if entry.unreadable is not None:
-                _fail(f"{entry.path}: {entry.unreadable}")
+        unreadable = [entry for entry in entries if entry.unreadable is not None]
+        for entry in unreadable:  # named first, then the rest is dumped: one bad entry never stops a run
+            sys.stderr.write(f"segtool: {entry.path}: {entry.unreadable}\n")
         out = _LineWriter()
-        code = run_kafka_dump([entry.path for entry in entries], options, out, _err_line_after(out))
+        code = run_kafka_dump([entry.path for entry in entries if entry.unreadable is None], options, out,
+                              _err_line_after(out))
         out.flush()
-        raise typer.Exit(code)
+        raise typer.Exit(EXIT_UNREADABLE if unreadable else code)
     if format not in ("text", "json"):
         _fail(f"unknown --format {format!r}: use text, json or kafka")
     from segtool.ops.dump import dump_paths, shows_damage

@@ -76,6 +76,17 @@ def test_verify_reports_dangling_links_and_loops_and_goes_on(tmp_path):
     assert len(checked) == len(_all_files(corpus_path("kafka", "c01-multiseg-clean", "data")))
 
 
+@pytest.mark.parametrize("fmt", ["text", "json", "kafka"])
+def test_dump_names_dangling_links_and_loops_and_goes_on(tmp_path, fmt):
+    logdir = _partition_with_bad_links(tmp_path)
+    run = _segtool("dump", "--format", fmt, logdir)
+    assert run.returncode == 2
+    for name in ("dangling.log", "loop", "self"):
+        assert f"{logdir / name}: " in run.stderr
+    assert "Traceback" not in run.stderr
+    assert run.stdout.count("00000000000000000000.log") >= 1  # the readable files were dumped
+
+
 def test_scan_reports_dangling_links_and_loops_and_goes_on(tmp_path):
     logdir = _partition_with_bad_links(tmp_path)
     run = _segtool("scan", logdir, "--out", tmp_path / "scan", "--json", "--workers", "1")
