@@ -487,6 +487,8 @@ def rebuild_index(
             for written in seg["written"]:
                 sys.stdout.write(f"  wrote {written['path']} ({written['size']} bytes, sha256 {written['sha256']})\n")
                 _say_replaced(written)
+        if report["skipped"]:
+            sys.stdout.write(f"{len(report['skipped'])} other files left as they are (not segments; see --json)\n")
     truncated = any(seg["bytes_kafka_would_truncate"] for seg in report["segments"])
     raise typer.Exit(EXIT_PROBLEMS if truncated else EXIT_CLEAN)
 

@@ -67,6 +67,17 @@ def test_trim_and_rebuild_keep_partition_directories_in_out(tmp_path):
     assert {Path(p).parent.name for p in written} == {first.name, second.name}
 
 
+def test_rebuild_index_finds_partitions_at_any_depth_and_names_what_it_leaves(tmp_path):
+    case = corpus_path("kafka", "c04-transactions")  # case/data/<partition>/: two levels down
+    run = _segtool("rebuild-index", case, "--out", tmp_path / "out", "--json")
+    assert run.returncode == 0, run.stderr
+    report = json.loads(run.stdout)
+    logs = sorted(str(p) for p in case.rglob("*.log"))
+    assert sorted(seg["log"] for seg in report["segments"]) == logs
+    others = {str(p) for p in case.rglob("*") if p.is_file() and p.suffix != ".log"}
+    assert {item["path"] for item in report["skipped"]} == others
+
+
 def test_the_same_file_named_twice_is_refused_before_anything_is_written(tmp_path):
     logdir = _kafka_logdir(tmp_path, "c01-multiseg-clean")
     index = next(logdir.glob("*/00000000000000000000.index"))

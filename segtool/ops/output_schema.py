@@ -190,6 +190,7 @@ class RebuiltSegment(TypedDict):
 class KafkaRebuildReport(TypedDict):
     index_interval_bytes: int
     segments: list[RebuiltSegment]
+    skipped: list[PathReason]
 
 
 class RebuiltIndexFile(TypedDict):

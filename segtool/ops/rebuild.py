@@ -15,33 +15,38 @@ from segtool.engine.partition import PartitionView, Segment
 from segtool.engine.recovery import DEFAULT_INDEX_INTERVAL_BYTES, ProducerTxnState, recover_segment
 from segtool.engine.safe_write import partition_output, plan_outputs, write_atomically
 from segtool.engine.source import sha256_of
+from segtool.engine.walk import walk
 from segtool.errors import UnreadableInput
 from segtool.ops.output_schema import KafkaRebuildReport
 
 _hasher = ThreadPoolExecutor(max_workers=1)
 
 
-def _segments_of(path: str) -> list[list[Segment]]:
-    """Groups of segments (one group per partition) named by a .log file or a directory.
+_NOT_A_SEGMENT = "not a Kafka .log segment: rebuild-index reads segments and writes their indexes"
+
+
+def _segments_of(path: str, skipped: list[dict]) -> list[list[Segment]]:
+    """Groups of segments (one group per partition directory) named by a .log file or found
+    below a directory at any depth; every other file goes to ``skipped`` with the reason.
 
     The .log files as they are: indexes are rebuilt for the files on disk, not for
     the partition Kafka would make of an interrupted swap.
     """
-    if os.path.isdir(path):
-        logs = [n for n in os.listdir(path) if n.endswith(".log")]
-        if logs:
-            return [PartitionView(path, complete_swaps=False).segments]
-        groups = []
-        for name in sorted(os.listdir(path)):
-            sub = os.path.join(path, name)
-            if os.path.isdir(sub) and any(n.endswith(".log") for n in os.listdir(sub)):
-                groups.append(PartitionView(sub, complete_swaps=False).segments)
-        if not groups:
-            raise UnreadableInput("no Kafka segments in this directory", path)
-        return groups
-    if path.endswith(".log"):
-        return [[Segment(path)]]
-    raise UnreadableInput("expected a .log segment or a partition/log directory", path)
+    if not os.path.isdir(path):
+        if path.endswith(".log") and os.path.exists(path):
+            return [[Segment(path)]]
+        raise UnreadableInput("expected a .log segment or a partition/log directory", path)
+    partitions: dict[str, bool] = {}
+    for entry in walk([path]):
+        if entry.unreadable is not None:
+            raise UnreadableInput(entry.unreadable, entry.path)
+        if entry.path.endswith(".log"):
+            partitions[os.path.dirname(entry.path)] = True
+        else:
+            skipped.append({"path": entry.path, "reason": _NOT_A_SEGMENT})
+    if not partitions:
+        raise UnreadableInput("no Kafka segments in this directory", path)
+    return [PartitionView(directory, complete_swaps=False).segments for directory in partitions]
 
 
 def recover_partition(log_paths: list[str], snapshot: str, index_interval_bytes: int,
@@ -94,7 +99,8 @@ def rebuild_index(paths: list[str], out_dir: str | None = None, in_place: bool =
     checked before anything is computed or written (see ``safe_write.plan_outputs``).
     Tasks only compute; the indexes are written here, through ``safe_write``.
     """
-    groups = [(path, segments) for path in paths for segments in _segments_of(path)]
+    skipped: list[dict] = []
+    groups = [(path, segments) for path in paths for segments in _segments_of(path, skipped)]
     targets = [partition_output(segment.log_path, out_dir, in_place, f"{segment.base_offset:020d}{suffix}")
                for _, segments in groups for segment in segments for suffix in _SUFFIXES]
     plan_outputs(targets, paths, in_place, force)
@@ -111,7 +117,7 @@ def rebuild_index(paths: list[str], out_dir: str | None = None, in_place: bool =
     else:
         costs = [sum(os.path.getsize(p) for p in item[0]) for item in items]
         results = engine.map(_partition_task, items, costs, description="segtool rebuild-index")
-    report = {"index_interval_bytes": index_interval_bytes, "segments": []}
+    report = {"index_interval_bytes": index_interval_bytes, "segments": [], "skipped": skipped}
     for (_, segments), computed in zip(groups, results):
         for segment, result in zip(segments, computed):
             stem = f"{segment.base_offset:020d}"
