@@ -39,7 +39,7 @@ import numpy as np
 from segtool.engine.source import require_regular_file
 from segtool.errors import CorruptData, SegtoolError, TruncatedData, UnreadableInput
 from segtool.formats import rocketmq as rmq
-from segtool.formats.json_names import snake_case_keys
+from segtool.formats.json_names import message_json
 
 MAX_MSGS_NUM_BATCH = 64  # MessageStoreConfig.maxMsgsNumBatch
 LONG_MAX = 2**63 - 1
@@ -592,7 +592,7 @@ def build_index_files(dispatches: Iterable[DispatchRequest], hash_slot_num: int,
 
 def _message_view(msg: dict, commitlog_dir) -> dict:
     """A message as every command shows it: ``dump``'s message item (snake_case, the file's full path)."""
-    return {"kind": "message", **snake_case_keys(msg), "file": str(Path(commitlog_dir) / msg["file"])}
+    return {"kind": "message", **message_json(msg), "file": str(Path(commitlog_dir) / msg["file"])}
 
 
 def carries_key(msg: dict, topic: str, key: str) -> bool:
@@ -666,7 +666,7 @@ class StoreView:
         log = self.commitlog
         if log is None:
             return None
-        return log.message_at(phy_offset)
+        return log.message_at(phy_offset, keep_body=True)
 
     # ---- index files ----
 

@@ -8,6 +8,7 @@ Maps whose keys are user data (a message's ``properties``) are left as they are.
 
 from __future__ import annotations
 
+import base64
 import re
 from functools import lru_cache
 
@@ -33,3 +34,26 @@ def snake_case_keys(value):
     if isinstance(value, list):
         return [snake_case_keys(item) for item in value]
     return value
+
+
+def bytes_fields(name: str, data: bytes | None) -> dict:
+    """``name`` as UTF-8 text when it decodes, and always as base64 (both None for null)."""
+    if data is None:
+        return {name: None, f"{name}_b64": None}
+    data = bytes(data)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        text = None
+    return {name: text, f"{name}_b64": base64.b64encode(data).decode("ascii")}
+
+
+def message_json(msg: dict) -> dict:
+    """A decoded CommitLog message (kept with ``keep_body``) as every command shows it:
+    snake_case names, the body (and a compressed body's plain bytes) as text and base64."""
+    item = snake_case_keys({k: v for k, v in msg.items() if k not in ("body", "bodyDecompressed")})
+    if "body" in msg:
+        item.update(bytes_fields("body", msg["body"]))
+    if "bodyDecompressed" in msg:
+        item.update(bytes_fields("body_decompressed", msg["bodyDecompressed"]))
+    return item

@@ -8,13 +8,13 @@ first invalid byte: what was decoded is yielded, then a ``{"kind": "error"}``
 
 from __future__ import annotations
 
-import base64
 from typing import Iterator
 
 from segtool.errors import SegtoolError
 from segtool.engine.source import open_buffer
 from segtool.engine.walk import walk
 from segtool.formats.detect import NOT_RECOGNISED, DetectedFile, detect
+from segtool.formats.json_names import bytes_fields
 from segtool.formats.kafka_log import BatchScan, batch_records, control_record_type
 from segtool.ops.output_schema import DumpItem
 
@@ -32,17 +32,6 @@ def errors_as_items(items: Iterator[dict], also=lambda exc: False) -> Iterator[d
         if exc.offset is None and not also(exc):
             raise
         yield {"kind": "error", "byte_offset": exc.offset, "message": exc.message}
-
-
-def bytes_fields(name: str, data: bytes | None) -> dict:
-    """``name`` as UTF-8 text when it decodes, and always as base64."""
-    if data is None:
-        return {name: None, f"{name}_b64": None}
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        text = None
-    return {name: text, f"{name}_b64": base64.b64encode(data).decode("ascii")}
 
 
 def record_item(batch, record, path: str | None = None) -> dict:

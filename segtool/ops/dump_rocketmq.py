@@ -8,7 +8,7 @@ from typing import Iterator
 from segtool.engine.source import open_buffer
 from segtool.formats import rocketmq
 from segtool.formats.detect import DetectedFile
-from segtool.formats.json_names import snake_case_keys
+from segtool.formats.json_names import message_json, snake_case_keys
 from segtool.ops.dump import errors_as_items
 
 
@@ -25,11 +25,11 @@ def _end_item(end: dict | None) -> Iterator[dict]:
 
 def _commitlog(path: str) -> Iterator[dict]:
     scan = rocketmq.CommitLogFileScan(open_buffer(path), file_from_offset=_start_offset(path),
-                                      file=os.path.basename(path), path=path)
+                                      file=os.path.basename(path), path=path, keep_body=True)
     for message in scan:
         message.pop("file", None)
-        yield {"kind": "message", **message}
-        if message.get("bodyCRC") != message.get("bodyCRCComputed") and message.get("bodyCRCComputed") is not None:
+        yield {"kind": "message", **message_json(message)}
+        if message["bodyCRC"] != message["bodyCRCComputed"] and message["bodyCRCComputed"] is not None:
             yield {"kind": "error", "byte_offset": message["fileOffset"],
                    "message": f"body CRC {message['bodyCRC']} does not match computed {message['bodyCRCComputed']}"}
     yield from _end_item(scan.end)

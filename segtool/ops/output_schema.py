@@ -112,6 +112,8 @@ class RocketMQMessageItem(TypedDict):
     tags: str | None
     uniq_key: str | None
     properties: dict[str, str]
+    body: str | None
+    body_b64: str | None
     file: str
 
 

@@ -119,7 +119,10 @@ def message_lines(message: dict, full: bool = False) -> list[str]:
              f"phy offset {message['phy_offset']}  ({message.get('file')})",
              f"stored     {iso_time(message['store_timestamp'])}  born {iso_time(message['born_timestamp'])}",
              f"keys       {message.get('keys')}  tags {message.get('tags')}  uniq key {message.get('uniq_key')}"]
-    if "body_b64" in message:
+    if "body_decompressed_b64" in message:
+        lines.append(f"body       {show_bytes(message['body_decompressed_b64'], full)}  "
+                     f"(decompressed from {message.get('compression')})")
+    elif "body_b64" in message:
         lines.append(f"body       {show_bytes(message['body_b64'], full)}")
     for name, value in sorted((message.get("properties") or {}).items()):
         lines.append(f"property   {name} = {value}")
