@@ -517,7 +517,7 @@ def scan(
     workers: Optional[int] = typer.Option(None, "--workers", help="local engine: worker processes (default: one per core).", metavar="N"),
     split_size: str = typer.Option("64MiB", "--split-size", help="Cut bigger segments and CommitLog files into tasks of about this size (0: never).", metavar="SIZE"),
     with_values: bool = typer.Option(False, "--with-values", help="Also store each record's value / message body."),
-    overwrite: bool = typer.Option(False, "--overwrite", help="Replace the part files of an earlier scan in OUT."),
+    force: bool = typer.Option(False, "--force", help="Replace the datasets of an earlier scan in OUT (its report is backed up)."),
     no_hash: bool = typer.Option(False, "--no-hash", help="Skip the sha256 of each input file in the report (one pass less)."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
 ):
@@ -543,7 +543,7 @@ def scan(
         runner = make_engine(engine, master, workers, quiet=_State.quiet, progress=progress.task)
         with runner:
             report = run_scan(paths, out, runner, split_bytes=parse_size(split_size), with_values=with_values,
-                              overwrite=overwrite, hash_inputs=not no_hash)
+                              force=force, hash_inputs=not no_hash)
     if as_json:
         _print_json(report)
     else:

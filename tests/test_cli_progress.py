@@ -53,7 +53,7 @@ def _commands(tmp_path):
         "verify": ["verify", str(PARTITION)],
         "rebuild-index": ["rebuild-index", str(PARTITION), "--out", str(tmp_path / "rebuilt"), "--force"],
         # two workers: the local engine's process pool, not its in-process path for small inputs
-        "scan": ["scan", str(PARTITION), "--out", str(tmp_path / "scan"), "--overwrite", "--workers", "2"],
+        "scan": ["scan", str(PARTITION), "--out", str(tmp_path / "scan"), "--force", "--workers", "2"],
         "index-keys": ["index-keys", str(PARTITION), "--out", str(tmp_path / "keys"), "--force"],
     }
 

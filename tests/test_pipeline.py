@@ -385,8 +385,8 @@ def test_scan_command(tmp_path):
         assert file["size"] == os.path.getsize(file["path"])
     assert json.loads((tmp_path / "out" / "scan-report.json").read_text())["datasets"] == report["datasets"]
     again = _segtool("scan", data, "--out", str(tmp_path / "out"))
-    assert again.returncode == 2 and again.stderr.count("\n") == 1 and "--overwrite" in again.stderr
-    unhashed = _segtool("scan", data, "--out", str(tmp_path / "out"), "--overwrite", "--no-hash", "--json")
+    assert again.returncode == 2 and again.stderr.count("\n") == 1 and "--force" in again.stderr
+    unhashed = _segtool("scan", data, "--out", str(tmp_path / "out"), "--force", "--no-hash", "--json")
     assert unhashed.returncode == 0
     assert [f["sha256"] for f in json.loads(unhashed.stdout)["inputs"]["files"]] == [None] * len(logs)
     values = _segtool("scan", data, "--out", str(tmp_path / "values"), "--with-values", "--workers", "1")

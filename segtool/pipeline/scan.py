@@ -69,8 +69,9 @@ def run_scan_task(task: dict, out: str, with_values: bool = False, chunk_rows: i
     batches = list(task_rows(task, stats, with_values, chunk_rows))
     if stats["rows"]:
         name = part_name(task)
+        # a retried or speculative task rewrites its own part in this run's staging directory
         storage.write_file(storage.join(storage.join(out, task["kind"]), name),
-                           _parquet_bytes(batches, SCHEMAS[task["kind"]]))
+                           _parquet_bytes(batches, SCHEMAS[task["kind"]]), replace=True, backup=False)
         stats["part"] = name
     return stats
 
@@ -100,14 +101,14 @@ def _problems(tasks: list[dict], results: list[dict]) -> list[dict]:
     return problems
 
 
-def _check_outputs(out: str, kinds: list[str], overwrite: bool) -> None:
-    """Refuse to mix with an earlier scan's dataset unless ``overwrite``; nothing is removed yet."""
-    if overwrite:
+def _check_outputs(out: str, kinds: list[str], force: bool) -> None:
+    """Refuse to mix with an earlier scan's dataset unless ``force``; nothing is removed yet."""
+    if force:
         return
     for kind in kinds:
         directory = storage.join(out, kind)
         if storage.dataset_files(directory):
-            raise SegtoolError(f"{directory} already holds a dataset: choose a new --out or give --overwrite")
+            raise SegtoolError(f"{directory} already holds a dataset: choose a new --out or give --force")
 
 
 def _staging_dir(out: str) -> str | None:
@@ -151,7 +152,7 @@ def _write_empty(out: str, kind: str) -> None:
 
 
 def scan(paths: list[str], out: str, engine, split_bytes: int = DEFAULT_SPLIT_BYTES, with_values: bool = False,
-         overwrite: bool = False, chunk_rows: int = DEFAULT_CHUNK_ROWS, hash_inputs: bool = True) -> ScanReport:
+         force: bool = False, chunk_rows: int = DEFAULT_CHUNK_ROWS, hash_inputs: bool = True) -> ScanReport:
     """Scan ``paths`` into ``out``; returns the report (also written to ``out/scan-report.json``).
 
     With ``hash_inputs`` the report lists every input file with its sha256,
@@ -169,7 +170,7 @@ def scan(paths: list[str], out: str, engine, split_bytes: int = DEFAULT_SPLIT_BY
     began = time.perf_counter()
     inputs = discover(paths)
     kinds = [kind for kind, found in zip(KINDS, (inputs.kafka, inputs.rocketmq)) if found]
-    _check_outputs(out, kinds, overwrite)
+    _check_outputs(out, kinds, force)
     staging = _staging_dir(out)
     parts_root = staging or out
     startup = engine.start()
@@ -243,7 +244,7 @@ def scan(paths: list[str], out: str, engine, split_bytes: int = DEFAULT_SPLIT_BY
         },
     }
     _commit(out, staging, kinds)
-    storage.write_file(storage.join(out, REPORT_NAME), json.dumps(report, indent=1).encode(), replace=overwrite)
+    storage.write_file(storage.join(out, REPORT_NAME), json.dumps(report, indent=1).encode(), replace=force)
     return report
 
 

@@ -190,16 +190,17 @@ def read_all(path: str):
     return buf
 
 
-def write_file(path: str, data: bytes, replace: bool = False) -> dict:
+def write_file(path: str, data: bytes, replace: bool = False, backup: bool = True) -> dict:
     """Write a whole output file: atomically (temp, fsync, rename) for local paths.
 
-    A local file that exists is refused unless ``replace`` (then it is backed up first).
+    A local file that exists is refused unless ``replace`` (then it is backed up
+    first, unless ``backup`` is False: a retried task's own part file).
     """
     if not is_uri(path):
         from segtool.engine.safe_write import write_atomically
 
         os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-        return write_atomically(path, data, replace=replace)
+        return write_atomically(path, data, replace=replace, backup=backup)
     import hashlib
 
     filesystem, inner = _split_uri(path)
@@ -229,7 +230,7 @@ def remove_file(path: str) -> None:
 
 
 def remove_dataset_files(directory: str) -> None:
-    """Remove the part files a previous scan wrote (``--overwrite``): our own outputs only."""
+    """Remove the part files a previous scan wrote (``--force``): our own outputs only."""
     for name in dataset_files(directory):
         if not (name.startswith("part-") and name.endswith(".parquet")):
             raise SegtoolError(f"{name} in the output dataset was not written by segtool scan; "
