@@ -13,7 +13,7 @@ from typing import List, Optional
 
 import typer
 
-from segtool.errors import SegtoolError
+from segtool.errors import NothingFound, SegtoolError
 
 app = typer.Typer(
     add_completion=True,
@@ -689,7 +689,7 @@ def main() -> None:
     except SegtoolError as exc:
         _show_traceback()
         sys.stderr.write(f"segtool: {exc}\n")
-        sys.exit(EXIT_UNREADABLE)
+        sys.exit(EXIT_PROBLEMS if isinstance(exc, NothingFound) else EXIT_UNREADABLE)
     except ModuleNotFoundError as exc:
         _show_traceback()
         sys.stderr.write(f"segtool: this needs the Python package {exc.name!r}, which is not installed: "

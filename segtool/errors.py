@@ -47,3 +47,7 @@ class LimitExceeded(CorruptData):
 
 class UnreadableInput(SegtoolError):
     """Missing, unreadable or unrecognised input (exit code 2)."""
+
+
+class NothingFound(SegtoolError):
+    """The inputs are readable but hold nothing this command works on (exit code 1)."""

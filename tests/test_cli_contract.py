@@ -63,6 +63,8 @@ def _rows(tmp: Path) -> list[tuple[str, list, int]]:
         ("scan crc flip", ["scan", corpus_path("kafka", "c11a-crc-byte-flip", "data"), "--out", tmp / "s2",
                            "--workers", "1"], 1),
         ("scan missing", ["scan", tmp / "absent", "--out", tmp / "s3"], 2),
+        ("scan nothing found", ["scan", nothing, "--out", tmp / "s4"], 1),
+        ("rebuild-index nothing found", ["rebuild-index", nothing, "--out", tmp / "r3"], 1),
         ("unknown command", ["frobnicate"], 2),
     ]
 

@@ -16,7 +16,7 @@ from segtool.engine.recovery import DEFAULT_INDEX_INTERVAL_BYTES, ProducerTxnSta
 from segtool.engine.safe_write import partition_output, plan_outputs, write_atomically
 from segtool.engine.source import sha256_of
 from segtool.engine.walk import walk
-from segtool.errors import UnreadableInput
+from segtool.errors import NothingFound, UnreadableInput
 from segtool.ops.output_schema import KafkaRebuildReport
 
 _hasher = ThreadPoolExecutor(max_workers=1)
@@ -45,7 +45,7 @@ def _segments_of(path: str, skipped: list[dict]) -> list[list[Segment]]:
         else:
             skipped.append({"path": entry.path, "reason": _NOT_A_SEGMENT})
     if not partitions:
-        raise UnreadableInput("no Kafka segments in this directory", path)
+        raise NothingFound("no Kafka segments in this directory", path)
     return [PartitionView(directory, complete_swaps=False).segments for directory in partitions]
 
 

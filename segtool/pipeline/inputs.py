@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass, field
 
 from segtool.engine.walk import walk
-from segtool.errors import UnreadableInput
+from segtool.errors import NothingFound, UnreadableInput
 from segtool.pipeline import storage
 
 _SEGMENT_NAME = re.compile(r"^(\d{20})\.log$")
@@ -147,7 +147,7 @@ def discover(paths: list[str]) -> Inputs:
             continue
         files = storage.walk_files(path) if storage.is_uri(path) else _local_files(path, found)
         if not _group(files, found) and not found.unreadable:
-            raise UnreadableInput("no Kafka segments or RocketMQ CommitLog found here", raw)
+            raise NothingFound("no Kafka segments or RocketMQ CommitLog found here", raw)
     # a directory named twice (or found under two arguments) is scanned once
     seen_dirs = set()
     kafka = []
