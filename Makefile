@@ -38,7 +38,9 @@ docs: $(STAMP)
 	$(BIN)/python -m segtool.ops.output_schema docs/schemas
 	$(BIN)/python docs/generate_usage.py
 
+# the layers contract in pyproject.toml first, then the tests
 test: $(STAMP)
+	$(BIN)/lint-imports
 	$(BIN)/python -m pytest -q
 
 # Compiled bytecode first, as an installed wheel has it: this environment sets

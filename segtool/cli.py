@@ -533,7 +533,7 @@ def scan(
 
       segtool scan evidence/kafka-logs evidence/rocketmq/store --out scan --engine spark --master local[4]
 
-      spark-submit segtool/pipeline/spark_job.py scan hdfs://nn/evidence --out hdfs://nn/cases/42/scan
+      spark-submit segtool/spark_job.py scan hdfs://nn/evidence --out hdfs://nn/cases/42/scan
     """
     from segtool.pipeline.engines import engine_name, make_engine
     from segtool.pipeline.scan import exit_code as scan_exit_code, parse_size, scan as run_scan

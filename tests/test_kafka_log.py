@@ -9,7 +9,7 @@ import construct as cs
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from segtool.engine.source import open_buffer
+from segtool.source import open_buffer
 from segtool.errors import CorruptData
 from segtool.formats.compression import decompress
 from segtool.formats.kafka_build import build_batch_v2, build_legacy_message, build_records, make_batch

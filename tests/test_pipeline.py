@@ -32,7 +32,7 @@ from segtool.pipeline.rebuild import rebuild_distributed  # noqa: E402
 from segtool.pipeline.scan import parse_size, scan  # noqa: E402
 from segtool.pipeline.schema import KAFKA_SCHEMA, ROCKETMQ_SCHEMA, spark_ddl  # noqa: E402
 from segtool.pipeline.spark import SparkEngine, find_java  # noqa: E402
-from segtool.pipeline.spark_job import job_argv  # noqa: E402
+from segtool.spark_job import job_argv  # noqa: E402
 from segtool.pipeline.splits import _targets, kafka_boundaries  # noqa: E402
 from segtool.pipeline.verify import verify_distributed  # noqa: E402
 from tests.conftest import REPO, case_dirs  # noqa: E402
@@ -247,7 +247,7 @@ def test_spark_splits_equal_local_splits(spark_engine, tmp_path):
 
 
 def _batch_starts(log: Path) -> list[int]:
-    from segtool.engine.source import open_buffer
+    from segtool.source import open_buffer
     from segtool.formats.kafka_log import BatchScan
 
     return [b.position for b in BatchScan(open_buffer(str(log)))]
@@ -422,7 +422,7 @@ def test_spark_job_runs_under_spark_submit(tmp_path):
     env = dict(os.environ, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable,
                SPARK_LOCAL_IP="127.0.0.1")
     done = subprocess.run([submit, "--master", "local[1]", "--conf", "spark.ui.enabled=false",
-                           str(REPO / "segtool" / "pipeline" / "spark_job.py"), "verify", data, "--json"],
+                           str(REPO / "segtool" / "spark_job.py"), "verify", data, "--json"],
                           capture_output=True, text=True, env=env, cwd=str(tmp_path), timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
     assert json.loads(done.stdout) == verify([data])

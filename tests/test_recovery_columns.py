@@ -12,7 +12,7 @@ import pytest
 from segtool.engine import recovery as recovery_module
 from segtool.engine.recovery import recover_segment
 from segtool.formats.checksums import ChecksumHelper
-from segtool.engine.source import open_buffer
+from segtool.source import open_buffer
 from segtool.formats import kafka_log
 from segtool.formats.detect import offset_from_file_name
 from segtool.formats.kafka_build import make_batch

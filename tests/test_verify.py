@@ -34,7 +34,7 @@ def _deep_records(case: Path, root: str, part: str, name: str) -> int:
 
 def test_sha256_of_hashes_every_slice_of_the_mapping(monkeypatch, tmp_path):
     """Inputs are hashed from the mapping in slices (released as they go): every byte counts once."""
-    from segtool.engine import source
+    from segtool import source
 
     monkeypatch.setattr(source, "HASH_CHUNK", 3 * 4096)
     sample = Path(__file__).parent.parent / "sample_data" / "kafka" / "c04-transactions"
@@ -144,7 +144,7 @@ def test_leader_epoch_checkpoint_against_the_batches(tmp_path, monkeypatch):
 def test_segments_that_overlap_are_reported(tmp_path):
     """A partition whose first segment runs into the second one's offsets (c04's first batch of
     the second segment appended to the first): the second segment is flagged, nothing else."""
-    from segtool.engine.source import open_buffer
+    from segtool.source import open_buffer
     from segtool.formats.kafka_log import BatchScan
 
     cases = [c for c in case_dirs("kafka") if c.name == "c04-transactions"]

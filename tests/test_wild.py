@@ -38,7 +38,7 @@ from pathlib import Path
 
 import pytest
 
-from segtool.engine.source import open_buffer
+from segtool.source import open_buffer
 from segtool.errors import SegtoolError
 from segtool.formats import rocketmq
 from segtool.formats.compression import decompress

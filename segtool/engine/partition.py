@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Iterator
 
-from segtool.engine.source import open_buffer
+from segtool.source import open_buffer
 from segtool.errors import UnreadableInput
 from segtool.formats.detect import offset_from_file_name
 from segtool.formats.kafka_index import NO_TIMESTAMP, OffsetIndex, TimeIndex

@@ -36,7 +36,7 @@ from typing import Callable, Iterable, Iterator, NamedTuple
 
 import numpy as np
 
-from segtool.engine.source import require_regular_file
+from segtool.source import require_regular_file
 from segtool.errors import CorruptData, SegtoolError, TruncatedData, UnreadableInput
 from segtool.formats import rocketmq as rmq
 from segtool.formats.json_names import message_json

@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import ClassVar, Iterator, NamedTuple
 
 
-from segtool.engine.source import open_buffer
+from segtool.source import open_buffer
 from segtool.errors import CorruptData, UnreadableInput
 from segtool.formats.fastdecode import FixedLayout, compiled
 

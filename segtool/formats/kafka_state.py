@@ -184,7 +184,7 @@ def snapshot_offset_from_name(path) -> int:
 
 
 def _read_bytes(path) -> bytes:
-    from segtool.engine.source import require_regular_file
+    from segtool.source import require_regular_file
 
     require_regular_file(path)
     try:

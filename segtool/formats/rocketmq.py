@@ -577,7 +577,7 @@ class MappedFile:
     """A read-only mmap of one store file (empty files map to b"")."""
 
     def __init__(self, path):
-        from segtool.engine.source import require_regular_file
+        from segtool.source import require_regular_file
 
         self.path = Path(path)
         require_regular_file(self.path)

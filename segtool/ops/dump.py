@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from segtool.errors import SegtoolError
-from segtool.engine.source import open_buffer
+from segtool.source import open_buffer
 from segtool.engine.walk import walk
 from segtool.formats.detect import NOT_RECOGNISED, DetectedFile, detect
 from segtool.formats.json_names import bytes_fields
@@ -19,19 +19,6 @@ from segtool.formats.kafka_log import BatchScan, batch_records, control_record_t
 from segtool.ops.output_schema import DumpItem
 
 DEFAULT_CAP = 256 * 1024 * 1024
-
-
-def errors_as_items(items: Iterator[dict], also=lambda exc: False) -> Iterator[dict]:
-    """Pass items through; an error at a known byte becomes a final ``{"kind": "error"}`` item.
-
-    Errors without a byte offset (unreadable input) still propagate, unless ``also`` accepts them.
-    """
-    try:
-        yield from items
-    except SegtoolError as exc:
-        if exc.offset is None and not also(exc):
-            raise
-        yield {"kind": "error", "byte_offset": exc.offset, "message": exc.message}
 
 
 def record_item(batch, record, path: str | None = None) -> dict:

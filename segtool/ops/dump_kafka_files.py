@@ -7,7 +7,7 @@ from typing import Iterator
 
 from segtool.formats import kafka_index, kafka_state
 from segtool.formats.detect import DetectedFile
-from segtool.ops.dump import errors_as_items
+from segtool.ops.dump_errors import errors_as_items
 
 
 def _zero_tail_item(index, valid: int) -> Iterator[dict]:

@@ -5,11 +5,11 @@ from __future__ import annotations
 import os
 from typing import Iterator
 
-from segtool.engine.source import open_buffer
+from segtool.source import open_buffer
 from segtool.formats import rocketmq
 from segtool.formats.detect import DetectedFile
 from segtool.formats.json_names import message_json, snake_case_keys
-from segtool.ops.dump import errors_as_items
+from segtool.ops.dump_errors import errors_as_items
 
 
 def _start_offset(path: str) -> int:

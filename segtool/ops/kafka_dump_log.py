@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from segtool.errors import CorruptData, SegtoolError, UnreadableInput
-from segtool.engine.source import open_buffer
+from segtool.source import open_buffer
 from segtool.formats import kafka_index, kafka_state
 from segtool.formats.detect import offset_from_file_name
 from segtool.formats.kafka_log import (

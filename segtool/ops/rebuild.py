@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 from segtool.engine.partition import PartitionView, Segment
 from segtool.engine.recovery import DEFAULT_INDEX_INTERVAL_BYTES, ProducerTxnState, recover_segment
 from segtool.engine.safe_write import partition_output, plan_outputs, write_atomically
-from segtool.engine.source import sha256_of
+from segtool.source import sha256_of
 from segtool.engine.walk import walk
 from segtool.errors import NothingFound, UnreadableInput
 from segtool.ops.output_schema import KafkaRebuildReport

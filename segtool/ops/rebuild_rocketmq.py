@@ -35,7 +35,7 @@ from pathlib import Path
 
 from segtool.engine import rocketmq_store as rs
 from segtool.engine.safe_write import fsync_dir, plan_outputs, unused_name, write_atomically
-from segtool.engine.source import sha256_of
+from segtool.source import sha256_of
 from segtool.errors import SegtoolError, UnreadableInput
 from segtool.formats import rocketmq as rmq
 from segtool.formats.json_names import snake_case_keys

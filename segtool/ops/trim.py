@@ -9,7 +9,7 @@ every other file is named in the report as skipped.
 from __future__ import annotations
 
 from segtool.engine.safe_write import partition_output, plan_outputs, write_atomically
-from segtool.engine.source import open_buffer, sha256_of
+from segtool.source import open_buffer, sha256_of
 from segtool.engine.walk import walk
 from segtool.errors import UnreadableInput
 from segtool.formats.detect import detect

@@ -14,7 +14,7 @@ import os
 from typing import Callable
 
 from segtool.engine.recovery import SegmentObserver, recover_segment, records_after
-from segtool.engine.source import open_buffer, sha256_of
+from segtool.source import open_buffer, sha256_of
 from segtool.engine.walk import walk
 from segtool.errors import CorruptData, SegtoolError, UnreadableInput
 from segtool.formats import kafka_index

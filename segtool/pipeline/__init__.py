@@ -5,6 +5,7 @@
 - ``rows``: a task's byte range to Arrow record batches (the only decoding)
 - ``scan``: driver (plan, run, report) and task (rows -> one Parquet part)
 - ``verify`` / ``rebuild``: verify and rebuild-index as tasks
-- ``engines`` (local process pool), ``spark`` (PySpark), ``spark_job`` (spark-submit)
+- ``engines`` (local process pool), ``spark`` (PySpark), ``tasks`` (what both run around a task);
+  the spark-submit entry is ``segtool/spark_job.py``, above the CLI
 - ``schema``: the Parquet schemas; ``storage``: local paths and filesystem URIs
 """

@@ -16,37 +16,10 @@ from __future__ import annotations
 import os
 from typing import Callable, Sequence
 
+from segtool.pipeline.tasks import guarded, order_by_cost, unwrap
+
 # below this many bytes of input a pool costs more than it saves
 SMALL_INPUT_BYTES = 16 * 1024 * 1024
-
-
-def guarded(fn: Callable, item):
-    """Run ``fn(item)`` in a worker; a SegtoolError comes back as data (exceptions lose path/offset in pickling)."""
-    from segtool.errors import SegtoolError
-
-    try:
-        return ("ok", fn(item))
-    except SegtoolError as exc:
-        return ("error", type(exc).__name__, exc.message, exc.path, exc.offset)
-
-
-def unwrap(outcome):
-    """The result of ``guarded``, or its SegtoolError raised again on the driver with path and offset."""
-    if outcome[0] == "ok":
-        return outcome[1]
-    from segtool import errors
-
-    _, name, message, path, offset = outcome
-    cls = getattr(errors, name, errors.SegtoolError)
-    if not (isinstance(cls, type) and issubclass(cls, errors.SegtoolError)):
-        cls = errors.SegtoolError
-    raise cls(message, path, offset)
-
-
-def _order(costs: Sequence[int] | None, n: int) -> list[int]:
-    if costs is None:
-        return list(range(n))
-    return sorted(range(n), key=lambda i: -costs[i])
 
 
 # ``progress(description, total)`` starts a task and returns ``advance(done)``, or None
@@ -98,7 +71,7 @@ class LocalEngine:
 
         outcomes: list = [None] * n
         with ProcessPoolExecutor(max_workers=workers) as pool:
-            futures = {pool.submit(guarded, fn, items[i]): i for i in _order(costs, n)}
+            futures = {pool.submit(guarded, fn, items[i]): i for i in order_by_cost(costs, n)}
             for future in as_completed(futures):
                 i = futures[future]
                 outcomes[i] = future.result()

@@ -17,7 +17,7 @@ Start-up, done once per engine:
   stderr is a terminal.  On a local master the driver JVM runs with the C1
   compiler only (it schedules; the work is in Python), which halves start-up on
   a small machine.
-- Under ``spark-submit`` (``segtool/pipeline/spark_job.py``) the submitted
+- Under ``spark-submit`` (``segtool/spark_job.py``) the submitted
   context is used as it is: master and configuration are spark-submit's.
 """
 
@@ -35,7 +35,7 @@ from collections import deque
 from functools import partial
 
 from segtool.errors import SegtoolError
-from segtool.pipeline.engines import _order
+from segtool.pipeline.tasks import order_by_cost
 
 MAX_SLICES = 20000
 MIN_TASK_BYTES = 8 * 1024 * 1024  # smaller items share a Spark task
@@ -200,7 +200,7 @@ class _StderrFilter:
 
 
 def _run_chunk(fn, chunk):
-    from segtool.pipeline.engines import guarded
+    from segtool.pipeline.tasks import guarded
 
     return [(i, guarded(fn, item)) for i, item in chunk]
 
@@ -349,7 +349,7 @@ class SparkEngine:
         slices = max(1, min(n, wanted, MAX_SLICES))
         heap = [(0, j) for j in range(slices)]
         chunks: list[list] = [[] for _ in range(slices)]
-        for i in _order(costs, n):
+        for i in order_by_cost(costs, n):
             load, j = heapq.heappop(heap)
             chunks[j].append((i, items[i]))
             heapq.heappush(heap, (load + max(costs[i], 1), j))
@@ -357,7 +357,7 @@ class SparkEngine:
         return [chunk for _, chunk in sorted(zip(loads, chunks), key=lambda pair: -pair[0]) if chunk]
 
     def map(self, fn, items, costs=None, description: str | None = None) -> list:
-        from segtool.pipeline.engines import unwrap
+        from segtool.pipeline.tasks import unwrap
 
         self.start()
         items = list(items)

@@ -1,6 +1,6 @@
 """Where the pipeline reads inputs and writes datasets: local paths or filesystem URIs.
 
-A plain path is read through ``segtool.engine.source`` (read-only mmap) and
+A plain path is read through ``segtool.source`` (read-only mmap) and
 written through ``segtool.engine.safe_write`` (temp file, fsync, rename).  A URI
 (``s3://bucket/kafka-logs``, ``hdfs://nn/evidence``, ``gs://…``, ``file:///…``)
 goes through pyarrow's filesystems, so executors of a cluster can read inputs
@@ -148,7 +148,7 @@ def read_range(path: str, start: int = 0, end: int | None = None):
     is read for that range only.
     """
     if not is_uri(path):
-        from segtool.engine.source import open_buffer
+        from segtool.source import open_buffer
 
         return open_buffer(path), 0
     filesystem, inner = _split_uri(path)
@@ -167,12 +167,12 @@ def read_range(path: str, start: int = 0, end: int | None = None):
 def sha256(path: str) -> str:
     """Hex sha256 of a whole input file (reports cite the evidence they read), read in slices."""
     if not is_uri(path):
-        from segtool.engine.source import sha256_of
+        from segtool.source import sha256_of
 
         return sha256_of(path)
     import hashlib
 
-    from segtool.engine.source import HASH_CHUNK
+    from segtool.source import HASH_CHUNK
 
     digest = hashlib.sha256()
     filesystem, inner = _split_uri(path)

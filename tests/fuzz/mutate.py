@@ -14,7 +14,7 @@ import struct
 from dataclasses import dataclass
 from pathlib import Path
 
-from segtool.engine.source import open_buffer
+from segtool.source import open_buffer
 from segtool.errors import SegtoolError
 from segtool.formats.detect import detect
 from segtool.formats.kafka_log import BATCH_V2_OVERHEAD, BatchScan

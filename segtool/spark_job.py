@@ -6,9 +6,9 @@ spark-submit was given::
 
     spark-submit --master yarn --deploy-mode client \\
         --archives segtool-env.tar.gz#env --conf spark.pyspark.python=./env/bin/python \\
-        segtool/pipeline/spark_job.py scan hdfs://nn/evidence/kafka-logs --out hdfs://nn/cases/42/scan
+        segtool/spark_job.py scan hdfs://nn/evidence/kafka-logs --out hdfs://nn/cases/42/scan
 
-    spark-submit --master local[4] segtool/pipeline/spark_job.py verify /evidence/kafka-logs --json
+    spark-submit --master local[4] segtool/spark_job.py verify /evidence/kafka-logs --json
 
 Executors need segtool's dependencies (a packed virtualenv as above, or
 segtool installed on every node); the driver also ships its own copy of the
@@ -40,8 +40,8 @@ def main(argv: list[str] | None = None) -> None:
     sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != here]
     try:
         import segtool  # noqa: F401
-    except ImportError:  # run as a file from a source tree: the package is two levels up
-        sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+    except ImportError:  # run as a file from a source tree: the package's parent holds it
+        sys.path.insert(0, os.path.dirname(here))
     from segtool.cli import main as cli_main
 
     sys.argv = ["segtool", *job_argv(sys.argv[1:] if argv is None else argv)]
