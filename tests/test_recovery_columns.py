@@ -14,7 +14,7 @@ from segtool.engine.recovery import recover_segment
 from segtool.formats.checksums import ChecksumHelper
 from segtool.source import open_buffer
 from segtool.formats import kafka_log
-from segtool.formats.detect import offset_from_file_name
+from segtool.formats.kafka_names import offset_from_file_name
 from segtool.formats.kafka_build import make_batch
 from segtool.ops.verify import verify_log
 from tests.conftest import case_dirs

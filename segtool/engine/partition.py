@@ -17,7 +17,8 @@ from typing import Iterator
 
 from segtool.source import open_buffer
 from segtool.errors import UnreadableInput
-from segtool.formats.detect import offset_from_file_name
+from segtool.formats import kafka_names
+from segtool.formats.kafka_names import has_offset_name, offset_from_file_name
 from segtool.formats.kafka_index import NO_TIMESTAMP, OffsetIndex, TimeIndex
 from segtool.formats.kafka_log import (
     BatchScan,
@@ -213,12 +214,8 @@ class Segment:
         return self.base_offset if last is None else last.last_offset + 1
 
 
-_SWAP = ".swap"
-
-
 def _base_offset(name: str) -> int | None:
-    stem = name.split(".")[0]
-    return int(stem) if stem.isdigit() else None
+    return offset_from_file_name(name) if has_offset_name(name) else None
 
 
 def _loaded_segments(directory: str, cap: int, complete_swaps: bool) -> tuple[list[Segment], list[str]]:
@@ -237,16 +234,16 @@ def _loaded_segments(directory: str, cap: int, complete_swaps: bool) -> tuple[li
     notes: list[str] = []
     swaps: list[Segment] = []
     if complete_swaps:
-        cleaned = [_base_offset(name) for name in names if name.endswith(".cleaned")]
+        cleaned = [_base_offset(name) for name in names if name.endswith(kafka_names.CLEANED)]
         lowest_cleaned = min(cleaned, default=None)
         for name in names:
-            if not name.endswith(".log" + _SWAP):
+            if not name.endswith(kafka_names.LOG + kafka_names.SWAP):
                 continue
             if lowest_cleaned is not None and _base_offset(name) >= lowest_cleaned:
                 notes.append(f"{name} is ignored: Kafka deletes a swap file at or above the lowest .cleaned "
                              f"offset ({lowest_cleaned}) as an unfinished segment split")
                 continue
-            swaps.append(Segment(os.path.join(directory, name), cap, suffix=_SWAP))
+            swaps.append(Segment(os.path.join(directory, name), cap, suffix=kafka_names.SWAP))
     if swaps:
         low = min(segment.base_offset for segment in swaps)
         high = max(segment.next_offset() for segment in swaps)

@@ -6,10 +6,10 @@ import os
 import re
 from dataclasses import dataclass
 
-from segtool.errors import UnreadableInput
+from segtool.formats import kafka_names
 
 # Kafka renames segment files on deletion, cleaning and swapping
-KAFKA_TRANSIENT_SUFFIXES = (".deleted", ".cleaned", ".swap")
+KAFKA_TRANSIENT_SUFFIXES = (kafka_names.DELETED, kafka_names.CLEANED, kafka_names.SWAP)
 KAFKA_SUFFIX_KINDS = {
     ".log": "kafka-log",
     ".index": "kafka-offset-index",
@@ -90,12 +90,3 @@ def _head(path: str, n: int) -> bytes:
             return handle.read(n)
     except OSError:
         return b""
-
-
-def offset_from_file_name(path: str) -> int:
-    """Kafka's base offset from a segment file name (the digits before the first dot)."""
-    stem = os.path.basename(path).split(".")[0]
-    try:
-        return int(stem)
-    except ValueError:
-        raise UnreadableInput(f"file name {stem!r} is not a Kafka base offset", path) from None

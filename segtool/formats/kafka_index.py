@@ -35,7 +35,6 @@ Files are evidence: they are only ever opened read-only (``np.memmap`` mode
 from __future__ import annotations
 
 import os
-import re
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,6 +44,7 @@ from typing import ClassVar, Iterator, NamedTuple
 from segtool.source import open_buffer
 from segtool.errors import CorruptData, UnreadableInput
 from segtool.formats.fastdecode import FixedLayout, compiled
+from segtool.formats.kafka_names import offset_from_file_name
 
 # --------------------------------------------------------------------------
 # Entry schemas
@@ -126,25 +126,6 @@ class CorruptIndex(KafkaReportedError):
 # --------------------------------------------------------------------------
 # Shared helpers
 # --------------------------------------------------------------------------
-
-_JAVA_LONG = re.compile(r"[+-]?\d+")
-
-
-def base_offset_from_name(path) -> int:
-    """The segment base offset encoded in a file name (``UnifiedLog.offsetFromFileName``).
-
-    Kafka takes the name up to the first ``.`` and parses it as a long.
-    """
-    name = Path(path).name
-    head = name.split(".", 1)[0]
-    if not _JAVA_LONG.fullmatch(head):
-        raise UnreadableInput(f"file name {name!r} does not start with a segment base offset",
-                              str(path))
-    value = int(head)
-    if not -(1 << 63) <= value < (1 << 63):
-        raise UnreadableInput(f"base offset in file name {name!r} is out of range", str(path))
-    return value
-
 
 def _file_size(path) -> int:
     try:
@@ -270,7 +251,7 @@ class AbstractIndex(ABC):
     def __init__(self, path, base_offset: int | None = None):
         self.path = Path(path)
         self.display_path = os.fspath(path)  # as given: Kafka's messages show the path as passed
-        self.base_offset = base_offset_from_name(path) if base_offset is None else int(base_offset)
+        self.base_offset = offset_from_file_name(path) if base_offset is None else int(base_offset)
         self.length = _file_size(path)
         self._buffer = None
         self._array = None
@@ -686,7 +667,7 @@ class TransactionIndex:
     def __init__(self, path, base_offset: int | None = None):
         self.path = Path(path)
         self.display_path = os.fspath(path)
-        self.base_offset = base_offset_from_name(path) if base_offset is None else int(base_offset)
+        self.base_offset = offset_from_file_name(path) if base_offset is None else int(base_offset)
         self.length = _file_size(path)
         self._array = None
 
@@ -780,6 +761,6 @@ def txn_index_dump_lines(index, display_path=None) -> Iterator[str]:
 
 def _base_or_zero(path) -> int:
     try:
-        return base_offset_from_name(path)
+        return offset_from_file_name(path)
     except UnreadableInput:
         return 0

@@ -48,14 +48,7 @@ from segtool.formats.checksums import crc32c
 
 from segtool.errors import TruncatedData, UnreadableInput
 from segtool.formats.fastdecode import FixedLayout, compile_fixed
-from segtool.formats.kafka_index import (  # noqa: F401  (re-exported for callers)
-    AbortedTxn,
-    KafkaReportedError,
-    TransactionIndex,
-    base_offset_from_name,
-    format_aborted_txn,
-    txn_index_dump_lines,
-)
+from segtool.formats.kafka_index import KafkaReportedError
 
 # --------------------------------------------------------------------------
 # Producer-state snapshot
@@ -178,11 +171,6 @@ class ProducerSnapshot:
         return self.size - self.end_of_entries
 
 
-def snapshot_offset_from_name(path) -> int:
-    """The offset a snapshot file is for (its name, like a segment's base offset)."""
-    return base_offset_from_name(path)
-
-
 def _read_bytes(path) -> bytes:
     from segtool.source import require_regular_file
 
@@ -291,11 +279,6 @@ def snapshot_dump_lines(path, display_path=None) -> Iterator[str]:
     snap = parse_producer_snapshot(_read_bytes(path), shown, verify=True)
     for entry in snap.entries:
         yield format_snapshot_entry(entry)
-
-
-# Names the kafka-dump-log renderer uses.
-producer_snapshot_lines = snapshot_dump_lines
-txn_index_lines = txn_index_dump_lines
 
 
 # --------------------------------------------------------------------------

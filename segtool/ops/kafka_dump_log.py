@@ -16,7 +16,7 @@ from typing import Callable
 from segtool.errors import CorruptData, SegtoolError, UnreadableInput
 from segtool.source import open_buffer
 from segtool.formats import kafka_index, kafka_state
-from segtool.formats.detect import offset_from_file_name
+from segtool.formats.kafka_names import kraft_snapshot_id, offset_from_file_name, sibling
 from segtool.formats.kafka_log import (
     NO_TIMESTAMP,
     BatchScan,
@@ -171,12 +171,10 @@ class KafkaDumpLog:
         elif name == "bootstrap.checkpoint":
             self.emit("KRaft bootstrap snapshot")
         else:
-            # KRaft snapshot: <end offset, 20 digits>-<epoch, 10 digits>.checkpoint
-            stem = name[: -len(".checkpoint")]
-            offset, _, epoch = stem.partition("-")
-            if not (offset.isdigit() and epoch.isdigit()):
+            snapshot = kraft_snapshot_id(path)
+            if snapshot is None:
                 raise CorruptData("snapshot file name is not <offset>-<epoch>.checkpoint", path)
-            self.emit(f"Snapshot end offset: {int(offset)}, epoch: {int(epoch)}")
+            self.emit(f"Snapshot end offset: {snapshot[0]}, epoch: {snapshot[1]}")
         buf = open_buffer(path)
         end = min(opts.max_bytes, len(buf))
         scan = BatchScan(buf, 0, end, path=path)
@@ -295,7 +293,7 @@ class KafkaDumpLog:
     def dump_offset_index(self, path: str) -> None:
         opts = self.options
         index = kafka_index.OffsetIndexFile(path)
-        log_buf = open_buffer(_sibling(path, ".log"))
+        log_buf = open_buffer(sibling(path, ".log"))
         if index.entries == 0:
             self.emit(f"{path} is empty.")
             return
@@ -327,8 +325,8 @@ class KafkaDumpLog:
 
     def dump_time_index(self, path: str) -> None:
         opts = self.options
-        log_buf = open_buffer(_sibling(path, ".log"))
-        offset_index = kafka_index.OffsetIndexFile(_sibling(path, ".index"))
+        log_buf = open_buffer(sibling(path, ".log"))
+        offset_index = kafka_index.OffsetIndexFile(sibling(path, ".index"))
         time_index = kafka_index.TimeIndexFile(path)
         if opts.index_sanity_check:
             time_index.sanity_check()
@@ -342,7 +340,7 @@ class KafkaDumpLog:
             position = offset_index.lookup(offset).position
             found = None
             if position <= len(log_buf):
-                for batch in BatchScan(log_buf, position, len(log_buf), path=_sibling(path, ".log")):
+                for batch in BatchScan(log_buf, position, len(log_buf), path=sibling(path, ".log")):
                     if batch.last_offset >= offset:
                         found = batch
                         break
@@ -366,14 +364,14 @@ class KafkaDumpLog:
 
     def dump_producer_snapshot(self, path: str) -> None:
         try:
-            for line in kafka_state.producer_snapshot_lines(path):
+            for line in kafka_state.snapshot_dump_lines(path):
                 self.emit(line)
         except kafka_state.CorruptSnapshot as exc:
             # DumpLogSegments catches CorruptSnapshotException, prints its message, carries on
             self.errors.append(exc.kafka_message)
 
     def dump_txn_index(self, path: str) -> None:
-        for line in kafka_state.txn_index_lines(path):
+        for line in kafka_index.txn_index_dump_lines(path):
             self.emit(line)
 
 
@@ -431,11 +429,6 @@ def _control_text(record) -> str:
                               " is truncated") from None
         return f" {label} {json.dumps(out, separators=(',', ':'))}"
     return f" controlType: {name}({type_id})"
-
-
-def _sibling(path: str, suffix: str) -> str:
-    directory, name = os.path.split(path)
-    return os.path.join(directory, name.split(".")[0] + suffix)
 
 
 def run_kafka_dump(paths: list[str], options: KafkaDumpOptions, emit: Callable[[str], None],

@@ -18,7 +18,8 @@ from segtool.source import open_buffer, sha256_of
 from segtool.engine.walk import walk
 from segtool.errors import CorruptData, SegtoolError, UnreadableInput
 from segtool.formats import kafka_index
-from segtool.formats.detect import NOT_RECOGNISED, detect, offset_from_file_name
+from segtool.formats.detect import NOT_RECOGNISED, detect
+from segtool.formats.kafka_names import offset_from_file_name
 from segtool.formats.kafka_log import BatchScan, batch_records
 from segtool.ops.output_schema import VerifyReport
 

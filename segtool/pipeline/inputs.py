@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 
 from segtool.engine.walk import walk
 from segtool.errors import NothingFound, UnreadableInput
+from segtool.formats.kafka_names import is_log_file, offset_from_file_name
 from segtool.pipeline import storage
 
-_SEGMENT_NAME = re.compile(r"^(\d{20})\.log$")
 _COMMITLOG_NAME = re.compile(r"^\d{20}$")
 # <topic>-<partition>, and the renamed forms Kafka leaves: <topic>-<p>.<uuid>-delete/-future/-stray
 _PARTITION_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)(?:\.[0-9a-f]{32}-(?:delete|future|stray))?$")
@@ -69,9 +69,8 @@ def _partition(directory: str, entries) -> KafkaPartition:
     topic, partition = topic_partition(storage.basename(directory))
     part = KafkaPartition(storage.parent(directory), directory, topic, partition)
     for name, is_dir, size in entries:
-        match = _SEGMENT_NAME.match(name)
-        if match and not is_dir:
-            part.segments.append((int(match.group(1)), storage.join(directory, name), size))
+        if is_log_file(name) and not is_dir:
+            part.segments.append((offset_from_file_name(name), storage.join(directory, name), size))
     part.segments.sort()
     return part
 
@@ -104,19 +103,19 @@ def _group(files: list[tuple[str, int]], found: Inputs) -> bool:
     hit = False
     for directory in sorted(by_dir, key=lambda d: d.split("/")):
         entries = sorted(by_dir[directory])
-        if any(_SEGMENT_NAME.match(name) for name, _, _ in entries):
+        if any(is_log_file(name) for name, _, _ in entries):
             found.kafka.append(_partition(directory, entries))
-            scanned, hit = _SEGMENT_NAME, True
+            scanned, hit = is_log_file, True
         elif storage.basename(directory) == "commitlog" and any(_COMMITLOG_NAME.match(n) for n, _, _ in entries):
             store = RocketMQStore(storage.parent(directory), directory)
             store.files = sorted((int(n), storage.join(directory, n), size)
                                  for n, _, size in entries if _COMMITLOG_NAME.match(n))
             found.rocketmq.append(store)
-            scanned, hit = _COMMITLOG_NAME, True
+            scanned, hit = _COMMITLOG_NAME.match, True
         else:
             scanned = None
         for name, _, _ in entries:
-            if scanned is None or not scanned.match(name):
+            if scanned is None or not scanned(name):
                 found.skipped.append({"path": storage.join(directory, name), "reason": _NOT_SCANNED})
     return hit
 
@@ -136,13 +135,12 @@ def discover(paths: list[str]) -> Inputs:
                 store.files.append((int(name), path, storage.size(path)))
                 found.rocketmq.append(store)
                 continue
-            match = _SEGMENT_NAME.match(name)
-            if match is None:
+            if not is_log_file(name):
                 raise UnreadableInput("expected a directory (Kafka log or partition dir, RocketMQ store) "
                                       "or a .log segment", raw)
             directory = storage.parent(path)
             part = _partition(directory, [])
-            part.segments.append((int(match.group(1)), path, storage.size(path)))
+            part.segments.append((offset_from_file_name(name), path, storage.size(path)))
             found.kafka.append(part)
             continue
         files = storage.walk_files(path) if storage.is_uri(path) else _local_files(path, found)

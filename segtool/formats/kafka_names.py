@@ -1,0 +1,68 @@
+"""Kafka's file names, in one place (Kafka's ``LogFileUtils``).
+
+A segment's files are ``<base offset><suffix>``: the base offset is the name up
+to its first ``.``, parsed as a Java long (``Long.parseLong``: optional sign,
+decimal digits, within 64 bits), written zero-padded to 20 digits.  Deletion,
+cleaning and swapping append ``.deleted``, ``.cleaned``, ``.swap``.  KRaft
+snapshots are ``<end offset>-<epoch>.checkpoint``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+from segtool.errors import UnreadableInput
+
+LOG = ".log"
+INDEX = ".index"
+TIME_INDEX = ".timeindex"
+TXN_INDEX = ".txnindex"
+PRODUCER_SNAPSHOT = ".snapshot"
+DELETED = ".deleted"
+CLEANED = ".cleaned"
+SWAP = ".swap"
+KRAFT_SNAPSHOT = ".checkpoint"
+
+_JAVA_LONG = re.compile(r"[+-]?\d+")
+_KRAFT_SNAPSHOT_NAME = re.compile(r"^(\d{20})-(\d{10})\.checkpoint$")
+
+
+def offset_from_file_name(path) -> int:
+    """``LogFileUtils.offsetFromFileName``: the base offset a file name carries; UnreadableInput otherwise."""
+    name = os.path.basename(str(path))
+    head = name.split(".", 1)[0]
+    if not _JAVA_LONG.fullmatch(head) or not -(1 << 63) <= int(head) < (1 << 63):
+        raise UnreadableInput(f"file name {name!r} does not start with a Kafka base offset", str(path))
+    return int(head)
+
+
+def has_offset_name(path) -> bool:
+    """Does the name start with a base offset Kafka can parse?"""
+    try:
+        offset_from_file_name(path)
+    except UnreadableInput:
+        return False
+    return True
+
+
+def is_log_file(path) -> bool:
+    """A segment's ``.log`` (``LogFileUtils.isLogFile``, with a name Kafka can load)."""
+    return str(path).endswith(LOG) and has_offset_name(path)
+
+
+def file_name(offset: int, suffix: str) -> str:
+    """``LogFileUtils.filenamePrefixFromOffset`` + suffix: 20 zero-padded digits."""
+    return f"{offset:020d}{suffix}"
+
+
+def sibling(path, suffix: str) -> str:
+    """The file of the same segment with another suffix (``00…42.log`` -> ``00…42.index``)."""
+    directory, name = os.path.split(str(path))
+    return os.path.join(directory, name.split(".", 1)[0] + suffix)
+
+
+def kraft_snapshot_id(path) -> tuple[int, int] | None:
+    """(end offset, epoch) of a KRaft snapshot name (``Snapshots.parse``), None for another name."""
+    match = _KRAFT_SNAPSHOT_NAME.match(os.path.basename(str(path)))
+    return (int(match.group(1)), int(match.group(2))) if match else None
