@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -40,3 +42,12 @@ def case_dirs(family: str) -> list[Path]:
 def _private_cache(tmp_path_factory, monkeypatch):
     """index-keys writes to the user's cache by default: tests (and the commands they start) use their own."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("cache")))
+
+
+SEGTOOL = [sys.executable, "-m", "segtool.cli"]
+
+
+def segtool(*args, **kwargs) -> subprocess.CompletedProcess:
+    """Run the command line as a user does (a new process; text output captured)."""
+    return subprocess.run([*SEGTOOL, *map(str, args)], capture_output=True, text=True,
+                          timeout=kwargs.pop("timeout", 900), **kwargs)

@@ -11,14 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, corpus_path
+from tests.conftest import REPO, corpus_path, segtool
 
 KAFKA = ("kafka",)
-
-
-def _segtool(*args, **kwargs):
-    return subprocess.run([sys.executable, "-m", "segtool.cli", *map(str, args)], capture_output=True, text=True,
-                          timeout=600, **kwargs)
 
 
 def _log(case: str) -> Path:
@@ -72,7 +67,7 @@ def _rows(tmp: Path) -> list[tuple[str, list, int]]:
 def test_exit_code_table(tmp_path):
     failures = []
     for name, args, expected in _rows(tmp_path):
-        run = _segtool(*args, env={"XDG_CACHE_HOME": str(tmp_path / "cache"), "PATH": "/usr/bin:/bin"})
+        run = segtool(*args, env={"XDG_CACHE_HOME": str(tmp_path / "cache"), "PATH": "/usr/bin:/bin"})
         if run.returncode != expected:
             failures.append((name, expected, run.returncode, run.stderr[-300:]))
         assert "Traceback" not in run.stderr, name
@@ -83,11 +78,11 @@ def test_exit_code_table(tmp_path):
                                  ["--format", "kafka", "--deep-iteration"]])
 @pytest.mark.parametrize("case", ["c11a-crc-byte-flip", "c11b-truncated-last-batch", "c11c-zero-tail-64k"])
 def test_every_dump_format_gives_damage_the_same_exit_code(case, fmt):
-    assert _segtool("dump", *fmt, _log(case)).returncode == 1
+    assert segtool("dump", *fmt, _log(case)).returncode == 1
 
 
 def test_unrecognised_files_are_named_on_stderr_not_stdout():
-    run = _segtool("dump", REPO / "README.md")
+    run = segtool("dump", REPO / "README.md")
     assert run.returncode == 1 and run.stdout == ""
     assert "skipped" in run.stderr and "README.md" in run.stderr
 
@@ -96,7 +91,7 @@ def test_debug_shows_the_traceback_and_keeps_the_exit_code():
     compacted = corpus_path("kafka", "c07-compacted", "data", "c07-compact-0")
     for args in (["--debug", "lookup", compacted, "--timestamp", "yesterday"],
                  ["lookup", compacted, "--timestamp", "yesterday", "--debug"]):
-        run = _segtool(*args)
+        run = segtool(*args)
         assert run.returncode == 2 and "Traceback" in run.stderr
         assert run.stderr.rstrip().splitlines()[-1].startswith("segtool: timestamp 'yesterday'")
 
@@ -113,9 +108,9 @@ def test_a_closed_pipe_ends_quietly():
 
 def test_kafka_dump_log_command_line_as_operators_type_it():
     logs = sorted(corpus_path("kafka", "c01-multiseg-clean", "data").glob("*/*.log"))[:2]
-    run = _segtool("dump", "--format", "kafka", "--files", ",".join(map(str, logs)), "--deep-iteration",
+    run = segtool("dump", "--format", "kafka", "--files", ",".join(map(str, logs)), "--deep-iteration",
                    "--print-data-log")
-    positional = _segtool("dump", "--format", "kafka", *logs, "--deep-iteration", "--print-data-log")
+    positional = segtool("dump", "--format", "kafka", *logs, "--deep-iteration", "--print-data-log")
     assert run.returncode == 0 and run.stdout == positional.stdout
     assert run.stdout.count("Dumping ") == 2
 
@@ -128,30 +123,30 @@ def test_json_on_every_command(tmp_path):
                  ["trim", partition, "--dry-run", "--json"],
                  ["index-keys", partition, "--out", tmp_path / "k", "--json"],
                  ["scan", partition, "--out", tmp_path / "s", "--json", "--workers", "1"]):
-        run = _segtool(*args)
+        run = segtool(*args)
         assert run.returncode == 0, (args, run.stderr)
         for line in run.stdout.splitlines():
             json.loads(line)
 
 
 def test_version_and_completion():
-    version = _segtool("--version")
+    version = segtool("--version")
     assert version.returncode == 0 and version.stdout.startswith("segtool ")
-    assert "--show-completion" in _segtool("--help").stdout
+    assert "--show-completion" in segtool("--help").stdout
 
 
 def test_iso_times_for_the_key_window():
     store = corpus_path("rocketmq", "kill9-abort", "store")
-    epoch = json.loads(_segtool("lookup", store, "--topic", "OrderTopic", "--key", "order-0-13", "--begin",
+    epoch = json.loads(segtool("lookup", store, "--topic", "OrderTopic", "--key", "order-0-13", "--begin",
                                 "1795304600000", "--json").stdout)
-    iso = json.loads(_segtool("lookup", store, "--topic", "OrderTopic", "--key", "order-0-13", "--begin",
+    iso = json.loads(segtool("lookup", store, "--topic", "OrderTopic", "--key", "order-0-13", "--begin",
                               "2026-11-21T23:43:20Z", "--json").stdout)
     assert iso["begin"] == epoch["begin"] == 1795304600000
     assert iso["phy_offsets"] == epoch["phy_offsets"]
 
 
 def test_tables_are_not_padded_when_piped():
-    run = _segtool("verify", corpus_path("kafka", "c11a-crc-byte-flip", "data"))
+    run = segtool("verify", corpus_path("kafka", "c11a-crc-byte-flip", "data"))
     lines = run.stdout.splitlines()
     assert lines and not any(line != line.rstrip() for line in lines)
     assert len({len(line) for line in lines if line}) > 3  # not one padded width
@@ -164,22 +159,22 @@ def test_tables_are_not_padded_when_piped():
 
 def test_lookup_shows_the_record_as_a_person_reads_it():
     compacted = corpus_path("kafka", "c07-compacted", "data", "c07-compact-0")
-    answer = json.loads(_segtool("lookup", compacted, "--offset", "3000", "--json").stdout)
+    answer = json.loads(segtool("lookup", compacted, "--offset", "3000", "--json").stdout)
     dumped = [json.loads(line) for line in
-              _segtool("dump", "--json", answer["segment"]).stdout.splitlines()]
+              segtool("dump", "--json", answer["segment"]).stdout.splitlines()]
     same = [item for item in dumped if item.get("offset") == answer["offset"] and "value_b64" in item]
     assert answer["record"] == same[0]  # the same record shape, value included
-    text = _segtool("lookup", compacted, "--offset", "3000").stdout
+    text = segtool("lookup", compacted, "--offset", "3000").stdout
     assert "2026-" in text and "Z" in text and answer["record"]["value"][:40] in text
     assert "{'" not in text and "b'" not in text
-    cut = _segtool("lookup", compacted, "--offset", "3000")
-    full = _segtool("lookup", compacted, "--offset", "3000", "--full")
+    cut = segtool("lookup", compacted, "--offset", "3000")
+    full = segtool("lookup", compacted, "--offset", "3000", "--full")
     if len(answer["record"]["value"]) > 200:
         assert "--full shows all" in cut.stdout and answer["record"]["value"] in full.stdout
 
 
 def test_trim_accepts_directories():
-    run = _segtool("trim", corpus_path("kafka", "c02-unclean-hot-copy", "data"), "--dry-run", "--json")
+    run = segtool("trim", corpus_path("kafka", "c02-unclean-hot-copy", "data"), "--dry-run", "--json")
     report = json.loads(run.stdout)
     assert run.returncode == 0 and report["files"] and report["skipped"]
     assert all(f["path"].endswith((".index", ".timeindex")) for f in report["files"])
@@ -190,5 +185,5 @@ def test_a_copy_of_a_partition_answers_from_mtimes_with_a_note(tmp_path):
     """The timestamp of an empty segment is its file's mtime in Kafka: the answer says so."""
     partition = tmp_path / "c07-compact-0"
     shutil.copytree(corpus_path("kafka", "c07-compacted", "data", "c07-compact-0"), partition)
-    answer = json.loads(_segtool("lookup", partition, "--timestamp", "1795304374853", "--json").stdout)
+    answer = json.loads(segtool("lookup", partition, "--timestamp", "1795304374853", "--json").stdout)
     assert any("mtime" in note for note in answer.get("notes", [])), answer

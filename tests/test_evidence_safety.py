@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import case_dirs
+from tests.conftest import case_dirs, segtool
 
 
 def _snapshot(root: Path) -> dict:
@@ -30,11 +30,6 @@ def _case(name: str) -> Path:
     pytest.skip(f"{name} is not available")
 
 
-def _segtool(*args, cwd=None):
-    return subprocess.run([sys.executable, "-m", "segtool.cli", *map(str, args)], capture_output=True, text=True,
-                          cwd=cwd)
-
-
 def test_read_only_inputs_are_read_and_left_identical(tmp_path):
     evidence = tmp_path / "evidence"
     shutil.copytree(_case("c11a-crc-byte-flip") / "data", evidence)
@@ -45,15 +40,15 @@ def test_read_only_inputs_are_read_and_left_identical(tmp_path):
     part = evidence / "c01-plain-0"
     log = part / "00000000000000000000.log"
     runs = [
-        _segtool("dump", log),
-        _segtool("dump", "--format", "json", part),
-        _segtool("dump", "--format", "kafka", "--deep-iteration", "--print-data-log", log),
-        _segtool("dump", "--format", "kafka", part / "00000000000000000000.timeindex"),
-        _segtool("verify", "--deep", evidence),
-        _segtool("lookup", part, "--offset", "100"),
-        _segtool("lookup", part, "--timestamp", "earliest"),
-        _segtool("rebuild-index", part, "--out", tmp_path / "rebuilt"),
-        _segtool("trim", part / "00000000000000000000.index", "--out", tmp_path / "trimmed"),
+        segtool("dump", log),
+        segtool("dump", "--format", "json", part),
+        segtool("dump", "--format", "kafka", "--deep-iteration", "--print-data-log", log),
+        segtool("dump", "--format", "kafka", part / "00000000000000000000.timeindex"),
+        segtool("verify", "--deep", evidence),
+        segtool("lookup", part, "--offset", "100"),
+        segtool("lookup", part, "--timestamp", "earliest"),
+        segtool("rebuild-index", part, "--out", tmp_path / "rebuilt"),
+        segtool("trim", part / "00000000000000000000.index", "--out", tmp_path / "trimmed"),
     ]
     for run in runs:
         assert run.returncode in (0, 1), run.stderr
@@ -69,7 +64,7 @@ def test_writing_commands_refuse_the_evidence_directory(tmp_path):
     before = _snapshot(evidence)
     for args in (("rebuild-index", evidence, "--out", evidence), ("rebuild-index", evidence),
                  ("trim", evidence / "00000000000000000000.index", "--out", evidence / "x")):
-        run = _segtool(*args)
+        run = segtool(*args)
         assert run.returncode == 2 and run.stderr.startswith("segtool: ")
     assert _snapshot(evidence) == before
 
@@ -79,7 +74,7 @@ def test_in_place_rebuild_keeps_a_backup(tmp_path):
     shutil.copytree(_case("c11a-crc-byte-flip") / "data" / "c01-plain-0", part)
     index = part / "00000000000000000000.index"
     old = index.read_bytes()
-    run = _segtool("rebuild-index", part, "--in-place")
+    run = segtool("rebuild-index", part, "--in-place")
     assert run.returncode == 1  # Kafka's recovery would also truncate this log
     backups = list(part.glob("00000000000000000000.index.segtool-backup-*"))
     assert len(backups) == 1 and backups[0].read_bytes() == old
@@ -91,7 +86,7 @@ def test_killed_writer_never_leaves_a_mixed_file(tmp_path):
     source = _case("c11a-crc-byte-flip") / "data" / "c01-plain-0"
     reference = tmp_path / "reference"
     shutil.copytree(source, reference)
-    assert _segtool("rebuild-index", reference, "--in-place").returncode == 1
+    assert segtool("rebuild-index", reference, "--in-place").returncode == 1
     names = ("00000000000000000000.index", "00000000000000000000.timeindex")
     new = {n: (reference / n).read_bytes() for n in names}
     old = {n: (source / n).read_bytes() for n in names}

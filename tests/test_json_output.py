@@ -4,21 +4,18 @@ output of every command on the corpus validates against."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
 from jsonschema import Draft202012Validator
 
 from segtool.ops.output_schema import COMMAND_OUTPUTS, schema_files
-from tests.conftest import REPO, corpus_path
+from tests.conftest import REPO, corpus_path, segtool
 
 SCHEMAS = REPO / "docs" / "schemas"
 
 
 def _segtool(*args):
-    run = subprocess.run([sys.executable, "-m", "segtool.cli", *map(str, args)], capture_output=True, text=True,
-                         timeout=600)
+    run = segtool(*args)
     assert run.returncode in (0, 1), (args, run.stderr)
     return [json.loads(line) for line in run.stdout.splitlines()]
 

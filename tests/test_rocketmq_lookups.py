@@ -15,8 +15,6 @@ import hashlib
 import json
 import os
 import struct
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -25,7 +23,7 @@ from segtool.engine import rocketmq_store as rs
 from segtool.errors import SegtoolError
 from segtool.formats import rocketmq as rmq
 from segtool.ops import lookup as ops
-from tests.conftest import CORPUS, case_dirs, corpus_path
+from tests.conftest import CORPUS, case_dirs, corpus_path, segtool
 
 LONG_MAX = 2**63 - 1
 
@@ -480,34 +478,25 @@ def test_ops_lookup_functions():
     assert ops.lookup_queue(store, "NoSuchTopic", 0, 0)["phy_offset"] is None
 
 
-def _segtool() -> list[str]:
-    script = Path(sys.executable).with_name("segtool")
-    return [str(script)] if script.exists() else [sys.executable, "-m", "segtool.cli"]
-
-
-def _run(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(_segtool() + list(args), capture_output=True, text=True, timeout=120)
-
-
 def test_cli_key_lookup_json():
     store = str(rocketmq_case("kill9-abort") / "store")
     recovery = load_json(kill9_golden_file("recovery.json"))
     gold = next(g for g in recovery["lookupsAfterLoad"] if g["phyOffsets"] and g["query"]["key"])
     q = gold["query"]
-    done = _run("lookup", store, "--topic", q["topic"], "--key", q["key"], "--max", str(q["maxNum"]),
+    done = segtool("lookup", store, "--topic", q["topic"], "--key", q["key"], "--max", str(q["maxNum"]),
                 "--begin", str(q["begin"]), "--end", str(q["end"]), "--json")
     assert done.returncode == 0, done.stderr
     answer = json.loads(done.stdout)  # exactly one JSON object
     assert answer["index_phy_offsets"] == gold["phyOffsets"]
     assert answer["recovered"] is True
-    done = _run("lookup", store, "--topic", "OrderTopic", "--queue-id", "0", "--queue-offset", "0", "--json")
+    done = segtool("lookup", store, "--topic", "OrderTopic", "--queue-id", "0", "--queue-offset", "0", "--json")
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["phy_offset"] is not None
 
 
 def test_cli_key_lookup_not_found_exits_1():
     store = str(rocketmq_case("kill9-abort") / "store")
-    done = _run("lookup", store, "--topic", "OrderTopic", "--key", "no-such-key", "--json")
+    done = segtool("lookup", store, "--topic", "OrderTopic", "--key", "no-such-key", "--json")
     assert json.loads(done.stdout)["phy_offsets"] == []
     if done.returncode == 0:
         pytest.xfail("segtool.cli.main drops the exit code typer returns with standalone_mode=False")
@@ -521,7 +510,7 @@ def test_not_a_store_is_unreadable_input(tmp_path):
         rs.StoreView(tmp_path)
     with pytest.raises(UnreadableInput):
         rs.StoreView(tmp_path / "missing")
-    done = _run("lookup", str(tmp_path), "--topic", "T", "--key", "k", "--json")
+    done = segtool("lookup", str(tmp_path), "--topic", "T", "--key", "k", "--json")
     assert done.returncode == 2 and "not a RocketMQ store" in done.stderr
 
 

@@ -14,8 +14,6 @@ import gzip
 import hashlib
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -27,7 +25,7 @@ from segtool.formats.json_names import snake_case_keys
 from segtool.ops.rebuild_rocketmq import index_file_name, rebuild_rocketmq_index
 from segtool.ops.verify import exit_code, verify
 from segtool.ops.verify_rocketmq import verify_rocketmq_file
-from tests.conftest import case_dirs, corpus_path
+from tests.conftest import case_dirs, corpus_path, segtool
 
 
 # --------------------------------------------------------------------------
@@ -335,17 +333,13 @@ def test_index_cycle_detection_is_bounded():
 # --------------------------------------------------------------------------
 
 
-def _cli(*args):
-    return subprocess.run([sys.executable, "-m", "segtool.cli", *args], capture_output=True, text=True)
-
-
 def test_cli_verify_json_shape_and_exit_codes():
     clean = [c for c in case_dirs("rocketmq") if not _corruption_items(c) and not _is_unclean(c)]
     damaged = [c for c in case_dirs("rocketmq") if _commitlog_corruption(c)]
     if not clean or not damaged:
         pytest.skip("needs a clean and a damaged RocketMQ store")
     for case, code in ((clean[0], 0), (damaged[0], 1)):
-        run = _cli("verify", str(case / "store"), "--json")
+        run = segtool("verify", str(case / "store"), "--json")
         assert run.returncode == code, run.stderr
         report = json.loads(run.stdout)
         assert set(report) >= {"files", "summary"}
@@ -361,7 +355,7 @@ def test_cli_verify_json_shape_and_exit_codes():
                 assert problem["byte_offset"] is None or isinstance(problem["byte_offset"], int)
             if item["kind"] == "rocketmq-commitlog":
                 assert {"valid_bytes", "bytes_lost", "records_lost"} <= set(item["recovery"])
-    text = _cli("verify", str(damaged[0] / "store"))
+    text = segtool("verify", str(damaged[0] / "store"))
     assert text.returncode == 1 and "PROBLEMS" in text.stdout
 
 

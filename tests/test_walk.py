@@ -12,12 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import corpus_path
-
-
-def _segtool(*args, timeout=600):
-    return subprocess.run([sys.executable, "-m", "segtool.cli", *map(str, args)], capture_output=True, text=True,
-                          timeout=timeout)
+from tests.conftest import corpus_path, segtool
 
 
 def _all_files(root: Path) -> set[str]:
@@ -26,7 +21,7 @@ def _all_files(root: Path) -> set[str]:
 
 def test_scan_reads_every_log_of_the_wild_corpus_at_any_depth_and_names_the_rest(tmp_path):
     wild = corpus_path("wild")
-    run = _segtool("scan", wild, "--out", tmp_path / "scan", "--json", "--no-hash", "--workers", "2")
+    run = segtool("scan", wild, "--out", tmp_path / "scan", "--json", "--no-hash", "--workers", "2")
     assert run.returncode in (0, 1), run.stderr
     report = json.loads(run.stdout)
     every = _all_files(wild)
@@ -44,7 +39,7 @@ def test_scan_reads_every_log_of_the_wild_corpus_at_any_depth_and_names_the_rest
 
 def test_verify_accounts_for_every_wild_file(tmp_path):
     wild = corpus_path("wild")
-    run = _segtool("verify", wild, "--json", "--no-hash")
+    run = segtool("verify", wild, "--json", "--no-hash")
     report = json.loads(run.stdout)
     reported = {f["path"] for f in report["files"]}
     assert reported == _all_files(wild)
@@ -65,7 +60,7 @@ def _partition_with_bad_links(tmp_path: Path) -> Path:
 
 def test_verify_reports_dangling_links_and_loops_and_goes_on(tmp_path):
     logdir = _partition_with_bad_links(tmp_path)
-    run = _segtool("verify", logdir, "--json")
+    run = segtool("verify", logdir, "--json")
     assert run.returncode == 2, run.stderr
     report = json.loads(run.stdout)
     by_path = {f["path"]: f for f in report["files"]}
@@ -79,7 +74,7 @@ def test_verify_reports_dangling_links_and_loops_and_goes_on(tmp_path):
 @pytest.mark.parametrize("fmt", ["text", "json", "kafka"])
 def test_dump_names_dangling_links_and_loops_and_goes_on(tmp_path, fmt):
     logdir = _partition_with_bad_links(tmp_path)
-    run = _segtool("dump", "--format", fmt, logdir)
+    run = segtool("dump", "--format", fmt, logdir)
     assert run.returncode == 2
     for name in ("dangling.log", "loop", "self"):
         assert f"{logdir / name}: " in run.stderr
@@ -89,7 +84,7 @@ def test_dump_names_dangling_links_and_loops_and_goes_on(tmp_path, fmt):
 
 def test_scan_reports_dangling_links_and_loops_and_goes_on(tmp_path):
     logdir = _partition_with_bad_links(tmp_path)
-    run = _segtool("scan", logdir, "--out", tmp_path / "scan", "--json", "--workers", "1")
+    run = segtool("scan", logdir, "--out", tmp_path / "scan", "--json", "--workers", "1")
     assert run.returncode == 2, run.stderr
     report = json.loads(run.stdout)
     assert {Path(f["path"]).name for f in report["inputs"]["unreadable"]} == {"dangling.log", "loop", "self"}
@@ -115,7 +110,7 @@ def test_interrupted_scan_leaves_nothing_that_looks_complete(tmp_path):
     assert not list(out.glob("*/_SUCCESS")) and not (out / "scan-report.json").exists()
     assert not [p for p in out.glob("kafka/*") if not p.name.startswith(("_", "."))]
     left = sorted((out / "_temporary").iterdir())  # the killed run's staging (Spark and pyarrow skip `_` names)
-    done = _segtool("scan", partition, "--out", out, "--json", "--workers", "1")
+    done = segtool("scan", partition, "--out", out, "--json", "--workers", "1")
     assert done.returncode == 0, done.stderr
     assert (out / "kafka" / "_SUCCESS").exists() and sorted((out / "_temporary").iterdir()) == left
 
@@ -134,15 +129,15 @@ def test_verify_checks_every_kraft_snapshot_dump_reads():
                        if p.name == "bootstrap.checkpoint" or p.parent.name.startswith("__cluster_metadata"))
     assert snapshots
     for path in snapshots:
-        dumped = _segtool("dump", "--shallow", path)
-        verified = json.loads(_segtool("verify", path, "--json", "--no-hash").stdout)["files"][0]
+        dumped = segtool("dump", "--shallow", path)
+        verified = json.loads(segtool("verify", path, "--json", "--no-hash").stdout)["files"][0]
         assert verified["status"] != "unreadable", (path, verified)
         if dumped.returncode == 0:
             assert verified["status"] == "ok", (path, verified["problems"])
 
 
 def test_a_healthy_hot_copy_verifies_clean():
-    run = _segtool("verify", corpus_path("kafka", "c02-unclean-hot-copy", "data"), "--json", "--no-hash")
+    run = segtool("verify", corpus_path("kafka", "c02-unclean-hot-copy", "data"), "--json", "--no-hash")
     assert run.returncode == 0, [f for f in json.loads(run.stdout)["files"] if f["status"] != "ok"]
 
 
@@ -150,7 +145,7 @@ def test_a_missing_index_names_the_file(tmp_path):
     partition = tmp_path / "p-0"
     shutil.copytree(corpus_path("kafka", "c01-multiseg-clean", "data", "c01-plain-0"), partition)
     (partition / "00000000000000000000.index").unlink()
-    report = json.loads(_segtool("verify", partition, "--json", "--no-hash").stdout)
+    report = json.loads(segtool("verify", partition, "--json", "--no-hash").stdout)
     log = next(f for f in report["files"] if f["path"].endswith("00000000000000000000.log"))
     missing = [p for p in log["problems"] if p["kind"] == "missing_index"]
     assert missing and str(partition / "00000000000000000000.index") in missing[0]["message"]

@@ -9,18 +9,11 @@ import hashlib
 import json
 import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import corpus_path
-
-
-def _segtool(*args, env=None):
-    return subprocess.run([sys.executable, "-m", "segtool.cli", *map(str, args)], capture_output=True, text=True,
-                          env=env, timeout=600)
+from tests.conftest import corpus_path, segtool
 
 
 def _sha(path: Path) -> str:
@@ -54,13 +47,13 @@ def test_trim_and_rebuild_keep_partition_directories_in_out(tmp_path):
     first, second = sorted(p for p in logdir.iterdir() if p.is_dir())[:2]
     indexes = [first / "00000000000000000000.index", second / "00000000000000000000.index"]
     assert _sha(indexes[0]) != _sha(indexes[1])  # two different files of one name
-    trimmed = _segtool("trim", *indexes, "--out", tmp_path / "trimmed", "--json")
+    trimmed = segtool("trim", *indexes, "--out", tmp_path / "trimmed", "--json")
     assert trimmed.returncode == 0, trimmed.stderr
     for index in indexes:
         copy = tmp_path / "trimmed" / index.parent.name / index.name
         assert copy.read_bytes() == index.read_bytes()[:copy.stat().st_size]
     logs = [first / "00000000000000000000.log", second / "00000000000000000000.log"]
-    rebuilt = _segtool("rebuild-index", *logs, "--out", tmp_path / "rebuilt", "--json")
+    rebuilt = segtool("rebuild-index", *logs, "--out", tmp_path / "rebuilt", "--json")
     assert rebuilt.returncode == 0, rebuilt.stderr
     written = [w["path"] for seg in json.loads(rebuilt.stdout)["segments"] for w in seg["written"]]
     assert len(written) == len(set(written)) == 4
@@ -69,7 +62,7 @@ def test_trim_and_rebuild_keep_partition_directories_in_out(tmp_path):
 
 def test_rebuild_index_finds_partitions_at_any_depth_and_names_what_it_leaves(tmp_path):
     case = corpus_path("kafka", "c04-transactions")  # case/data/<partition>/: two levels down
-    run = _segtool("rebuild-index", case, "--out", tmp_path / "out", "--json")
+    run = segtool("rebuild-index", case, "--out", tmp_path / "out", "--json")
     assert run.returncode == 0, run.stderr
     report = json.loads(run.stdout)
     logs = sorted(str(p) for p in case.rglob("*.log"))
@@ -81,7 +74,7 @@ def test_rebuild_index_finds_partitions_at_any_depth_and_names_what_it_leaves(tm
 def test_the_same_file_named_twice_is_refused_before_anything_is_written(tmp_path):
     logdir = _kafka_logdir(tmp_path, "c01-multiseg-clean")
     index = next(logdir.glob("*/00000000000000000000.index"))
-    run = _segtool("trim", index, index, "--out", tmp_path / "out")
+    run = segtool("trim", index, index, "--out", tmp_path / "out")
     assert run.returncode == 2 and "same output file" in run.stderr
     assert not (tmp_path / "out").exists() or not any((tmp_path / "out").rglob("*.index"))
 
@@ -91,13 +84,13 @@ def test_the_same_file_named_twice_is_refused_before_anything_is_written(tmp_pat
 def test_existing_output_is_refused_unless_force_and_then_backed_up(tmp_path):
     partition = next(_kafka_logdir(tmp_path, "c01-multiseg-clean").iterdir())
     out = tmp_path / "rebuilt"
-    assert _segtool("rebuild-index", partition, "--out", out).returncode == 0
+    assert segtool("rebuild-index", partition, "--out", out).returncode == 0
     target = out / partition.name / "00000000000000000000.index"
     target.write_bytes(b"a file the user put there")
-    again = _segtool("rebuild-index", partition, "--out", out)
+    again = segtool("rebuild-index", partition, "--out", out)
     assert again.returncode == 2 and "already exists" in again.stderr
     assert target.read_bytes() == b"a file the user put there"
-    forced = _segtool("rebuild-index", partition, "--out", out, "--force", "--json")
+    forced = segtool("rebuild-index", partition, "--out", out, "--force", "--json")
     assert forced.returncode == 0, forced.stderr
     replaced = next(w for seg in json.loads(forced.stdout)["segments"] for w in seg["written"]
                     if w["path"] == str(target))
@@ -116,19 +109,19 @@ def test_every_writing_command_twice_in_place_keeps_every_original(tmp_path, cac
                  **{str(store / k): v for k, v in _digests(store).items()}}
     replaced: list[dict] = []
     for _ in range(2):
-        kafka = _segtool("rebuild-index", partition, "--in-place", "--json", env=cache)
+        kafka = segtool("rebuild-index", partition, "--in-place", "--json", env=cache)
         assert kafka.returncode == 0, kafka.stderr
         replaced += [w for seg in json.loads(kafka.stdout)["segments"] for w in seg["written"]]
-        trim = _segtool("trim", partition, "--in-place", "--json", env=cache)
+        trim = segtool("trim", partition, "--in-place", "--json", env=cache)
         assert trim.returncode == 0, trim.stderr
         replaced += [f["written"] for f in json.loads(trim.stdout)["files"]]
-        rocketmq = _segtool("rebuild-index", store, "--in-place", "--json", env=cache)
+        rocketmq = segtool("rebuild-index", store, "--in-place", "--json", env=cache)
         assert rocketmq.returncode == 0, rocketmq.stderr
         report = json.loads(rocketmq.stdout)["stores"][0]
         saved = {_sha(p) for p in Path(report["backup_dir"]).iterdir()}
         for written in report["files"]:  # in place the whole index/ is copied first, then replaced
             assert written["replaced_sha256"] is None or written["replaced_sha256"] in saved
-        keys = _segtool("index-keys", partition, "--json", env=cache)
+        keys = segtool("index-keys", partition, "--json", env=cache)
         assert keys.returncode == 0, keys.stderr
         assert not Path(json.loads(keys.stdout)["index_dir"]).is_relative_to(logdir)
     on_disk = {_sha(p) for root in (partition, store) for p in root.rglob("*") if p.is_file()}
@@ -151,12 +144,12 @@ def test_out_inside_an_input_tree_is_refused(tmp_path, target):
     before = _digests(logdir)
     given = partition / "00000000000000000000.log" if target == "beside" else partition
     out = {"parent": logdir, "partition": partition, "beside": logdir}[target]
-    run = _segtool("rebuild-index", given, "--out", out)
+    run = segtool("rebuild-index", given, "--out", out)
     assert run.returncode == 2 and "inside the input directory" in run.stderr, run.stderr
     assert _digests(logdir) == before
     link = tmp_path / "link-to-logs"
     link.symlink_to(logdir)
-    through_link = _segtool("trim", partition, "--out", link)
+    through_link = segtool("trim", partition, "--out", link)
     assert through_link.returncode == 2 and _digests(logdir) == before
 
 
@@ -166,22 +159,22 @@ def test_index_keys_default_is_outside_the_log_dir_and_lookup_finds_it_anywhere(
     logdir = _kafka_logdir(tmp_path, "c07-compacted")
     partition = logdir / "c07-compact-0"
     before = sorted(p.name for p in logdir.iterdir())
-    built = _segtool("index-keys", partition, "--json", env=cache)
+    built = segtool("index-keys", partition, "--json", env=cache)
     assert built.returncode == 0, built.stderr
     assert sorted(p.name for p in logdir.iterdir()) == before
     assert Path(json.loads(built.stdout)["index_dir"]).is_relative_to(tmp_path / "cache")
-    assert _segtool("verify", logdir, env=cache).returncode == 0
-    found = json.loads(_segtool("lookup", partition, "--key", "ck-044", "--json", env=cache).stdout)
+    assert segtool("verify", logdir, env=cache).returncode == 0
+    found = json.loads(segtool("lookup", partition, "--key", "ck-044", "--json", env=cache).stdout)
     assert found["method"] == "key index" and found["offsets"]
     elsewhere = tmp_path / "elsewhere.keyindex"
-    assert _segtool("index-keys", partition, "--out", elsewhere, env=cache).returncode == 0
+    assert segtool("index-keys", partition, "--out", elsewhere, env=cache).returncode == 0
     other_cache = dict(cache, XDG_CACHE_HOME=str(tmp_path / "empty-cache"))
-    scanned = json.loads(_segtool("lookup", partition, "--key", "ck-044", "--json", env=other_cache).stdout)
-    named = json.loads(_segtool("lookup", partition, "--key", "ck-044", "--key-index", elsewhere, "--json",
+    scanned = json.loads(segtool("lookup", partition, "--key", "ck-044", "--json", env=other_cache).stdout)
+    named = json.loads(segtool("lookup", partition, "--key", "ck-044", "--key-index", elsewhere, "--json",
                                 env=other_cache).stdout)
     assert scanned["method"] == "scan" and named["method"] == "key index"
     assert named["records"] == scanned["records"] == found["records"]
-    inside = _segtool("index-keys", partition, "--out", logdir / "keys", env=cache)
+    inside = segtool("index-keys", partition, "--out", logdir / "keys", env=cache)
     assert inside.returncode == 2 and not (logdir / "keys").exists()
 
 
@@ -190,7 +183,7 @@ def test_index_keys_default_is_outside_the_log_dir_and_lookup_finds_it_anywhere(
 def test_rocketmq_index_file_is_sparse_and_its_sizes_are_reported(tmp_path):
     store = corpus_path("rocketmq", "clean-multi", "store")
     out = tmp_path / "rebuilt"
-    run = _segtool("rebuild-index", store, "--out", out, "--hash-slot-num", "5000000", "--index-num", "20000000",
+    run = segtool("rebuild-index", store, "--out", out, "--hash-slot-num", "5000000", "--index-num", "20000000",
                    "--json")
     assert run.returncode == 0, run.stderr
     files = json.loads(run.stdout)["stores"][0]["files"]
@@ -203,6 +196,6 @@ def test_rocketmq_index_file_is_sparse_and_its_sizes_are_reported(tmp_path):
             pytest.skip(f"the file system under {tmp_path} does not keep holes")
         assert written["allocated_bytes"] < written["size"] // 10
         assert _sha(path) == written["sha256"]
-    human = _segtool("rebuild-index", store, "--out", tmp_path / "again", "--hash-slot-num", "5000000",
+    human = segtool("rebuild-index", store, "--out", tmp_path / "again", "--hash-slot-num", "5000000",
                      "--index-num", "20000000")
     assert "allocated on disk" in human.stdout
