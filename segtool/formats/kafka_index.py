@@ -477,11 +477,6 @@ class OffsetIndex(AbstractIndex):
         slot = self._key_array().slot_range_for(target_offset, entries, self.WARM_ENTRIES, True)
         return 0 if slot == -1 else self._value_array()[slot]
 
-    def fetch_upper_bound_offset(self, fetch_position: int, fetch_size: int) -> OffsetPosition | None:
-        """``OffsetIndex.fetchUpperBoundOffset``: first entry with position >= start + size."""
-        slot = self.smallest_upper_bound_slot(fetch_position + fetch_size, by_value=True)
-        return None if slot == -1 else self.entry(slot)
-
     def sanity_check(self, display_path=None) -> None:
         """``OffsetIndex.sanityCheck``; raises ``CorruptIndex`` with Kafka's message."""
         shown = self.display_path if display_path is None else display_path
@@ -731,11 +726,6 @@ class TransactionIndex:
 
     def __exit__(self, *exc):
         self.close()
-
-
-def read_txn_index_entries(path) -> np.ndarray:
-    """Whole entries of a ``.txnindex`` as a read-only memory-mapped structured array."""
-    return TransactionIndex(path, base_offset=0).array
 
 
 def format_aborted_txn(txn: AbortedTxn) -> str:

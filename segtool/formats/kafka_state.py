@@ -142,10 +142,6 @@ class ProducerSnapshotEntry:
         return self.last_offset - self.offset_delta
 
     @property
-    def ongoing_txn(self) -> bool:
-        return self.current_txn_first_offset >= 0
-
-    @property
     def current_txn_first_offset_text(self) -> str:
         """Java ``OptionalLong.toString`` of the ongoing transaction's first offset."""
         if self.current_txn_first_offset >= 0:

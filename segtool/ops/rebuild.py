@@ -17,6 +17,7 @@ from segtool.engine.safe_write import partition_output, plan_outputs, write_atom
 from segtool.source import sha256_of
 from segtool.engine.walk import walk
 from segtool.errors import NothingFound, UnreadableInput
+from segtool.formats.kafka_names import INDEX, TIME_INDEX, TXN_INDEX, file_name, is_log_file
 from segtool.ops.output_schema import KafkaRebuildReport
 
 _hasher = ThreadPoolExecutor(max_workers=1)
@@ -33,14 +34,14 @@ def _segments_of(path: str, skipped: list[dict]) -> list[list[Segment]]:
     the partition Kafka would make of an interrupted swap.
     """
     if not os.path.isdir(path):
-        if path.endswith(".log") and os.path.exists(path):
+        if is_log_file(path) and os.path.exists(path):
             return [[Segment(path)]]
         raise UnreadableInput("expected a .log segment or a partition/log directory", path)
     partitions: dict[str, bool] = {}
     for entry in walk([path]):
         if entry.unreadable is not None:
             raise UnreadableInput(entry.unreadable, entry.path)
-        if entry.path.endswith(".log"):
+        if is_log_file(entry.path):
             partitions[os.path.dirname(entry.path)] = True
         else:
             skipped.append({"path": entry.path, "reason": _NOT_A_SEGMENT})
@@ -87,7 +88,7 @@ def _partition_task(item: tuple) -> list[dict]:
     return recover_partition(*item)
 
 
-_SUFFIXES = (".index", ".timeindex", ".txnindex")
+_SUFFIXES = (INDEX, TIME_INDEX, TXN_INDEX)
 
 
 def rebuild_index(paths: list[str], out_dir: str | None = None, in_place: bool = False,
@@ -101,7 +102,7 @@ def rebuild_index(paths: list[str], out_dir: str | None = None, in_place: bool =
     """
     skipped: list[dict] = []
     groups = [(path, segments) for path in paths for segments in _segments_of(path, skipped)]
-    targets = [partition_output(segment.log_path, out_dir, in_place, f"{segment.base_offset:020d}{suffix}")
+    targets = [partition_output(segment.log_path, out_dir, in_place, file_name(segment.base_offset, suffix))
                for _, segments in groups for segment in segments for suffix in _SUFFIXES]
     plan_outputs(targets, paths, in_place, force)
     items = []
@@ -120,11 +121,11 @@ def rebuild_index(paths: list[str], out_dir: str | None = None, in_place: bool =
     report = {"index_interval_bytes": index_interval_bytes, "segments": [], "skipped": skipped}
     for (_, segments), computed in zip(groups, results):
         for segment, result in zip(segments, computed):
-            stem = f"{segment.base_offset:020d}"
-            contents = [(".index", result["offset_index"]), (".timeindex", result["time_index"])]
+            contents = [(INDEX, result["offset_index"]), (TIME_INDEX, result["time_index"])]
             if result["txn_index"] is not None:
-                contents.append((".txnindex", result["txn_index"]))
-            written = [write_atomically(partition_output(segment.log_path, out_dir, in_place, stem + suffix), data,
+                contents.append((TXN_INDEX, result["txn_index"]))
+            written = [write_atomically(partition_output(segment.log_path, out_dir, in_place,
+                                                         file_name(segment.base_offset, suffix)), data,
                                         replace=in_place or force) for suffix, data in contents]
             entry = {"log": segment.log_path, "base_offset": segment.base_offset}
             entry.update({k: v for k, v in result.items() if k not in ("offset_index", "time_index", "txn_index")})

@@ -75,15 +75,6 @@ def _partition(directory: str, entries) -> KafkaPartition:
     return part
 
 
-def _store(root: str, commitlog_dir: str) -> RocketMQStore:
-    store = RocketMQStore(root, commitlog_dir)
-    for name, is_dir, size in storage.listdir(commitlog_dir):
-        if not is_dir and _COMMITLOG_NAME.match(name):
-            store.files.append((int(name), storage.join(commitlog_dir, name), size))
-    store.files.sort()
-    return store
-
-
 def _local_files(root: str, found: Inputs) -> list[tuple[str, int]]:
     """(path, size) of every readable file below ``root`` at any depth; the rest noted as unreadable."""
     files = []
