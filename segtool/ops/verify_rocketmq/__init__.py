@@ -1,0 +1,73 @@
+"""`verify` for RocketMQ store files: CommitLog, ConsumeQueue, IndexFile, checkpoint.
+
+One module per store file (``commitlog``, ``consume_queue``, ``index_file``,
+``checkpoint``); ``store`` holds what they share.
+
+``verify_rocketmq_file(detected, deep)`` returns ``{"problems": [...], ...}``
+like the Kafka checks in ``segtool.ops.verify`` (a problem is ``{"kind",
+"severity", "byte_offset", "message"}``; "error" makes the file's status
+"problems", "info" does not).
+
+Each file is checked on its own and, when it sits in a store
+(``<root>/commitlog/<20 digits>``, ``<root>/consumequeue/<topic>/<queueId>/<20
+digits>``, ``<root>/index/<yyyyMMddHHmmssSSS>``, ``<root>/checkpoint``), against
+the rest of the store.  What RocketMQ 4.9 does when it loads the store is
+predicted once per store and shared by its files:
+
+* ``MappedFileQueue.load`` refuses a CommitLog (or ConsumeQueue) file whose
+  length is not the configured file size (inferred from the file names'
+  spacing): the broker does not start;
+* recovery (``CommitLog.recoverNormally``: the last 3 files; after an unclean
+  shutdown, marked by the ``abort`` file, ``recoverAbnormally`` from the file
+  the checkpoint selects) reads messages with ``checkMessageAndReturnSize
+  (checkCRC = checkCRCOnRecover = true)``, moves to the next file at a BLANK
+  record, and stops at the first record that is not a good message; the
+  CommitLog is cut there (``truncateDirtyFiles``: later files are deleted) and
+  the ConsumeQueues with it;
+* abnormal recovery also deletes the index files whose endTimestamp is later
+  than the checkpoint's indexMsgTimestamp and rebuilds them from the CommitLog.
+
+CommitLog files get ``recovery``: ``{"valid_bytes", "bytes_lost",
+"records_lost", "torn_messages", ...}`` for that file, like Kafka ``.log``
+files: ``valid_bytes`` is where the recovered CommitLog ends in this file (0 for
+a file recovery deletes), ``bytes_lost`` the written bytes after it (the
+unwritten zero tail of a preallocated file is not counted), ``records_lost`` the
+messages (whole or torn) that start there, ``torn_messages`` how many of those
+are incomplete.
+
+``deep`` also inflates compressed bodies, and checks every IndexFile entry
+against its message (without it, at most ``INDEX_CHECK_LIMIT`` entries per file,
+evenly spread, are checked).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from segtool.formats.detect import NOT_RECOGNISED
+from segtool.formats.json_names import snake_case_keys
+from segtool.ops.verify_rocketmq.checkpoint import verify_checkpoint
+from segtool.ops.verify_rocketmq.commitlog import verify_commitlog
+from segtool.ops.verify_rocketmq.consume_queue import verify_consumequeue
+from segtool.ops.verify_rocketmq.index_file import verify_indexfile
+from segtool.ops.verify_rocketmq.store import store_context, store_root
+
+
+def verify_rocketmq_file(detected, deep: bool = False, *, commitlog_dir=None, hash_slot_num: int | None = None,
+                         index_num: int | None = None) -> dict:
+    """Check one RocketMQ store file (see the module docstring).
+
+    ``commitlog_dir`` points an index-only or queue-only copy at a CommitLog;
+    ``hash_slot_num`` / ``index_num`` give the IndexFile geometry (inferred
+    otherwise).
+    """
+    root = store_root(detected)
+    ctx = store_context(root, Path(commitlog_dir) if commitlog_dir is not None else None)
+    checks = {"rocketmq-commitlog": lambda: verify_commitlog(detected.path, deep, ctx),
+              "rocketmq-consumequeue": lambda: verify_consumequeue(detected.path, deep, ctx),
+              "rocketmq-indexfile": lambda: verify_indexfile(detected.path, deep, ctx, hash_slot_num, index_num),
+              "rocketmq-checkpoint": lambda: verify_checkpoint(detected.path, deep, ctx)}
+    if detected.kind not in checks:
+        return {"problems": [], "status": "skipped", "reason": NOT_RECOGNISED}
+    # the checks keep RocketMQ's field names; the report speaks snake_case like every output
+    return snake_case_keys(checks[detected.kind]())

@@ -1,0 +1,64 @@
+"""The store checkpoint against the files it describes."""
+
+from __future__ import annotations
+
+from segtool.errors import TruncatedData
+from segtool.formats import rocketmq as rmq
+from segtool.ops.verify_rocketmq.store import Problems, StoreContext
+
+
+def verify_checkpoint(path: str, deep: bool, ctx: StoreContext) -> dict:
+    problems = Problems()
+    with rmq.MappedFile(path) as mf:
+        try:
+            cp = rmq.read_checkpoint(mf.buf, path)
+        except TruncatedData as exc:
+            problems.add("checkpoint_size", exc.offset, exc.message)
+            return {"problems": problems.result()}
+    fields = (("physicMsgTimestamp", 0, "CommitLog"), ("logicsMsgTimestamp", 8, "ConsumeQueue"),
+              ("indexMsgTimestamp", 16, "IndexFile"))
+    last = ctx.data_end_timestamp
+    index_ends = [h["endTimestamp"] for _, h in ctx.index_headers]
+    for name, offset, what in fields:
+        value = cp[name]
+        if value < 0:
+            problems.add("checkpoint_timestamp", offset, f"{name} {value} is negative")
+        elif value == 0:
+            problems.add("checkpoint_timestamp", offset, f"{name} is 0: the {what} was never flushed", "info")
+        elif last is not None and value > last:
+            problems.add("checkpoint_ahead_of_data", offset,
+                         f"{name} {value} is later than the newest message in the CommitLog ({last}): data the "
+                         f"broker had flushed ({value - last} ms of it) is missing")
+    if index_ends and cp["indexMsgTimestamp"] > max(index_ends):
+        problems.add("checkpoint_ahead_of_index", 16,
+                     f"indexMsgTimestamp {cp['indexMsgTimestamp']} is later than every index file's endTimestamp "
+                     f"({max(index_ends)}): an index file is missing")
+    recovery = ctx.recovery if ctx.cl_files else None
+    if ctx.abort:
+        where = ""
+        if recovery is not None:
+            stop = recovery["stop"] or {}
+            where = (f"; abnormal recovery starts at CommitLog file {recovery['startFile']} and stops at phyOffset "
+                     f"{recovery['maxPhyOffset']} ({stop.get('kind')}"
+                     + (f": {stop['reason']}" if stop.get("reason") else "") + ")")
+            if recovery["deletedFiles"]:
+                where += f", deleting CommitLog file(s) {', '.join(recovery['deletedFiles'])}"
+            if recovery["droppedIndexFiles"]:
+                where += (f"; index file(s) {', '.join(recovery['droppedIndexFiles'])} end after indexMsgTimestamp and "
+                          "are deleted and rebuilt from the CommitLog")
+        problems.add("unclean_shutdown", None, "abort file present: the broker did not shut down cleanly" + where,
+                     "info")
+        if last is not None:
+            behind = last - min(cp["physicMsgTimestamp"], cp["logicsMsgTimestamp"])
+            if behind > 0:
+                problems.add("stale_checkpoint", 0, f"the checkpoint is {behind} ms behind the newest message "
+                                                    f"({last}): messages after it were not flushed when the broker "
+                                                    "stopped (recovery re-reads them)", "info")
+    elif recovery is not None and not recovery["rocketmqLoads"]:
+        problems.add("store_does_not_load", None, "RocketMQ refuses to load this store: CommitLog file(s) "
+                                                  f"{', '.join(recovery['wrongSizeFiles'])} do not have the "
+                                                  "configured size", "info")
+    out = {"checkpoint": cp, "problems": problems.result()}
+    if recovery is not None:
+        out["store_recovery"] = recovery
+    return out

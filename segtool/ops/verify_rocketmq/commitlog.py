@@ -1,0 +1,226 @@
+"""The CommitLog files: each message checked as ``checkMessageAndReturnSize`` reads it, and what
+recovery keeps of the file."""
+
+from __future__ import annotations
+
+import os
+
+from segtool.errors import CorruptData, TruncatedData
+from segtool.formats import rocketmq as rmq
+from segtool.ops.verify_rocketmq.store import Problems, StoreContext, DISPATCHED_TRAN_TYPES, first_nonzero, last_nonzero
+
+
+def verify_commitlog(path: str, deep: bool, ctx: StoreContext) -> dict:
+    problems = Problems()
+    name = os.path.basename(path)
+    start = int(name) if name.isdigit() else 0
+    in_store = ctx.file_index(name) is not None and ctx.commitlog_dir is not None and \
+        os.path.samefile(ctx.commitlog_dir, os.path.dirname(os.path.abspath(path)))
+    with rmq.MappedFile(path) as mf:
+        buf, size = mf.buf, mf.size
+        scan = _scan_commitlog_file(buf, size, start, path, name, deep, problems, ctx if in_store else None)
+        configured = ctx.configured_size if in_store else None
+        if configured is not None:
+            if size != configured:
+                problems.add("file_size", None, f"file is {size} bytes but the store's CommitLog files are "
+                                                f"{configured} (mappedFileSizeCommitLog): RocketMQ refuses to load "
+                                                "the store ('length not matched message store config value')")
+            if start % configured:
+                problems.add("file_name", None, f"start offset {start} is not a multiple of the file size "
+                                                f"{configured}")
+        recovery = _file_recovery(buf, size, start, name, scan, ctx if in_store else None)
+    if recovery.get("deleted") and recovery["records_lost"]:
+        problems.add("deleted_by_recovery", 0,
+                     f"RocketMQ's recovery stops before this file ({recovery['stop_message']}) and deletes it: "
+                     f"{recovery['records_lost']} messages lost")
+    elif recovery.get("deleted"):
+        problems.add("deleted_by_recovery", 0, "no messages; RocketMQ's recovery deletes this file "
+                                               f"({recovery['stop_message']})", "info")
+    elif recovery["bytes_lost"] and scan["cut_problem"] is None:
+        problems.add("recovery_truncation", recovery["valid_bytes"],
+                     f"RocketMQ's recovery cuts the CommitLog here ({recovery['stop_message']}): "
+                     f"{recovery['bytes_lost']} bytes, {recovery['records_lost']} messages lost")
+    return {"messages": scan["messages"], "first_phy_offset": scan["first_phy"], "last_phy_offset": scan["last_phy"],
+            "end": scan["end"], "problems": problems.result(), "recovery": recovery}
+
+
+def _scan_commitlog_file(buf, size, start, path, name, deep, problems: Problems, ctx: StoreContext | None) -> dict:
+    """Every record of one CommitLog file, checked; returns where the data ends."""
+    positions: list[int] = []
+    pos = 0
+    end = {}
+    cut_problem = None  # the first record RocketMQ's check refuses (file offset)
+    data_end = size
+    undispatched: list[tuple[int, str, int, int]] = []
+    unindexed: list[int] = []
+    queue_last: dict[tuple[str, int], int] = {}
+    index_end_phy = max((h["endPhyOffset"] for _, h in ctx.index_headers), default=None) if ctx else None
+    check_queues = ctx is not None and ctx.has_consumequeue
+    while True:
+        left = size - pos
+        if left == 0:
+            end = {"kind": "end-of-file", "fileOffset": pos}
+            break
+        if left < 8:
+            if first_nonzero(buf, pos, size) is None:
+                end = {"kind": "zero-tail", "fileOffset": pos}
+                data_end = pos
+            else:
+                end = {"kind": "corrupt", "fileOffset": pos}
+                problems.add("trailing_bytes", pos, f"{left} stray bytes at the end of the file")
+                cut_problem = pos if cut_problem is None else cut_problem
+            break
+        total, magic = rmq.BLANK_RECORD_FAST.unpack_from(buf, pos)
+        if magic == rmq.BLANK_MAGIC_CODE:
+            end = {"kind": "blank", "fileOffset": pos, "totalSize": total}
+            data_end = pos  # the BLANK record marks the end; it holds no message bytes
+            if total != left:
+                problems.add("blank_size", pos, f"BLANK end-of-file record says {total} bytes are left but "
+                                                f"{left} are")
+            break
+        if magic == 0 and total == 0:
+            after = first_nonzero(buf, pos, size)
+            end = {"kind": "zero-tail", "fileOffset": pos, "nonZeroAfter": after}
+            if after is None:
+                data_end = pos
+                if pos == 0:
+                    problems.add("empty_file", 0, "no messages: the file is all zeros (preallocated, never "
+                                                  "written)", "info")
+                else:
+                    problems.add("zero_tail", pos, f"{size - pos} zero bytes after the last message "
+                                                   "(preallocated space not written yet; no BLANK end record)",
+                                 "info")
+            else:
+                data_end = (last_nonzero(buf, after, size) or after) + 1
+                problems.add("data_after_zeros", after, f"zero bytes from {pos} but data again at {after}: "
+                                                        "a hole in the file (lost or torn write); RocketMQ "
+                                                        f"stops reading at {pos}")
+                cut_problem = pos if cut_problem is None else cut_problem
+            break
+        phy = start + pos
+        if magic not in rmq.MESSAGE_VERSIONS:
+            end = {"kind": "corrupt", "fileOffset": pos}
+            problems.add("bad_magic", pos, f"illegal magic code 0x{magic & 0xFFFFFFFF:08x} where a message should "
+                                           f"start (phyOffset {phy}); RocketMQ stops reading here")
+            cut_problem = pos if cut_problem is None else cut_problem
+            data_end = (last_nonzero(buf, pos, size) or pos) + 1
+            break
+        try:
+            msg = rmq.decode_message(buf, pos, end=size, file_from_offset=start, file=name, path=path,
+                                     digests=False, decompress=deep)
+        except TruncatedData:
+            end = {"kind": "truncated", "fileOffset": pos, "totalSize": total}
+            problems.add("truncated_message", pos, f"message of totalSize {total} (phyOffset {phy}) is cut off: "
+                                                   f"only {left} bytes left in the file")
+            cut_problem = pos if cut_problem is None else cut_problem
+            data_end = (last_nonzero(buf, pos, size) or pos) + 1
+            break
+        except CorruptData as exc:
+            last = last_nonzero(buf, pos, size)
+            data_end = (last or pos) + 1
+            if total >= rmq.MIN_MESSAGE_SIZE and last is not None and last < pos + total <= size:
+                end = {"kind": "torn", "fileOffset": pos, "totalSize": total}
+                problems.add("torn_message", pos, f"message of totalSize {total} (phyOffset {phy}) is zero from "
+                                                  f"byte {last + 1} to the end of the file (torn write): "
+                                                  f"{exc.message}")
+            else:
+                end = {"kind": "corrupt", "fileOffset": pos, "totalSize": total}
+                problems.add("corrupt_message", pos, f"message at phyOffset {phy}: {exc.message}")
+            cut_problem = pos if cut_problem is None else cut_problem
+            break
+        positions.append(pos)
+        if msg["bodyLength"] > 0 and msg["bodyCRC"] != msg["bodyCRCComputed"]:
+            problems.add("crc_mismatch", pos, f"body CRC stored {msg['bodyCRC']} but computed "
+                                              f"{msg['bodyCRCComputed']} (phyOffset {phy}, topic {msg['topic']}, "
+                                              f"KEYS {msg['KEYS']!r}); RocketMQ's recovery stops here")
+            cut_problem = pos if cut_problem is None else cut_problem
+        elif not msg["dispatch"]["success"]:
+            problems.add("not_dispatchable", pos, f"message at phyOffset {phy}: {msg['dispatch'].get('reason')} "
+                                                  "(checkMessageAndReturnSize fails; recovery stops here)")
+            cut_problem = pos if cut_problem is None else cut_problem
+        if msg["physicalOffsetField"] != phy:
+            problems.add("physical_offset", pos, f"PHYSICALOFFSET field says {msg['physicalOffsetField']} but the "
+                                                 f"message is at {phy}")
+        if deep and "bodyDecompressError" in msg:
+            problems.add("body_decompress", msg["bodyOffset"], f"compressed body at phyOffset {phy}: "
+                                                               f"{msg['bodyDecompressError']}")
+        tran = msg["transactionType"]
+        if tran in DISPATCHED_TRAN_TYPES:
+            key = (msg["topic"], msg["queueId"])
+            previous = queue_last.get(key)
+            if previous is not None and msg["queueOffset"] != previous + 1:
+                problems.add("queue_offset_sequence", pos,
+                             f"{msg['topic']}/{msg['queueId']}: queueOffset {msg['queueOffset']} follows "
+                             f"{previous} in this file", "info")
+            queue_last[key] = msg["queueOffset"]
+            if check_queues:
+                bounds = ctx.cq_bounds(*key)
+                if bounds is None or msg["queueOffset"] >= bounds[1]:
+                    undispatched.append((phy, msg["topic"], msg["queueId"], msg["queueOffset"]))
+        if (index_end_phy is not None and phy > index_end_phy and tran != rmq.TRANSACTION_ROLLBACK_TYPE
+                and (msg["UNIQ_KEY"] is not None or msg["KEYS"])):
+            unindexed.append(phy)
+        pos += total
+    if undispatched:
+        phy, topic, qid, qoff = undispatched[0]
+        problems.add("not_in_consumequeue", phy - start,
+                     f"{len(undispatched)} message(s) are not in their ConsumeQueue, the first at phyOffset {phy} "
+                     f"({topic}/{qid} queueOffset {qoff}): written but not dispatched before the broker stopped; "
+                     "RocketMQ's recovery dispatches them", "info")
+    if unindexed:
+        problems.add("not_indexed", unindexed[0] - start,
+                     f"{len(unindexed)} message(s) with keys lie after the newest index entry (endPhyOffset "
+                     f"{index_end_phy}), the first at phyOffset {unindexed[0]}: not in any IndexFile; "
+                     "RocketMQ's recovery indexes them only after an unclean shutdown", "info")
+    return {"positions": positions, "messages": len(positions), "end": end, "cut_problem": cut_problem,
+            "data_end": data_end, "first_phy": start + positions[0] if positions else None,
+            "last_phy": start + positions[-1] if positions else None}
+
+
+def _file_recovery(buf, size, start, name, scan: dict, ctx: StoreContext | None) -> dict:
+    """What RocketMQ's recovery keeps of this file (see the module docstring)."""
+    end = scan["end"]
+    torn_at_end = end.get("kind") in ("truncated", "torn", "corrupt") and end.get("fileOffset") is not None
+    if ctx is None:
+        # a loose file: recovery as if it were the only file
+        cut_pos = scan["cut_problem"] if scan["cut_problem"] is not None else (
+            scan["end"]["fileOffset"] if scan["end"].get("kind") in ("blank", "zero-tail") else size)
+        info = {"mode": "file alone", "stop_reason": scan["end"].get("kind"),
+                "stop_message": f"stops at file offset {cut_pos}"}
+        deleted = False
+        checked = True
+        loads = True
+    else:
+        rec = ctx.recovery
+        cut = rec["maxPhyOffset"]
+        stop = rec["stop"] or {}
+        start_index = ctx.file_index(rec["startFile"]) if rec["startFile"] else 0
+        checked = ctx.file_index(name) >= (start_index or 0)
+        deleted = start > cut
+        loads = rec["rocketmqLoads"]
+        where = f"{stop.get('kind')} at phyOffset {stop.get('phyOffset')} in {stop.get('file')}"
+        if stop.get("reason"):
+            where += f": {stop['reason']}"
+        info = {"mode": rec["mode"], "stop_reason": stop.get("kind"), "stop_message": where}
+        if deleted:
+            cut_pos = 0
+        elif start <= cut < start + max(size, 1) and checked:
+            cut_pos = cut - start
+        else:
+            cut_pos = size if scan["end"].get("kind") in ("blank", "end-of-file") or not checked else \
+                scan["end"].get("fileOffset", size)
+    positions = scan["positions"]
+    lost_whole = sum(1 for p in positions if p >= cut_pos)
+    torn = 1 if torn_at_end and scan["end"]["fileOffset"] >= cut_pos else 0
+    data_end = scan["data_end"]
+    result = {
+        "valid_bytes": cut_pos,
+        "bytes_lost": max(data_end - cut_pos, 0),
+        "records_lost": lost_whole + torn,
+        "torn_messages": torn,
+        "deleted": deleted,
+        "checked_by_recovery": checked,
+        "rocketmq_loads": loads,
+        **info,
+    }
+    return result

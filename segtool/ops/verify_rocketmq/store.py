@@ -1,0 +1,367 @@
+"""What the checks of every RocketMQ store file share: the problem list, byte helpers, and the
+store a file belongs to with the broker's load and recovery predicted once (``StoreContext``)."""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+
+from segtool.engine import rocketmq_store as rs
+from segtool.errors import SegtoolError
+from segtool.formats import rocketmq as rmq
+
+
+INDEX_CHECK_LIMIT = 50_000  # index entries checked against the CommitLog per file without --deep
+PROBLEMS_PER_KIND = 10  # listed per kind and file; the rest are counted in one summary problem
+DISPATCHED_TRAN_TYPES = (rmq.TRANSACTION_NOT_TYPE, rmq.TRANSACTION_COMMIT_TYPE)  # reach the ConsumeQueue
+
+
+# --------------------------------------------------------------------------
+# Problems
+# --------------------------------------------------------------------------
+
+
+class Problems:
+    """Problems of one file, at most PROBLEMS_PER_KIND listed per kind."""
+
+    def __init__(self):
+        self.items: list[dict] = []
+        self._counts: Counter = Counter()
+        self._first_hidden: dict[str, dict] = {}
+
+    def add(self, kind: str, byte_offset: int | None, message: str, severity: str = "error") -> None:
+        self._counts[kind] += 1
+        problem = {"kind": kind, "severity": severity, "byte_offset": byte_offset, "message": message}
+        if self._counts[kind] <= PROBLEMS_PER_KIND:
+            self.items.append(problem)
+        else:
+            self._first_hidden.setdefault(kind, problem)
+
+    def result(self) -> list[dict]:
+        out = list(self.items)
+        for kind, first in self._first_hidden.items():
+            hidden = self._counts[kind] - PROBLEMS_PER_KIND
+            out.append({"kind": kind, "severity": first["severity"], "byte_offset": first["byte_offset"],
+                        "message": f"{hidden} more {kind} problems not listed (the first at byte "
+                                   f"{first['byte_offset']}: {first['message']})"})
+        return out
+
+
+# --------------------------------------------------------------------------
+# Bytes helpers
+# --------------------------------------------------------------------------
+
+
+def first_nonzero(buf, start: int, end: int, chunk: int = 1 << 22) -> int | None:
+    for s in range(start, end, chunk):
+        e = min(s + chunk, end)
+        hits = np.flatnonzero(np.frombuffer(buf, dtype=np.uint8, count=e - s, offset=s))
+        if hits.size:
+            return s + int(hits[0])
+    return None
+
+
+def last_nonzero(buf, start: int, end: int, chunk: int = 1 << 22) -> int | None:
+    e = end
+    while e > start:
+        s = max(start, e - chunk)
+        hits = np.flatnonzero(np.frombuffer(buf, dtype=np.uint8, count=e - s, offset=s))
+        if hits.size:
+            return s + int(hits[-1])
+        e = s
+    return None
+
+
+def _store_timestamp(buf, pos: int) -> int | None:
+    """storeTimestamp of the message record at ``pos`` (fixed header only), or None."""
+    if pos + 40 > len(buf):
+        return None
+    (sys_flag,) = rmq._INT32.unpack_from(buf, pos + 36)
+    layout = rmq.MESSAGE_HEADER_FAST[(sys_flag >> 4) & 3]
+    if pos + layout.size > len(buf):
+        return None
+    return layout.unpack_from(buf, pos)[layout.names.index("storeTimestamp")]
+
+
+def _walk_records(buf, pos: int) -> tuple[list[int], bool]:
+    """Positions of the records from ``pos`` by totalSize (magic checked, fields not), and
+    whether the last one is torn (runs past the end or is not a message)."""
+    positions = []
+    size = len(buf)
+    while size - pos >= 8:
+        total, magic = rmq.BLANK_RECORD_FAST.unpack_from(buf, pos)
+        if magic == rmq.BLANK_MAGIC_CODE or (magic == 0 and total == 0):
+            return positions, False
+        if magic not in rmq.MESSAGE_VERSIONS or total < rmq.MIN_MESSAGE_SIZE or pos + total > size:
+            return positions, True
+        positions.append(pos)
+        pos += total
+    return positions, False
+
+
+# --------------------------------------------------------------------------
+# The store a file belongs to
+# --------------------------------------------------------------------------
+
+
+def store_root(detected) -> Path | None:
+    path = Path(os.path.abspath(detected.path))
+    kind = detected.kind
+    if kind == "rocketmq-commitlog":
+        return path.parent.parent if path.parent.name == "commitlog" else None
+    if kind == "rocketmq-consumequeue":
+        return path.parents[3] if len(path.parents) > 3 and path.parents[2].name == "consumequeue" else None
+    if kind == "rocketmq-indexfile":
+        return path.parent.parent if path.parent.name == "index" else None
+    if kind == "rocketmq-checkpoint":
+        return path.parent
+    return None
+
+
+class StoreContext:
+    """What the files of one store share: the CommitLog, RocketMQ's load/recovery prediction,
+    ConsumeQueue bounds and index headers, each computed once, on first use."""
+
+    def __init__(self, root: Path | None, commitlog_dir: Path | None = None):
+        self.root = root
+        if commitlog_dir is None and root is not None:
+            commitlog_dir = root / "commitlog"
+        self.commitlog_dir = commitlog_dir if commitlog_dir is not None and commitlog_dir.is_dir() else None
+        self.cl_files: list[tuple[int, Path, int]] = []
+        if self.commitlog_dir is not None:
+            self.cl_files = [(start, p, p.stat().st_size) for start, p in rmq.list_mapped_files(self.commitlog_dir)]
+        self.abort = root is not None and (root / "abort").exists()
+        self._checkpoint: dict | None | bool = False
+        self._recovery: dict | None = None
+        self._commitlog: rmq.CommitLog | None = None
+        self._cq_bounds: dict[tuple[str, int], tuple[int, int] | None] = {}
+        self._index_headers: list[tuple[str, dict]] | None = None
+        self._data_end_ts: int | None | bool = False
+        self._cq_sizes: Counter | None = None
+        self._index_geometries: list | None = None
+        self._has_cq: bool | None = None
+
+    def signature(self) -> tuple:
+        """Names, sizes and mtimes of the files the context caches facts about."""
+        files = []
+        dirs = [self.commitlog_dir]
+        if self.root is not None:
+            dirs.append(self.root / "index")
+        for d in dirs:
+            if d is not None and d.is_dir():
+                with os.scandir(d) as entries:
+                    for entry in entries:
+                        st = entry.stat()
+                        files.append((d.name, entry.name, st.st_size, st.st_mtime_ns))
+        if self.root is not None and (self.root / "checkpoint").is_file():
+            st = (self.root / "checkpoint").stat()
+            files.append(("", "checkpoint", st.st_size, st.st_mtime_ns))
+        return (tuple(sorted(files)), self.abort)
+
+    def close(self) -> None:
+        if self._commitlog is not None:
+            self._commitlog.close()
+            self._commitlog = None
+
+    # ---- basics ----
+
+    @property
+    def checkpoint(self) -> dict | None:
+        if self._checkpoint is False:
+            self._checkpoint = None
+            path = self.root / "checkpoint" if self.root is not None else None
+            if path is not None and path.is_file():
+                try:
+                    with rmq.MappedFile(path) as mf:
+                        self._checkpoint = rmq.read_checkpoint(mf.buf, str(path))
+                except SegtoolError:
+                    self._checkpoint = None
+        return self._checkpoint
+
+    @property
+    def commitlog(self) -> rmq.CommitLog | None:
+        if self._commitlog is None and self.cl_files:
+            self._commitlog = rmq.CommitLog(self.commitlog_dir)
+        return self._commitlog
+
+    @property
+    def configured_size(self) -> int | None:
+        """mappedFileSizeCommitLog, from the spacing of the file names (None with one file)."""
+        return configured_size([(start, size) for start, _, size in self.cl_files])
+
+    def file_index(self, name: str) -> int | None:
+        for i, (_, p, _) in enumerate(self.cl_files):
+            if p.name == name:
+                return i
+        return None
+
+    def cq_file_size(self) -> int | None:
+        """The most common ConsumeQueue file size in the store (mappedFileSizeConsumeQueue)."""
+        if self._cq_sizes is None:
+            self._cq_sizes = Counter()
+            cq_root = self.root / "consumequeue" if self.root is not None else None
+            if cq_root is not None and cq_root.is_dir():
+                for _, _, directory in rmq.list_consume_queues(cq_root):
+                    files = rmq.list_mapped_files(directory)
+                    spacing = configured_size([(s, p.stat().st_size) for s, p in files])
+                    if spacing:
+                        self._cq_sizes[spacing] += 1
+        return self._cq_sizes.most_common(1)[0][0] if self._cq_sizes else None
+
+    # ---- RocketMQ's load and recovery ----
+
+    @property
+    def recovery(self) -> dict:
+        if self._recovery is None:
+            self._recovery = self._predict_recovery()
+        return self._recovery
+
+    def _predict_recovery(self) -> dict:
+        files = self.cl_files
+        configured = self.configured_size
+        wrong = [f"{p.name}:{size}" for _, p, size in files if configured is not None and size != configured]
+        cp = self.checkpoint
+        out = {"mode": "abnormal" if self.abort else "normal", "checkCRCOnRecover": True,
+               "abortFileExists": self.abort, "checkpoint": cp,
+               "configuredFileSize": configured, "wrongSizeFiles": wrong, "rocketmqLoads": not wrong,
+               "startFile": None, "maxPhyOffset": 0, "stop": None, "deletedFiles": [],
+               "commitlogFilesAfterLoad": [f"{p.name}:{size}" for _, p, size in files],
+               "droppedIndexFiles": [], "keptIndexFiles": [h[0] for h in self.index_headers]}
+        if not files:
+            return out
+        if self.abort:
+            cps = cp or {}
+            min_ts = min(cps.get("physicMsgTimestamp", 0), cps.get("logicsMsgTimestamp", 0))
+            min_ts = max(min_ts - rs.CHECKPOINT_SAFETY_MS, 0)
+            index = 0
+            for i in range(len(files) - 1, -1, -1):
+                if rs._matched_recover(files[i][1], min_ts):
+                    index = i
+                    break
+            limit = cps.get("indexMsgTimestamp", 0)
+            out["droppedIndexFiles"] = [n for n, h in self.index_headers if h["endTimestamp"] > limit]
+            out["keptIndexFiles"] = [n for n, h in self.index_headers if h["endTimestamp"] <= limit]
+        else:
+            index = max(len(files) - 3, 0)
+        out["startFile"] = files[index][1].name
+        cut = files[index][0]
+        stop = None
+        for start, path, _ in files[index:]:
+            with rmq.MappedFile(path) as mf:
+                for item in rs._file_dispatches(mf.buf, start, path.name, str(path), True):
+                    if item[0] == "msg":
+                        continue
+                    _, kind, pos, reason = item
+                    cut = start + pos
+                    if kind != "blank":
+                        stop = {"kind": kind, "phyOffset": cut, "file": path.name, "fileOffset": pos,
+                                "reason": reason}
+                    break
+            if stop is not None:
+                break
+        if stop is None:  # a BLANK record in the last file: recovery ends there
+            stop = {"kind": "last-file", "phyOffset": cut, "file": files[-1][1].name,
+                    "fileOffset": cut - files[-1][0], "reason": None}
+        out["stop"] = stop
+        out["maxPhyOffset"] = cut
+        # MappedFileQueue.truncateDirtyFiles: files starting after the cut are deleted
+        out["deletedFiles"] = [p.name for start, p, _ in files if start > cut]
+        out["commitlogFilesAfterLoad"] = [f"{p.name}:{size}" for start, p, size in files if start <= cut]
+        if wrong:
+            out["note"] = ("RocketMQ refuses to load this CommitLog (file length not matched): nothing is "
+                           "recovered; the cut shown is where recovery would stop once the length is fixed")
+        return out
+
+    # ---- the data on disk ----
+
+    @property
+    def data_end_timestamp(self) -> int | None:
+        """Largest storeTimestamp of the last CommitLog file holding messages (CRC ignored)."""
+        if self._data_end_ts is False:
+            self._data_end_ts = None
+            for start, path, _ in reversed(self.cl_files):
+                with rmq.MappedFile(path) as mf:
+                    positions, _ = _walk_records(mf.buf, 0)
+                    stamps = [t for t in (_store_timestamp(mf.buf, p) for p in positions) if t is not None]
+                if stamps:
+                    self._data_end_ts = max(stamps)
+                    break
+        return self._data_end_ts
+
+    @property
+    def index_headers(self) -> list[tuple[str, dict]]:
+        if self._index_headers is None:
+            self._index_headers = []
+            index_dir = self.root / "index" if self.root is not None else None
+            if index_dir is not None and index_dir.is_dir():
+                for path in rmq.list_index_files(index_dir):
+                    try:
+                        with rmq.MappedFile(path) as mf:
+                            self._index_headers.append((path.name, rmq.read_index_header(mf.buf, str(path))))
+                    except SegtoolError:
+                        continue
+        return self._index_headers
+
+    def index_geometries(self, exclude: str | None = None) -> list[tuple[int, int]]:
+        """(hashSlotNum, indexNum) of the store's other index files that can be inferred, most common first."""
+        if self._index_geometries is None:
+            found = []
+            index_dir = self.root / "index" if self.root is not None else None
+            if index_dir is not None and index_dir.is_dir():
+                for path in rmq.list_index_files(index_dir):
+                    try:
+                        view = rs.IndexFileView.open(path)
+                    except (SegtoolError, ValueError):
+                        continue
+                    found.append((path.name, (view.hash_slot_num, view.index_num)))
+                    view.close()
+            self._index_geometries = found
+        counts = Counter(g for name, g in self._index_geometries if name != exclude)
+        return [g for g, _ in counts.most_common()]
+
+    def cq_bounds(self, topic: str, queue_id: int) -> tuple[int, int] | None:
+        key = (topic, queue_id)
+        if key not in self._cq_bounds:
+            directory = self.root / "consumequeue" / topic / str(queue_id) if self.root is not None else None
+            if directory is None or not directory.is_dir():
+                self._cq_bounds[key] = None
+            else:
+                try:
+                    self._cq_bounds[key] = rs._queue_bounds(rmq.ConsumeQueue(directory, topic, queue_id))
+                except SegtoolError:
+                    self._cq_bounds[key] = None
+        return self._cq_bounds[key]
+
+    @property
+    def has_consumequeue(self) -> bool:
+        if self._has_cq is None:
+            self._has_cq = self.root is not None and (self.root / "consumequeue").is_dir()
+        return self._has_cq
+
+
+def configured_size(files: list[tuple[int, int]]) -> int | None:
+    """The mapped file size from the spacing of consecutive file names (most common)."""
+    spacing = Counter(b[0] - a[0] for a, b in zip(files, files[1:]) if b[0] > a[0])
+    if spacing:
+        return spacing.most_common(1)[0][0]
+    return None
+
+
+_CONTEXT: tuple | None = None  # (key, signature, StoreContext): the last store verified
+
+
+def store_context(root: Path | None, commitlog_dir: Path | None = None) -> StoreContext:
+    """The (cached) context of a store; a store that changed on disk gets a fresh one."""
+    global _CONTEXT
+    key = (str(root), str(commitlog_dir))
+    ctx = StoreContext(root, commitlog_dir)
+    sig = ctx.signature()
+    if _CONTEXT is not None and _CONTEXT[0] == key and _CONTEXT[1] == sig:
+        return _CONTEXT[2]
+    if _CONTEXT is not None:
+        _CONTEXT[2].close()
+    _CONTEXT = (key, sig, ctx)
+    return ctx
