@@ -373,7 +373,7 @@ def test_build_appends_to_a_loaded_file_copy_on_write(tmp_path):
     first = rs.build_index_files(requests[:split], 1000, 4000)
     paths = [f.write(tmp_path / f.name) for f in first.created]
     on_disk = [p.read_bytes() for p in paths]
-    loaded = [rs.IndexFileView.open(p, 1000, 4000) for p in paths]
+    loaded = [rmq.IndexFile(p, 1000, 4000) for p in paths]
     second = rs.build_index_files(requests[split:], 1000, 4000, existing=loaded)
     try:
         assert second.appended is not None and second.appended.name == paths[-1].name

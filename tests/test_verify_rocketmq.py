@@ -20,6 +20,7 @@ import pytest
 
 from segtool.engine import rocketmq_store as rs
 from segtool.errors import SegtoolError
+from segtool.formats import rocketmq as rmq
 from segtool.formats.detect import detect
 from segtool.formats.json_names import snake_case_keys
 from segtool.ops.rebuild_rocketmq import index_file_name, rebuild_rocketmq_index
@@ -525,7 +526,7 @@ def test_index_geometry_from_the_stores_other_files(tmp_path):
     requests = list(rs.reput_dispatches(commitlog))[:40]
     names = iter(["20260101000000000", "20260101000000001", "20260101000000002", "20260101000000003"])
     build = rs.build_index_files(requests, 10, 30, name_for=lambda previous: next(names))  # not the 1:4 ratio
-    empty = rs.IndexFileView.create("20270101000000000", 10, 30)
+    empty = rmq.IndexFile.create("20270101000000000", 10, 30)
     empty.flush_header()
     for view in [*build.created, empty]:
         view.write(index_dir / view.name)

@@ -16,7 +16,7 @@
 
 ``build_index_files`` is that index builder on its own (``IndexService.buildIndex``
 + ``IndexFile.putKey``), reusable to write IndexFiles; ``reput_dispatches`` /
-``recovery_dispatches`` produce its input from a CommitLog.
+``commitlog_recovery`` produce its input from a CommitLog.
 
 RocketMQ's loop ``selectPhyOffset`` has no cycle guard: a ``prevIndex`` cycle
 whose entries never match spins forever.  Here a walk that comes back to an
@@ -27,8 +27,6 @@ that does produce results is walked like RocketMQ does, until ``maxNum``.
 
 from __future__ import annotations
 
-import mmap
-import struct
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,288 +34,14 @@ from typing import Callable, Iterable, Iterator, NamedTuple
 
 import numpy as np
 
-from segtool.source import require_regular_file
-from segtool.errors import CorruptData, SegtoolError, TruncatedData, UnreadableInput
+from segtool.errors import SegtoolError, UnreadableInput
 from segtool.formats import rocketmq as rmq
 from segtool.formats.json_names import message_json
 
 MAX_MSGS_NUM_BATCH = 64  # MessageStoreConfig.maxMsgsNumBatch
 LONG_MAX = 2**63 - 1
-INT_MAX = 2**31 - 1
 QUERY_MESSAGE_ROUNDS = 3  # DefaultMessageStore.queryMessage
 CHECKPOINT_SAFETY_MS = 3000  # StoreCheckpoint.getMinTimestamp subtracts 3 s
-
-_I32 = struct.Struct(">i")
-_ENTRY = struct.Struct(">iqii")  # keyHash, phyOffset, timeDiff (s), prevIndex
-_HEADER = struct.Struct(">qqqqii")  # IndexHeader, 40 bytes
-_HEADER_FIELDS = ("beginTimestamp", "endTimestamp", "beginPhyOffset", "endPhyOffset", "hashSlotCount", "indexCount")
-
-
-# --------------------------------------------------------------------------
-# One IndexFile as IndexService holds it
-# --------------------------------------------------------------------------
-
-
-@dataclass
-class SelectOutcome:
-    """How one ``selectPhyOffset`` walk ended."""
-
-    terminated: bool = True  # False: RocketMQ would never return (endless prevIndex cycle)
-    steps: int = 0  # entries read
-    note: str | None = None
-
-
-class IndexFileView:
-    """An IndexFile with RocketMQ's in-memory header (``IndexHeader``) over a buffer.
-
-    ``buf`` is a read-only mmap of the file, a copy-on-write mmap (an existing
-    file RocketMQ appends to during recovery) or an anonymous map (a file
-    created in memory).  As in Java, the header values used by lookups and
-    ``put_key`` are the attributes in ``header``; they reach the buffer only at
-    ``flush_header`` (``IndexFile.flush``).
-    """
-
-    def __init__(self, name: str, buf, hash_slot_num: int, index_num: int, header: dict, *,
-                 path: Path | None = None, origin: str = "disk", geometry_source: str = "explicit"):
-        self.name = name
-        self.buf = buf
-        self.hash_slot_num = hash_slot_num
-        self.index_num = index_num
-        self.header = header
-        self.path = path
-        self.origin = origin  # "disk", "rebuilt" (created in memory), "appended" (disk file extended in memory)
-        self.geometry_source = geometry_source
-        self.entries_at = rmq.INDEX_HEADER_SIZE + hash_slot_num * rmq.INDEX_SLOT_SIZE
-
-    # ---- opening ----
-
-    @classmethod
-    def open(cls, path, hash_slot_num: int | None = None, index_num: int | None = None,
-             *, copy_on_write: bool = False) -> "IndexFileView":
-        """Map an IndexFile read-only (``IndexFile`` + ``IndexHeader.load``).
-
-        The geometry is explicit or inferred (``rmq.infer_index_geometry``).
-        ``copy_on_write`` maps it privately so ``put_key`` can append in memory.
-        """
-        path = Path(path)
-        require_regular_file(path)
-        try:
-            with open(path, "rb") as f:
-                size = f.seek(0, 2)
-                if size == 0:
-                    raise CorruptData("empty IndexFile", str(path), 0)
-                access = mmap.ACCESS_COPY if copy_on_write else mmap.ACCESS_READ
-                buf = mmap.mmap(f.fileno(), 0, access=access)
-        except OSError as exc:
-            raise UnreadableInput(f"cannot read: {exc.strerror or exc}", str(path)) from exc
-        try:
-            header = rmq.read_index_header(buf, str(path))
-            if hash_slot_num is None and index_num is None:
-                hash_slot_num, index_num, source = rmq.infer_index_geometry(buf, str(path))
-            elif hash_slot_num is None or index_num is None:
-                raise ValueError("give both hash_slot_num and index_num, or neither")
-            else:
-                source = "explicit"
-                if hash_slot_num <= 0 or index_num <= 0:
-                    raise ValueError("hash_slot_num and index_num must be positive")
-                need = rmq.index_file_size(hash_slot_num, index_num)
-                if size < need:
-                    raise TruncatedData(f"IndexFile is {size} bytes, geometry {hash_slot_num}/{index_num} "
-                                            f"needs {need}", str(path), size)
-        except BaseException:
-            buf.close()
-            raise
-        header = {k: header[k] for k in _HEADER_FIELDS}
-        return cls(path.name, buf, hash_slot_num, index_num, header, path=path, geometry_source=source)
-
-    @classmethod
-    def create(cls, name: str, hash_slot_num: int, index_num: int, end_phy_offset: int = 0,
-               end_timestamp: int = 0) -> "IndexFileView":
-        """``new IndexFile(name, hashSlotNum, indexNum, endPhyOffset, endTimestamp)`` in memory.
-
-        The buffer is an anonymous map: zero pages cost nothing until written,
-        so a default-geometry (420 MB) file costs only the pages it uses.
-        """
-        size = rmq.index_file_size(hash_slot_num, index_num)
-        header = dict.fromkeys(_HEADER_FIELDS, 0)
-        header["indexCount"] = 1  # IndexHeader: indexCount starts at 1, entry 0 is never used
-        if end_phy_offset > 0:
-            header["beginPhyOffset"] = header["endPhyOffset"] = end_phy_offset
-        if end_timestamp > 0:
-            header["beginTimestamp"] = header["endTimestamp"] = end_timestamp
-        # private anonymous map: untouched pages read as the shared zero page and cost no memory
-        buf = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE)
-        return cls(name, buf, hash_slot_num, index_num, header, origin="rebuilt")
-
-    def writable_copy(self) -> "IndexFileView":
-        """This file, copy-on-write, to append to in memory (the file stays untouched)."""
-        if self.path is None:
-            return self
-        copy = IndexFileView.open(self.path, self.hash_slot_num, self.index_num, copy_on_write=True)
-        copy.header = dict(self.header)
-        copy.origin = "appended"
-        copy.geometry_source = self.geometry_source
-        return copy
-
-    # ---- IndexHeader ----
-
-    @property
-    def begin_timestamp(self) -> int:
-        return self.header["beginTimestamp"]
-
-    @property
-    def end_timestamp(self) -> int:
-        return self.header["endTimestamp"]
-
-    @property
-    def end_phy_offset(self) -> int:
-        return self.header["endPhyOffset"]
-
-    @property
-    def index_count(self) -> int:
-        return self.header["indexCount"]
-
-    def is_write_full(self) -> bool:
-        return self.header["indexCount"] >= self.index_num
-
-    def is_time_matched(self, begin: int, end: int) -> bool:
-        """``IndexFile.isTimeMatched``."""
-        b, e = self.header["beginTimestamp"], self.header["endTimestamp"]
-        return (begin < b and end > e) or (b <= begin <= e) or (b <= end <= e)
-
-    # ---- IndexFile.selectPhyOffset ----
-
-    def select_phy_offsets(self, out: list, key_hash: int, max_num: int, begin: int, end: int) -> SelectOutcome:
-        """Append the slot chain's matching phyOffsets to ``out``, as ``selectPhyOffset`` does."""
-        outcome = SelectOutcome()
-        buf = self.buf
-        count = self.header["indexCount"]
-        begin_ts = self.header["beginTimestamp"]
-        (slot_value,) = _I32.unpack_from(buf, rmq.INDEX_HEADER_SIZE + (key_hash % self.hash_slot_num) * 4)
-        if slot_value <= 0 or slot_value > count or count <= 1:
-            return outcome
-        unpack = _ENTRY.unpack_from
-        entries_at = self.entries_at
-        index_num = self.index_num
-        seen: dict[int, int] = {}  # entry -> len(out) when last read (loop guard)
-        current = slot_value
-        while len(out) < max_num:
-            if current >= index_num:
-                # Java reads past the mapped buffer: IndexOutOfBoundsException, caught in selectPhyOffset
-                outcome.note = (f"index file {self.name}: chain points at entry {current}, outside the file's "
-                                f"{index_num} entries (RocketMQ: exception, rest of this file skipped)")
-                break
-            visited = seen.get(current)
-            if visited is not None and visited == len(out):
-                outcome.terminated = False
-                outcome.note = (f"index file {self.name}: endless prevIndex cycle through entry {current} "
-                                f"(RocketMQ's selectPhyOffset never returns); stopped after {outcome.steps} entries "
-                                f"with {len(out)} offsets collected")
-                break
-            seen[current] = len(out)
-            key_hash_read, phy, time_diff, prev = unpack(buf, entries_at + current * 20)
-            outcome.steps += 1
-            if time_diff < 0:
-                break
-            time_read = begin_ts + time_diff * 1000
-            if key_hash_read == key_hash and begin <= time_read <= end:
-                out.append(phy)
-            if prev <= 0 or prev > count or prev == current or time_read < begin:
-                break
-            current = prev
-        return outcome
-
-    # ---- IndexFile.putKey ----
-
-    def put_key(self, key: str, phy_offset: int, store_timestamp: int) -> bool:
-        """``IndexFile.putKey`` (4.9): False when the file is full."""
-        return self.put_hash(rmq.index_key_hash(key), phy_offset, store_timestamp)
-
-    def put_hash(self, key_hash: int, phy_offset: int, store_timestamp: int) -> bool:
-        """``put_key`` for a key already hashed with ``index_key_hash``."""
-        header = self.header
-        count = header["indexCount"]
-        if count >= self.index_num:
-            return False
-        slot_pos = rmq.INDEX_HEADER_SIZE + (key_hash % self.hash_slot_num) * 4
-        buf = self.buf
-        (slot_value,) = _I32.unpack_from(buf, slot_pos)
-        if slot_value <= 0 or slot_value > count:
-            slot_value = 0
-        begin_ts = header["beginTimestamp"]
-        if begin_ts <= 0:
-            time_diff = 0
-        else:
-            time_diff = _java_div(store_timestamp - begin_ts, 1000)
-            time_diff = INT_MAX if time_diff > INT_MAX else max(time_diff, 0)
-        _ENTRY.pack_into(buf, self.entries_at + count * 20, key_hash, phy_offset, time_diff, slot_value)
-        _I32.pack_into(buf, slot_pos, count)
-        if count <= 1:
-            header["beginPhyOffset"] = phy_offset
-            header["beginTimestamp"] = store_timestamp
-        if slot_value == 0:
-            header["hashSlotCount"] += 1
-        header["indexCount"] = count + 1
-        header["endPhyOffset"] = phy_offset
-        header["endTimestamp"] = store_timestamp
-        return True
-
-    def flush_header(self) -> None:
-        """``IndexHeader.updateByteBuffer``: write the header fields into the (in-memory) buffer.
-
-        A read-only file from disk is left alone: ``to_bytes`` / ``write`` put its header in the copy."""
-        if self.origin != "disk":
-            _HEADER.pack_into(self.buf, 0, *(self.header[k] for k in _HEADER_FIELDS))
-
-    def _header_bytes(self) -> bytes:
-        return _HEADER.pack(*(self.header[k] for k in _HEADER_FIELDS))
-
-    # ---- output ----
-
-    def to_bytes(self) -> bytes:
-        """The whole file as RocketMQ would flush it (current header first)."""
-        size = rmq.index_file_size(self.hash_slot_num, self.index_num)
-        return self._header_bytes() + bytes(self.buf[rmq.INDEX_HEADER_SIZE:size])
-
-    def write(self, path, *, sparse: bool = True, chunk: int = 1 << 20) -> Path:
-        """Write the flushed file to ``path`` (must not exist; zero blocks left as holes when ``sparse``)."""
-        path = Path(path)
-        size = rmq.index_file_size(self.hash_slot_num, self.index_num)
-        view = memoryview(self.buf)[:size]
-        try:
-            with open(path, "xb") as out:
-                out.write(self._header_bytes())
-                for start in range(rmq.INDEX_HEADER_SIZE, size, chunk):
-                    block = view[start:start + chunk]
-                    if sparse and not np.frombuffer(block, dtype=np.uint8).any():
-                        out.seek(len(block), 1)
-                    else:
-                        out.write(block)
-                out.truncate(size)
-        finally:
-            view.release()
-        return path
-
-    def summary(self) -> dict:
-        return {"file": self.name, "origin": self.origin,
-                "geometry": {"hashSlotNum": self.hash_slot_num, "indexNum": self.index_num,
-                             "source": self.geometry_source},
-                "header": dict(self.header)}
-
-    def close(self) -> None:
-        buf, self.buf = self.buf, None
-        if isinstance(buf, mmap.mmap):
-            try:
-                buf.close()
-            except BufferError:
-                pass
-
-
-def _java_div(a: int, b: int) -> int:
-    """Java long division (truncates toward zero)."""
-    q = abs(a) // abs(b)
-    return q if (a >= 0) == (b >= 0) else -q
-
 
 # --------------------------------------------------------------------------
 # Dispatch requests and the index builder (IndexService.buildIndex)
@@ -362,61 +86,60 @@ def _dispatch_from(msg: dict, check_crc: bool) -> tuple[DispatchRequest | None, 
                            d["keys"], d["uniqKey"], msg["totalSize"]), None
 
 
+# how a walk's end reads to the dispatch feeds (their "stopped"/"skipped" kinds)
+_FEED_END_KINDS = {rmq.END_OF_FILE: "end-of-file", rmq.SHORT_TAIL: "end-of-file", rmq.BLANK: "blank",
+                   rmq.ZERO_TAIL: "zero"}
+
+
 def _file_dispatches(buf, start: int, name: str, path: str, check_crc: bool) -> Iterator[tuple]:
     """("msg", DispatchRequest) per message of one CommitLog file, then one
     ("end", kind, pos, reason) with kind blank / zero / end-of-file / corrupt / failed."""
-    size = len(buf)
-    pos = 0
-    head = rmq.BLANK_RECORD_FAST.unpack_from
-    while True:
-        if size - pos < 8:
-            yield ("end", "end-of-file", pos, None)
+    for step in rmq.walk_commitlog(buf, file_from_offset=start, file=name, path=path, digests=False,
+                                   decompress=False):
+        if isinstance(step, rmq.CommitLogEnd):
+            kind = _FEED_END_KINDS.get(step.kind, "corrupt")
+            reason = step.error.message if step.error is not None else (
+                "illegal magic code 0x0" if kind == "zero" else None)
+            yield ("end", kind, step.file_offset, reason)
             return
-        total, magic = head(buf, pos)
-        if magic == rmq.BLANK_MAGIC_CODE:
-            yield ("end", "blank", pos, None)
-            return
-        if magic == 0 and total == 0:
-            yield ("end", "zero", pos, "illegal magic code 0x0")
-            return
-        try:
-            msg = rmq.decode_message(buf, pos, end=size, file_from_offset=start, file=name, path=path,
-                                     digests=False, decompress=False)
-        except CorruptData as exc:
-            yield ("end", "corrupt", pos, exc.message)
-            return
-        request, reason = _dispatch_from(msg, check_crc)
+        request, reason = _dispatch_from(step, check_crc)
         if request is None:
-            yield ("end", "failed", pos, reason)
+            yield ("end", "failed", step["fileOffset"], reason)
             return
         yield ("msg", request)
-        pos += total
 
 
-def recovery_dispatches(commitlog, checkpoint: dict | None, *, check_crc: bool = True,
-                        feed: DispatchFeed | None = None) -> Iterator[DispatchRequest]:
-    """The messages ``CommitLog.recoverAbnormally`` (4.9) dispatches, in order.
+def commitlog_recovery(commitlog, checkpoint: dict | None, *, abnormal: bool = True, check_crc: bool = True,
+                       feed: DispatchFeed | None = None) -> Iterator[DispatchRequest]:
+    """The messages RocketMQ 4.9's CommitLog recovery dispatches, in order.
 
-    Starts at the last file whose first message's storeTimestamp is <=
-    ``StoreCheckpoint.getMinTimestamp()`` (min(physic, logics) - 3 s), or the
-    first file; a BLANK record moves to the next file; anything else that is
+    ``recoverAbnormally`` starts at the last file whose first message's
+    storeTimestamp is <= ``StoreCheckpoint.getMinTimestamp()`` (min(physic,
+    logics) - 3 s), or the first file; ``recoverNormally`` at the third file
+    from the end.  A BLANK record moves to the next file; anything else that is
     not a dispatchable message (zeros, bad magic, CRC mismatch with
-    checkCRCOnRecover, bad sizes) ends the recovery.
+    checkCRCOnRecover, bad sizes) ends the recovery.  ``feed.stopped`` says
+    where (its ``phyOffset`` is the cut, ``maxPhyOffset``), ``feed.start_file``
+    where it began.
     """
     feed = feed if feed is not None else DispatchFeed("recover")
     files = rmq.list_mapped_files(commitlog) if Path(commitlog).exists() else []
     if not files:
-        feed.stopped = {"kind": "no-commitlog", "phyOffset": None, "file": None, "reason": None}
+        feed.stopped = {"kind": "no-commitlog", "phyOffset": None, "file": None, "fileOffset": None,
+                        "reason": None}
         return
-    checkpoint = checkpoint or {}
-    min_ts = min(checkpoint.get("physicMsgTimestamp", 0), checkpoint.get("logicsMsgTimestamp", 0))
-    min_ts = max(min_ts - CHECKPOINT_SAFETY_MS, 0)
-    index = 0
-    for i in range(len(files) - 1, -1, -1):
-        if _matched_recover(files[i][1], min_ts):
-            index = i
-            break
+    index = max(len(files) - 3, 0)
+    if abnormal:
+        checkpoint = checkpoint or {}
+        min_ts = min(checkpoint.get("physicMsgTimestamp", 0), checkpoint.get("logicsMsgTimestamp", 0))
+        min_ts = max(min_ts - CHECKPOINT_SAFETY_MS, 0)
+        index = 0
+        for i in range(len(files) - 1, -1, -1):
+            if _matched_recover(files[i][1], min_ts):
+                index = i
+                break
     feed.start_file = files[index][1].name
+    cut = files[index][0]
     for start, file_path in files[index:]:
         with rmq.MappedFile(file_path) as mf:
             for item in _file_dispatches(mf.buf, start, file_path.name, str(file_path), check_crc):
@@ -425,26 +148,24 @@ def recovery_dispatches(commitlog, checkpoint: dict | None, *, check_crc: bool =
                     yield item[1]
                     continue
                 _, kind, pos, reason = item
+                cut = start + pos
                 if kind != "blank":
-                    feed.stopped = {"kind": kind, "phyOffset": start + pos, "file": file_path.name, "reason": reason}
+                    feed.stopped = {"kind": kind, "phyOffset": cut, "file": file_path.name, "fileOffset": pos,
+                                    "reason": reason}
                     return
-    feed.stopped = {"kind": "last-file", "phyOffset": None, "file": files[-1][1].name, "reason": None}
+                break
+    # a BLANK record in the last file: recovery ends there
+    feed.stopped = {"kind": "last-file", "phyOffset": cut, "file": files[-1][1].name,
+                    "fileOffset": cut - files[-1][0], "reason": None}
 
 
 def _matched_recover(path: Path, min_ts: int) -> bool:
     """``CommitLog.isMappedFileMatchedRecover`` (messageIndexSafe=false)."""
     with rmq.MappedFile(path) as mf:
-        buf = mf.buf
-        if len(buf) < 64:
-            return False
-        total, magic = rmq.BLANK_RECORD_FAST.unpack_from(buf, 0)
-        if magic not in rmq.MESSAGE_VERSIONS:
-            return False
-        (sys_flag,) = _I32.unpack_from(buf, 36)
-        layout = rmq.MESSAGE_HEADER_FAST[(sys_flag >> 4) & 3]
-        if len(buf) < layout.size:
-            return False
-        store_ts = layout.unpack_from(buf, 0)[layout.names.index("storeTimestamp")]
+        header = rmq.message_header(mf.buf)
+    if header is None:
+        return False
+    store_ts = header["storeTimestamp"]
     return store_ts != 0 and store_ts <= min_ts
 
 
@@ -501,9 +222,9 @@ def default_index_file_name(previous: str | None = None) -> str:
 class IndexBuild:
     """The result of ``build_index_files``."""
 
-    files: list  # every IndexFileView, oldest first (existing ones included)
-    created: list  # the files created by the build (IndexFileView, in memory)
-    appended: IndexFileView | None = None  # an existing file the build appended to (copy-on-write)
+    files: list  # every rmq.IndexFile, oldest first (existing ones included)
+    created: list  # the files created by the build (rmq.IndexFile, in memory)
+    appended: rmq.IndexFile | None = None  # an existing file the build appended to (copy-on-write)
     requests: int = 0  # dispatch requests seen
     indexed_messages: int = 0  # requests that produced at least one entry
     entries_written: int = 0
@@ -518,7 +239,7 @@ class IndexBuild:
 
 
 def build_index_files(dispatches: Iterable[DispatchRequest], hash_slot_num: int, index_num: int, *,
-                      existing: list[IndexFileView] | None = None,
+                      existing: list[rmq.IndexFile] | None = None,
                       name_for: Callable[[str | None], str] = default_index_file_name) -> IndexBuild:
     """``IndexService.buildIndex`` for each request, in memory.
 
@@ -530,25 +251,25 @@ def build_index_files(dispatches: Iterable[DispatchRequest], hash_slot_num: int,
     Per request: skipped when commitLogOffset < the current file's
     endPhyOffset or the transaction type is ROLLBACK; otherwise UNIQ_KEY, then
     every non-empty space-separated KEYS token, is put as ``topic#key``.
-    Call ``IndexFileView.to_bytes`` / ``write`` on ``created`` to get the files.
+    Call ``rmq.IndexFile.to_bytes`` / ``write`` on ``created`` to get the files.
     """
     if hash_slot_num <= 0 or index_num <= 0:
         raise ValueError("hash_slot_num and index_num must be positive")
     files = list(existing or [])
     build = IndexBuild(files=files, created=[])
 
-    def last_file() -> IndexFileView:
+    def last_file() -> rmq.IndexFile:
         # IndexService.getAndCreateLastIndexFile: the newest file unless it is full
         if files and not files[-1].is_write_full():
             return files[-1]
         prev = files[-1] if files else None
-        created = IndexFileView.create(name_for(prev.name if prev else None), hash_slot_num, index_num,
+        created = rmq.IndexFile.create(name_for(prev.name if prev else None), hash_slot_num, index_num,
                                        prev.end_phy_offset if prev else 0, prev.end_timestamp if prev else 0)
         files.append(created)
         build.created.append(created)
         return created
 
-    def put(index_file: IndexFileView, request: DispatchRequest, key: str) -> IndexFileView:
+    def put(index_file: rmq.IndexFile, request: DispatchRequest, key: str) -> rmq.IndexFile:
         while True:
             if index_file.origin == "disk":  # first write to a loaded file: copy-on-write from here on
                 index_file = index_file.writable_copy()
@@ -637,11 +358,11 @@ class StoreView:
         self.abort_exists = (root / "abort").exists()
         self.recover = self.abort_exists if recover is None else recover
         self.check_crc_on_recover = check_crc_on_recover
-        self._index_files: list[IndexFileView] | None = None
+        self._index_files: list[rmq.IndexFile] | None = None
         self._index_problems: list[dict] = []
         self._recovery: dict | None = None
         self._commitlog: rmq.CommitLog | None = None
-        self._closers: list[IndexFileView] = []
+        self._closers: list[rmq.IndexFile] = []
 
     # ---- checkpoint ----
 
@@ -670,27 +391,27 @@ class StoreView:
 
     # ---- index files ----
 
-    def _open_disk_index(self) -> list[IndexFileView]:
+    def _open_disk_index(self) -> list[rmq.IndexFile]:
         if not self.index_dir.is_dir():
             return []
         loaded = []
         for path in rmq.list_index_files(self.index_dir):
             try:
-                loaded.append(IndexFileView.open(path, self.hash_slot_num, self.index_num))
+                loaded.append(rmq.IndexFile(path, self.hash_slot_num, self.index_num))
             except (SegtoolError, ValueError) as exc:
                 self._index_problems.append({"file": path.name, "problem": str(exc)})
         self._closers.extend(loaded)
         return loaded
 
     @property
-    def index_files(self) -> list[IndexFileView]:
+    def index_files(self) -> list[rmq.IndexFile]:
         """The index files IndexService holds after load (oldest first)."""
         if self._index_files is None:
             loaded = self._open_disk_index()
             self._index_files = self._recover_index(loaded) if self.recover else loaded
         return self._index_files
 
-    def _recover_index(self, loaded: list[IndexFileView]) -> list[IndexFileView]:
+    def _recover_index(self, loaded: list[rmq.IndexFile]) -> list[rmq.IndexFile]:
         """IndexService.load(lastExitOK=false) + the index part of CommitLog.recoverAbnormally."""
         checkpoint = self.checkpoint()
         cp = checkpoint or {"physicMsgTimestamp": 0, "logicsMsgTimestamp": 0, "indexMsgTimestamp": 0}
@@ -705,7 +426,7 @@ class StoreView:
         else:
             geometry, geometry_source = (rmq.DEFAULT_HASH_SLOT_NUM, rmq.DEFAULT_INDEX_NUM), "RocketMQ default (assumed)"
         feed = DispatchFeed("recover")
-        requests = recovery_dispatches(self.commitlog_dir, cp, check_crc=self.check_crc_on_recover, feed=feed)
+        requests = commitlog_recovery(self.commitlog_dir, cp, check_crc=self.check_crc_on_recover, feed=feed)
         build = build_index_files(requests, *geometry, existing=kept)
         self._closers.extend(build.created)
         if build.appended is not None:
@@ -809,7 +530,7 @@ class StoreView:
             "terminated": raw["terminated"],
             "index_last_update_timestamp": raw["index_last_update_timestamp"],
             "index_last_update_phy_offset": raw["index_last_update_phy_offset"],
-            "index_files": [{**f.summary(), "searched": f.name in searched} for f in reversed(files)],
+            "index_files": [{**f.state(), "searched": f.name in searched} for f in reversed(files)],
             "index_searched": raw["searched"],
             "recovered": self._recovery is not None,
             "recovery": self._recovery,
@@ -870,7 +591,7 @@ class StoreView:
         if not answer["queue_exists"]:
             return answer
         queue = rmq.ConsumeQueue(directory, topic, queue_id)
-        answer["min_offset_in_queue"], answer["max_offset_in_queue"] = _queue_bounds(queue)
+        answer["min_offset_in_queue"], answer["max_offset_in_queue"] = queue_bounds(queue)
         unit = queue.unit(queue_offset) if queue_offset >= 0 else None
         if unit is not None:
             answer.update(phy_offset=unit["commitLogOffset"], size=unit["size"], tags_code=unit["tagsCode"])
@@ -898,7 +619,7 @@ class StoreView:
         self.close()
 
 
-def _queue_bounds(queue: rmq.ConsumeQueue) -> tuple[int, int]:
+def queue_bounds(queue: rmq.ConsumeQueue) -> tuple[int, int]:
     """(minOffsetInQueue, maxOffsetInQueue) from the first and last files only.
 
     Max: the last file's first unit recovery would not accept (``ConsumeQueue.recover``);

@@ -79,8 +79,10 @@ class FixedLayout:
     schema: object = field(default=None, compare=False, repr=False)
 
     def __post_init__(self):
-        # the packer's own method, bound once: hot loops call it per entry
+        # the packer's own methods, bound once: hot loops call them per entry (writers too)
         object.__setattr__(self, "unpack_from", self.packer.unpack_from)
+        object.__setattr__(self, "pack", self.packer.pack)
+        object.__setattr__(self, "pack_into", self.packer.pack_into)
 
     @property
     def size(self) -> int:

@@ -38,12 +38,15 @@ import os
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar, Iterator, NamedTuple
+from typing import TYPE_CHECKING, ClassVar, Iterator, NamedTuple
 
 
 from segtool.source import open_buffer
 from segtool.errors import CorruptData, UnreadableInput
 from segtool.formats.fastdecode import FixedLayout, compiled
+
+if TYPE_CHECKING:
+    import numpy as np
 from segtool.formats.kafka_names import offset_from_file_name
 
 # --------------------------------------------------------------------------

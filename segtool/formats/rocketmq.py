@@ -86,6 +86,7 @@ DEFAULT_INDEX_NUM = 5_000_000 * 4  # MessageStoreConfig.maxIndexNum
 DEFAULT_MAX_DECOMPRESSED = 64 * 1024 * 1024  # cap on one decompressed body (bodies are <= 4 MiB by default)
 
 _INT32_MIN = -(2**31)
+_INT32_MAX = 2**31 - 1
 
 # --------------------------------------------------------------------------
 # Schemas
@@ -170,6 +171,14 @@ def _message_header_schema(born_v6: bool, store_v6: bool) -> cs.Struct:
     return cs.Struct(*fields)
 
 
+def _message_prefix_schema() -> cs.Struct:
+    """The fields before the first host address (totalSize .. sysFlag): the same in every variant."""
+    names = [sub.name for sub in COMMITLOG_MESSAGE.subcons]
+    return cs.Struct(*COMMITLOG_MESSAGE.subcons[:names.index("sysFlag") + 1])
+
+
+# what a reader needs to choose the variant, to check a split point or the PHYSICALOFFSET field
+MESSAGE_PREFIX_FAST = compile_fixed(_message_prefix_schema())
 # (born_v6, store_v6) -> fixed layout; indexed by (sysFlag >> 4) & 3
 MESSAGE_HEADER_FAST: tuple[FixedLayout, ...] = tuple(
     compile_fixed(_message_header_schema(bool(i & 1), bool(i & 2))) for i in range(4)
@@ -178,13 +187,14 @@ BLANK_RECORD_FAST = compile_fixed(BLANK_RECORD)
 CONSUME_QUEUE_UNIT_FAST = compile_fixed(CONSUME_QUEUE_UNIT)
 INDEX_HEADER_FAST = compile_fixed(INDEX_HEADER)
 INDEX_ENTRY_FAST = compile_fixed(INDEX_ENTRY)
+INDEX_SLOT_FAST = compile_fixed(cs.Struct("entry" / INDEX_SLOT))
 CHECKPOINT_FAST = compile_fixed(CHECKPOINT)
 
 CONSUME_QUEUE_DTYPE = CONSUME_QUEUE_UNIT_FAST.numpy_dtype()
 INDEX_ENTRY_DTYPE = INDEX_ENTRY_FAST.numpy_dtype()
 INDEX_SLOT_DTYPE = np.dtype(">i4")
 
-_SYSFLAG_POSITION = 36
+_SYSFLAG_POSITION = MESSAGE_PREFIX_FAST.field_offset("sysFlag")
 _INT8 = struct.Struct(">b")
 _INT16 = struct.Struct(">h")
 _INT32 = struct.Struct(">i")
@@ -342,6 +352,20 @@ def _java_parse_int(text: str) -> int:
     return value
 
 
+def message_header(buf, pos: int = 0) -> dict | None:
+    """The fixed header of the message record at ``buf[pos:]`` (totalSize .. bodyLength), or None
+    where no message magic code or no whole header is there; nothing else is checked."""
+    if pos + _SYSFLAG_POSITION + 4 > len(buf):
+        return None
+    if BLANK_RECORD_FAST.unpack_from(buf, pos)[1] not in MESSAGE_VERSIONS:
+        return None
+    (sys_flag,) = _INT32.unpack_from(buf, pos + _SYSFLAG_POSITION)
+    layout = MESSAGE_HEADER_FAST[(sys_flag >> 4) & 3]
+    if pos + layout.size > len(buf):
+        return None
+    return layout.as_dict(buf, pos)
+
+
 def decode_message(
     buf, pos: int = 0, *, end: int | None = None, file_from_offset: int = 0, file: str | None = None,
     path: str | None = None, digests: bool = True, decompress: bool = True, keep_body: bool = False,
@@ -480,20 +504,119 @@ def decode_message(
     return msg
 
 
-def _first_nonzero(buf, start: int, end: int, chunk: int = 1 << 20) -> int | None:
+def first_nonzero(buf, start: int, end: int, chunk: int = 1 << 22) -> int | None:
     """Offset of the first non-zero byte in buf[start:end], or None."""
-    view = np.frombuffer(buf, dtype=np.uint8, count=end - start, offset=start) if end > start else None
-    if view is None:
-        return None
-    for s in range(0, len(view), chunk):
-        hits = np.flatnonzero(view[s:s + chunk])
+    for s in range(start, end, chunk):
+        e = min(s + chunk, end)
+        hits = np.flatnonzero(np.frombuffer(buf, dtype=np.uint8, count=e - s, offset=s))
         if hits.size:
-            return start + s + int(hits[0])
+            return s + int(hits[0])
     return None
 
 
+def last_nonzero(buf, start: int, end: int, chunk: int = 1 << 22) -> int | None:
+    """Offset of the last non-zero byte in buf[start:end], or None."""
+    e = end
+    while e > start:
+        s = max(start, e - chunk)
+        hits = np.flatnonzero(np.frombuffer(buf, dtype=np.uint8, count=e - s, offset=s))
+        if hits.size:
+            return s + int(hits[-1])
+        e = s
+    return None
+
+
+# How a walk of one CommitLog file ended (CommitLogEnd.kind).
+END_OF_FILE = "end-of-file"  # the last message ends exactly at the end of the buffer
+SHORT_TAIL = "short-tail"  # fewer than 8 bytes after the last message (zeros or not: see non_zero_after)
+BLANK = "blank"  # the BLANK end-of-file record
+ZERO_TAIL = "zero-tail"  # totalSize 0 and magic 0: preallocated space never written
+BAD_MAGIC = "bad-magic"  # neither a message nor a BLANK magic code where a record should start
+TRUNCATED = "truncated"  # the record's totalSize runs past the end of the buffer
+TORN = "torn"  # the record does not add up and its bytes are zero from some point to the end (torn write)
+CORRUPT = "corrupt"  # the record's fields do not add up
+DAMAGED_ENDS = frozenset({BAD_MAGIC, TRUNCATED, TORN, CORRUPT})
+
+
+@dataclass(frozen=True)
+class CommitLogEnd:
+    """Where and why a walk of one CommitLog file stopped.
+
+    ``data_end`` is one past the last byte that holds data (the BLANK record
+    and an all-zero tail hold none); ``non_zero_after`` is the first non-zero
+    byte at or after ``file_offset`` in a zero or short tail; ``error`` is the
+    decoder's exception for a damaged record.
+    """
+
+    kind: str
+    file_offset: int
+    phy_offset: int
+    total_size: int
+    magic: int
+    data_end: int
+    non_zero_after: int | None = None
+    blank_size_matches: bool | None = None
+    error: SegtoolError | None = None
+
+    @property
+    def damaged(self) -> bool:
+        return self.kind in DAMAGED_ENDS
+
+
+def walk_commitlog(buf, *, file_from_offset: int = 0, file: str | None = None, path: str | None = None,
+                   **decode_options) -> Iterator[dict | CommitLogEnd]:
+    """Every message of one CommitLog file (a buffer) as ``CommitLog.checkMessageAndReturnSize``
+    reads them, in order, then one ``CommitLogEnd``.
+
+    This is the one reader of CommitLog record framing: dump, verify, the
+    Spark rows, the store's recovery and reput feeds all walk through it and
+    decide themselves what a message with a bad body CRC or an end means.
+    """
+    size = len(buf)
+    pos = 0
+    unpack_head = BLANK_RECORD_FAST.unpack_from
+    while True:
+        left = size - pos
+        if left == 0:
+            yield CommitLogEnd(END_OF_FILE, pos, file_from_offset + pos, 0, 0, pos)
+            return
+        if left < BLANK_RECORD_FAST.size:
+            after = first_nonzero(buf, pos, size)
+            data_end = pos if after is None else last_nonzero(buf, pos, size) + 1
+            yield CommitLogEnd(SHORT_TAIL, pos, file_from_offset + pos, 0, 0, data_end, non_zero_after=after)
+            return
+        total_size, magic = unpack_head(buf, pos)
+        if magic == BLANK_MAGIC_CODE:
+            yield CommitLogEnd(BLANK, pos, file_from_offset + pos, total_size, magic, pos,
+                               blank_size_matches=total_size == left)
+            return
+        if magic == 0 and total_size == 0:
+            after = first_nonzero(buf, pos, size)
+            data_end = pos if after is None else last_nonzero(buf, after, size) + 1
+            yield CommitLogEnd(ZERO_TAIL, pos, file_from_offset + pos, 0, 0, data_end, non_zero_after=after)
+            return
+        try:
+            msg = decode_message(buf, pos, end=size, file_from_offset=file_from_offset, file=file, path=path,
+                                 **decode_options)
+        except CorruptData as exc:
+            last = last_nonzero(buf, pos, size)
+            data_end = (last if last is not None else pos) + 1
+            if magic not in MESSAGE_VERSIONS:
+                kind = BAD_MAGIC
+            elif isinstance(exc, TruncatedData):
+                kind = TRUNCATED
+            elif total_size >= MIN_MESSAGE_SIZE and last is not None and last < pos + total_size <= size:
+                kind = TORN
+            else:
+                kind = CORRUPT
+            yield CommitLogEnd(kind, pos, file_from_offset + pos, total_size, magic, data_end, error=exc)
+            return
+        yield msg
+        pos += total_size
+
+
 class CommitLogFileScan:
-    """Iterates the messages of one CommitLog file (a buffer) as RocketMQ recovery does.
+    """The messages of one CommitLog file (a buffer), raising at damage: the reader for dumps.
 
     Stops cleanly at a BLANK_MAGIC_CODE record, at a zero-filled (unwritten,
     preallocated) tail or at the exact end of the buffer; afterwards ``end``
@@ -521,51 +644,39 @@ class CommitLogFileScan:
         self.first_phy_offset: int | None = None
         self.last_phy_offset: int | None = None
 
-    def _set_end(self, kind: str, pos: int, total_size: int, magic: int, **extra) -> None:
-        self.end = {"kind": kind, "fileOffset": pos, "phyOffset": self.file_from_offset + pos,
-                    "totalSize": total_size, "magic": magic, **extra}
+    def _set_end(self, kind: str, step: CommitLogEnd, **extra) -> None:
+        self.end = {"kind": kind, "fileOffset": step.file_offset, "phyOffset": step.phy_offset,
+                    "totalSize": step.total_size, "magic": step.magic, **extra}
 
     def __iter__(self) -> Iterator[dict]:
-        buf = self.buf
-        size = len(buf)
-        pos = 0
-        unpack_head = BLANK_RECORD_FAST.unpack_from
-        while True:
-            left = size - pos
-            if left == 0:
-                self._set_end("end-of-file", pos, 0, 0)
-                return
-            if left < 8:
-                if _first_nonzero(buf, pos, size) is None:
-                    self._set_end("zero-tail", pos, 0, 0, nonZeroAfter=None)
-                    return
-                self._set_end("corrupt", pos, 0, 0)
-                raise TruncatedData(f"{left} stray bytes at the end of the file", self.path, pos)
-            total_size, magic = unpack_head(buf, pos)
-            if magic == BLANK_MAGIC_CODE:
-                self._set_end("blank", pos, total_size, magic, blankSizeMatches=total_size == left)
-                return
-            if magic == 0 and total_size == 0:
-                # preallocated space never written (RocketMQ: illegal magic 0x0, recovery stops here)
-                self._set_end("zero-tail", pos, 0, 0, nonZeroAfter=_first_nonzero(buf, pos, size))
-                return
-            try:
-                msg = decode_message(buf, pos, end=size, file_from_offset=self.file_from_offset,
-                                     file=self.file, path=self.path, **self.decode_options)
-            except CorruptData:
-                self._set_end("corrupt", pos, total_size, magic)
-                raise
-            if self.check_crc and msg["bodyLength"] > 0 and msg["bodyCRC"] != msg["bodyCRCComputed"]:
-                self._set_end("corrupt", pos, total_size, magic)
+        for step in walk_commitlog(self.buf, file_from_offset=self.file_from_offset, file=self.file,
+                                   path=self.path, **self.decode_options):
+            if isinstance(step, CommitLogEnd):
+                break
+            if self.check_crc and step["bodyLength"] > 0 and step["bodyCRC"] != step["bodyCRCComputed"]:
+                self.end = {"kind": "corrupt", "fileOffset": step["fileOffset"], "phyOffset": step["phyOffset"],
+                            "totalSize": step["totalSize"], "magic": step["magic"]}
                 raise CorruptData(
-                    f"body CRC mismatch: stored {msg['bodyCRC']}, computed {msg['bodyCRCComputed']} "
-                    f"(phyOffset {msg['phyOffset']})", self.path, pos)
+                    f"body CRC mismatch: stored {step['bodyCRC']}, computed {step['bodyCRCComputed']} "
+                    f"(phyOffset {step['phyOffset']})", self.path, step["fileOffset"])
             self.messages += 1
             if self.first_phy_offset is None:
-                self.first_phy_offset = msg["phyOffset"]
-            self.last_phy_offset = msg["phyOffset"]
-            yield msg
-            pos += total_size
+                self.first_phy_offset = step["phyOffset"]
+            self.last_phy_offset = step["phyOffset"]
+            yield step
+        if step.kind == END_OF_FILE:
+            self._set_end(END_OF_FILE, step)
+        elif step.kind == BLANK:
+            self._set_end(BLANK, step, blankSizeMatches=step.blank_size_matches)
+        elif step.kind == ZERO_TAIL or (step.kind == SHORT_TAIL and step.non_zero_after is None):
+            self._set_end(ZERO_TAIL, step, nonZeroAfter=step.non_zero_after)
+        elif step.kind == SHORT_TAIL:
+            self._set_end("corrupt", step)
+            raise TruncatedData(f"{len(self.buf) - step.file_offset} stray bytes at the end of the file",
+                                self.path, step.file_offset)
+        else:
+            self._set_end("corrupt", step)
+            raise step.error
 
 
 # --------------------------------------------------------------------------
@@ -766,10 +877,10 @@ class ConsumeQueueFileScan:
                     f"invalid ConsumeQueue unit (commitLogOffset={offset}, size={size}, tagsCode={code})",
                     self.path, pos)
             self.end = {"kind": "zero-tail", "fileOffset": pos, "queueOffset": base + stop,
-                        "nonZeroAfter": _first_nonzero(buf, pos, len(buf))}
+                        "nonZeroAfter": first_nonzero(buf, pos, len(buf))}
             return
         if len(buf) % CQ_UNIT_SIZE:
-            if _first_nonzero(buf, pos, len(buf)) is None:
+            if first_nonzero(buf, pos, len(buf)) is None:
                 self.end = {"kind": "zero-tail", "fileOffset": pos, "queueOffset": base + stop,
                             "nonZeroAfter": None}
                 return
@@ -966,71 +1077,174 @@ def infer_index_geometry(buf, path: str | None = None) -> tuple[int, int, str]:
     return passed[0][1], passed[0][2], "inferred"
 
 
-class IndexFile:
-    """One IndexFile, memory-mapped; the slot table and entries are numpy views on the map.
+@dataclass
+class SelectOutcome:
+    """How one ``selectPhyOffset`` walk ended."""
 
+    terminated: bool = True  # False: RocketMQ would never return (endless prevIndex cycle)
+    steps: int = 0  # entries read
+    note: str | None = None
+
+
+def index_time_diff(store_timestamp: int, begin_timestamp: int) -> int:
+    """``IndexFile.putKey``'s timeDiff: whole seconds (Java division) after the header's
+    beginTimestamp, clamped to 0..Integer.MAX_VALUE; 0 while the file has no beginTimestamp."""
+    if begin_timestamp <= 0:
+        return 0
+    delta = store_timestamp - begin_timestamp
+    seconds = abs(delta) // 1000
+    seconds = seconds if delta >= 0 else -seconds
+    return min(max(seconds, 0), _INT32_MAX)
+
+
+class IndexFile:
+    """One IndexFile as ``IndexService`` holds it: header, slot table and entries over a buffer.
+
+    ``IndexFile(path)`` maps a file read-only (``copy_on_write`` maps it
+    privately, so ``put_key`` can append in memory and the file stays
+    untouched); ``IndexFile.create`` makes a new one in an anonymous map.
     ``hash_slot_num`` / ``index_num`` give the geometry (the header does not);
     without them it is inferred (``infer_index_geometry``).  With an explicit
     geometry a longer file is read like RocketMQ maps it (the extra bytes are
-    ignored); a shorter one is TruncatedData.  Nothing but the
-    header is read until the views are used, so a 420 MB default-geometry file
-    costs no memory beyond the pages touched.
+    ignored); a shorter one is TruncatedData.  Only the pages touched cost
+    memory, so a 420 MB default-geometry file is cheap.
+
+    As in Java, lookups and ``put_key`` use the header values in ``header``;
+    they reach the buffer only at ``flush_header`` (``IndexFile.flush``).
     """
 
-    def __init__(self, path, hash_slot_num: int | None = None, index_num: int | None = None):
-        self.path = Path(path)
-        self.name = self.path.name
-        self._mf = MappedFile(self.path)
+    def __init__(self, path, hash_slot_num: int | None = None, index_num: int | None = None, *,
+                 copy_on_write: bool = False):
+        from segtool.source import require_regular_file
+
+        path = Path(path)
+        require_regular_file(path)
         try:
-            buf = self._mf.buf
-            self.size = self._mf.size
-            self.header = read_index_header(buf, str(self.path))
+            with open(path, "rb") as f:
+                size = os.fstat(f.fileno()).st_size
+                access = mmap.ACCESS_COPY if copy_on_write else mmap.ACCESS_READ
+                buf = mmap.mmap(f.fileno(), 0, access=access) if size else b""
+        except OSError as exc:
+            raise UnreadableInput(f"cannot read: {exc.strerror or exc}", str(path)) from exc
+        try:
+            header = read_index_header(buf, str(path))
             if hash_slot_num is None and index_num is None:
-                hash_slot_num, index_num, self.geometry_source = infer_index_geometry(buf, str(self.path))
+                hash_slot_num, index_num, source = infer_index_geometry(buf, str(path))
             elif hash_slot_num is None or index_num is None:
                 raise ValueError("give both hash_slot_num and index_num, or neither")
             else:
                 if hash_slot_num <= 0 or index_num <= 0:
                     raise ValueError("hash_slot_num and index_num must be positive")
-                self.geometry_source = "explicit"
-                expected = index_file_size(hash_slot_num, index_num)
-                if self.size < expected:
-                    raise TruncatedData(f"IndexFile is {self.size} bytes, geometry {hash_slot_num}/{index_num} "
-                                        f"needs {expected}", str(self.path), self.size)
-            self.hash_slot_num = hash_slot_num
-            self.index_num = index_num
-            self.slots = np.frombuffer(buf, dtype=INDEX_SLOT_DTYPE, count=hash_slot_num, offset=INDEX_HEADER_SIZE)
-            self.entries = np.frombuffer(buf, dtype=INDEX_ENTRY_DTYPE, count=index_num,
-                                         offset=self.entries_offset)
+                source = "explicit"
+                need = index_file_size(hash_slot_num, index_num)
+                if size < need:
+                    raise TruncatedData(f"IndexFile is {size} bytes, geometry {hash_slot_num}/{index_num} "
+                                        f"needs {need}", str(path), size)
         except BaseException:
-            self._mf.close()
+            if isinstance(buf, mmap.mmap):
+                buf.close()
             raise
+        self._attach(path.name, buf, size, hash_slot_num, index_num, header, path=path, origin="disk",
+                     geometry_source=source)
+
+    def _attach(self, name: str, buf, size: int, hash_slot_num: int, index_num: int, header: dict, *,
+                path: Path | None, origin: str, geometry_source: str) -> None:
+        self.name = name
+        self.buf = buf
+        self.size = size
+        self.hash_slot_num = hash_slot_num
+        self.index_num = index_num
+        self.raw_index_count = header.pop("rawIndexCountField", header["indexCount"])
+        self.header = header
+        self.path = path
+        self.origin = origin  # "disk", "rebuilt" (created in memory), "appended" (disk file extended in memory)
+        self.geometry_source = geometry_source
+        self.entries_offset = INDEX_HEADER_SIZE + hash_slot_num * INDEX_SLOT_SIZE
+
+    @classmethod
+    def create(cls, name: str, hash_slot_num: int, index_num: int, end_phy_offset: int = 0,
+               end_timestamp: int = 0) -> "IndexFile":
+        """``new IndexFile(name, hashSlotNum, indexNum, endPhyOffset, endTimestamp)`` in memory."""
+        size = index_file_size(hash_slot_num, index_num)
+        header = dict.fromkeys(INDEX_HEADER_FAST.names, 0)
+        header["indexCount"] = 1  # IndexHeader: indexCount starts at 1, entry 0 is never used
+        if end_phy_offset > 0:
+            header["beginPhyOffset"] = header["endPhyOffset"] = end_phy_offset
+        if end_timestamp > 0:
+            header["beginTimestamp"] = header["endTimestamp"] = end_timestamp
+        # private anonymous map: untouched pages read as the shared zero page and cost no memory
+        buf = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE)
+        index = cls.__new__(cls)
+        index._attach(name, buf, size, hash_slot_num, index_num, header, path=None, origin="rebuilt",
+                      geometry_source="explicit")
+        return index
+
+    def writable_copy(self) -> "IndexFile":
+        """This file, copy-on-write, to append to in memory (the file stays untouched)."""
+        if self.path is None:
+            return self
+        copy = IndexFile(self.path, self.hash_slot_num, self.index_num, copy_on_write=True)
+        copy.header = dict(self.header)
+        copy.origin = "appended"
+        copy.geometry_source = self.geometry_source
+        return copy
+
+    # ---- IndexHeader ----
+
+    @property
+    def begin_timestamp(self) -> int:
+        return self.header["beginTimestamp"]
+
+    @property
+    def end_timestamp(self) -> int:
+        return self.header["endTimestamp"]
+
+    @property
+    def end_phy_offset(self) -> int:
+        return self.header["endPhyOffset"]
 
     @property
     def index_count(self) -> int:
         return self.header["indexCount"]
 
     @property
-    def entries_offset(self) -> int:
-        return INDEX_HEADER_SIZE + self.hash_slot_num * INDEX_SLOT_SIZE
-
-    @property
     def entries_written(self) -> int:
         """Entries 1..indexCount-1 (entry 0 is never used), as the header claims."""
         return self.index_count - 1
 
-    def entry_offset(self, index: int) -> int:
-        return self.entries_offset + index * INDEX_ENTRY_SIZE
+    def is_write_full(self) -> bool:
+        return self.header["indexCount"] >= self.index_num
+
+    def is_time_matched(self, begin: int, end: int) -> bool:
+        """``IndexFile.isTimeMatched``."""
+        b, e = self.header["beginTimestamp"], self.header["endTimestamp"]
+        return (begin < b and end > e) or (b <= begin <= e) or (b <= end <= e)
+
+    # ---- slots and entries ----
+
+    @property
+    def slots(self) -> np.ndarray:
+        return np.frombuffer(self.buf, dtype=INDEX_SLOT_DTYPE, count=self.hash_slot_num, offset=INDEX_HEADER_SIZE)
+
+    @property
+    def entries(self) -> np.ndarray:
+        return np.frombuffer(self.buf, dtype=INDEX_ENTRY_DTYPE, count=self.index_num, offset=self.entries_offset)
 
     def slot_of(self, key_hash: int) -> int:
         return key_hash % self.hash_slot_num
+
+    def slot_position(self, key_hash: int) -> int:
+        return INDEX_HEADER_SIZE + self.slot_of(key_hash) * INDEX_SLOT_SIZE
+
+    def entry_offset(self, index: int) -> int:
+        return self.entries_offset + index * INDEX_ENTRY_SIZE
 
     def entry(self, index: int) -> dict:
         """Entry ``index`` as a dict (with its ``index``)."""
         if not 0 <= index < self.index_num:
             raise CorruptData(f"entry {index} is outside the file's {self.index_num} entries",
                               str(self.path), self.entry_offset(min(max(index, 0), self.index_num)))
-        return {"index": index, **INDEX_ENTRY_FAST.as_dict(self._mf.buf, self.entry_offset(index))}
+        return {"index": index, **INDEX_ENTRY_FAST.as_dict(self.buf, self.entry_offset(index))}
 
     def iter_entries(self, start: int = 1, stop: int | None = None) -> Iterator[dict]:
         """Entries start..stop-1; by default the written ones, 1..indexCount-1 (capped by the file)."""
@@ -1044,6 +1258,120 @@ class IndexFile:
     def non_empty_slots(self) -> int:
         return int(np.count_nonzero(self.slots > 0))
 
+    # ---- IndexFile.selectPhyOffset ----
+
+    def select_phy_offsets(self, out: list, key_hash: int, max_num: int, begin: int, end: int) -> SelectOutcome:
+        """Append the slot chain's matching phyOffsets to ``out``, as ``selectPhyOffset`` does."""
+        outcome = SelectOutcome()
+        buf = self.buf
+        count = self.header["indexCount"]
+        begin_ts = self.header["beginTimestamp"]
+        (slot_value,) = INDEX_SLOT_FAST.unpack_from(buf, self.slot_position(key_hash))
+        if slot_value <= 0 or slot_value > count or count <= 1:
+            return outcome
+        unpack = INDEX_ENTRY_FAST.unpack_from
+        index_num = self.index_num
+        seen: dict[int, int] = {}  # entry -> len(out) when last read (loop guard)
+        current = slot_value
+        while len(out) < max_num:
+            if current >= index_num:
+                # Java reads past the mapped buffer: IndexOutOfBoundsException, caught in selectPhyOffset
+                outcome.note = (f"index file {self.name}: chain points at entry {current}, outside the file's "
+                                f"{index_num} entries (RocketMQ: exception, rest of this file skipped)")
+                break
+            visited = seen.get(current)
+            if visited is not None and visited == len(out):
+                outcome.terminated = False
+                outcome.note = (f"index file {self.name}: endless prevIndex cycle through entry {current} "
+                                f"(RocketMQ's selectPhyOffset never returns); stopped after {outcome.steps} entries "
+                                f"with {len(out)} offsets collected")
+                break
+            seen[current] = len(out)
+            key_hash_read, phy, time_diff, prev = unpack(buf, self.entry_offset(current))
+            outcome.steps += 1
+            if time_diff < 0:
+                break
+            time_read = begin_ts + time_diff * 1000
+            if key_hash_read == key_hash and begin <= time_read <= end:
+                out.append(phy)
+            if prev <= 0 or prev > count or prev == current or time_read < begin:
+                break
+            current = prev
+        return outcome
+
+    # ---- IndexFile.putKey ----
+
+    def put_key(self, key: str, phy_offset: int, store_timestamp: int) -> bool:
+        """``IndexFile.putKey`` (4.9): False when the file is full."""
+        return self.put_hash(index_key_hash(key), phy_offset, store_timestamp)
+
+    def put_hash(self, key_hash: int, phy_offset: int, store_timestamp: int) -> bool:
+        """``put_key`` for a key already hashed with ``index_key_hash``."""
+        header = self.header
+        count = header["indexCount"]
+        if count >= self.index_num:
+            return False
+        slot_pos = self.slot_position(key_hash)
+        buf = self.buf
+        (slot_value,) = INDEX_SLOT_FAST.unpack_from(buf, slot_pos)
+        if slot_value <= 0 or slot_value > count:
+            slot_value = 0
+        time_diff = index_time_diff(store_timestamp, header["beginTimestamp"])
+        INDEX_ENTRY_FAST.pack_into(buf, self.entry_offset(count), key_hash, phy_offset, time_diff, slot_value)
+        INDEX_SLOT_FAST.pack_into(buf, slot_pos, count)
+        if count <= 1:
+            header["beginPhyOffset"] = phy_offset
+            header["beginTimestamp"] = store_timestamp
+        if slot_value == 0:
+            header["hashSlotCount"] += 1
+        header["indexCount"] = count + 1
+        header["endPhyOffset"] = phy_offset
+        header["endTimestamp"] = store_timestamp
+        return True
+
+    def flush_header(self) -> None:
+        """``IndexHeader.updateByteBuffer``: write the header fields into the (in-memory) buffer.
+
+        A read-only file from disk is left alone: ``to_bytes`` / ``write`` put its header in the copy."""
+        if self.origin != "disk":
+            INDEX_HEADER_FAST.pack_into(self.buf, 0, *(self.header[k] for k in INDEX_HEADER_FAST.names))
+
+    def _header_bytes(self) -> bytes:
+        return INDEX_HEADER_FAST.pack(*(self.header[k] for k in INDEX_HEADER_FAST.names))
+
+    # ---- output ----
+
+    def to_bytes(self) -> bytes:
+        """The whole file as RocketMQ would flush it (current header first)."""
+        size = index_file_size(self.hash_slot_num, self.index_num)
+        return self._header_bytes() + bytes(self.buf[INDEX_HEADER_SIZE:size])
+
+    def write(self, path, *, sparse: bool = True, chunk: int = 1 << 20) -> Path:
+        """Write the flushed file to ``path`` (must not exist; zero blocks left as holes when ``sparse``)."""
+        path = Path(path)
+        size = index_file_size(self.hash_slot_num, self.index_num)
+        view = memoryview(self.buf)[:size]
+        try:
+            with open(path, "xb") as out:
+                out.write(self._header_bytes())
+                for start in range(INDEX_HEADER_SIZE, size, chunk):
+                    block = view[start:start + chunk]
+                    if sparse and not np.frombuffer(block, dtype=np.uint8).any():
+                        out.seek(len(block), 1)
+                    else:
+                        out.write(block)
+                out.truncate(size)
+        finally:
+            view.release()
+        return path
+
+    def state(self) -> dict:
+        """Where the file came from, its geometry and the header IndexService holds."""
+        return {"file": self.name, "origin": self.origin,
+                "geometry": {"hashSlotNum": self.hash_slot_num, "indexNum": self.index_num,
+                             "source": self.geometry_source},
+                "header": dict(self.header)}
+
     def summary(self) -> dict:
         """Header, geometry and first/last entry, shaped like the corpus' indexfiles.json."""
         last = min(self.index_count, self.index_num) - 1
@@ -1054,7 +1382,7 @@ class IndexFile:
                          "expectedFileSize": index_file_size(self.hash_slot_num, self.index_num),
                          "maxEntriesUsable": self.index_num - 1},
             "geometrySource": self.geometry_source,
-            "header": dict(self.header),
+            "header": {**self.header, "rawIndexCountField": self.raw_index_count},
             "nonEmptySlots": self.non_empty_slots(),
             "entriesWritten": self.entries_written,
             "firstEntry": self.entry(1) if last >= 1 else None,
@@ -1062,8 +1390,12 @@ class IndexFile:
         }
 
     def close(self) -> None:
-        self.slots = self.entries = None
-        self._mf.close()
+        buf, self.buf = self.buf, b""
+        if isinstance(buf, mmap.mmap):
+            try:
+                buf.close()
+            except BufferError:
+                pass  # a caller still holds a view; the map is released when that is collected
 
     def __enter__(self):
         return self

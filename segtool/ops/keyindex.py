@@ -72,7 +72,7 @@ def index_keys(partition_dir: str, out_dir: str | None = None, progress_factory=
     place is segtool's own cache, where an earlier index of the partition is
     replaced; an existing index in ``out_dir`` is refused unless ``force``.
     """
-    from segtool.engine.rocketmq_store import IndexFileView
+    from segtool.formats.rocketmq import IndexFile
 
     partition = PartitionView(partition_dir)
     target = out_dir or key_index_dir(partition_dir)
@@ -95,7 +95,7 @@ def index_keys(partition_dir: str, out_dir: str | None = None, progress_factory=
     count = len(hashes)
     index_num = count + 1  # entry 0 is never used, as in RocketMQ
     slots = max(64, count // 2)
-    view = IndexFileView.create(INDEX_NAME, slots, index_num)
+    view = IndexFile.create(INDEX_NAME, slots, index_num)
     for key_hash, offset, stamp in zip(hashes, offsets, stamps):
         view.put_hash(key_hash, offset, stamp)
     os.makedirs(target, exist_ok=True)
@@ -115,7 +115,7 @@ def index_keys(partition_dir: str, out_dir: str | None = None, progress_factory=
 
 def _usable_index(partition: PartitionView, directory: str | None):
     """The key index in ``directory`` (default: the cache's) when it was built from these exact segments."""
-    from segtool.engine.rocketmq_store import IndexFileView
+    from segtool.formats.rocketmq import IndexFile
 
     named = directory is not None
     directory = directory or key_index_dir(partition.directory)
@@ -129,7 +129,7 @@ def _usable_index(partition: PartitionView, directory: str | None):
         return None, "the key index metadata is unreadable; scanned instead"
     if meta.get("segments") != _segment_fingerprint(partition):
         return None, "the key index is stale (segments changed since it was built); scanned instead"
-    view = IndexFileView.open(os.path.join(directory, INDEX_NAME), meta["hash_slot_num"], meta["index_num"])
+    view = IndexFile(os.path.join(directory, INDEX_NAME), meta["hash_slot_num"], meta["index_num"])
     return view, None
 
 

@@ -75,7 +75,7 @@ def _geometry(root: Path, hash_slot_num: int | None, index_num: int | None) -> t
     if index_dir.is_dir():
         for path in reversed(rmq.list_index_files(index_dir)):
             try:
-                view = rs.IndexFileView.open(path)
+                view = rmq.IndexFile(path)
             except (SegtoolError, ValueError):
                 continue
             try:

@@ -139,14 +139,15 @@ def kafka_boundaries(log_path: str, size: int, base_offset: int, split_bytes: in
 
 def message_starts_at(reader: _Reader, position: int, file_from_offset: int, size: int) -> bool:
     """Is ``position`` the start of a whole message that records this very physical offset?"""
-    from segtool.formats.rocketmq import MIN_MESSAGE_SIZE, decode_message
+    from segtool.formats.rocketmq import MESSAGE_PREFIX_FAST, MIN_MESSAGE_SIZE, decode_message
 
-    head = reader.read(position, 36)
-    if len(head) < 36:
+    head = reader.read(position, MESSAGE_PREFIX_FAST.size)
+    if len(head) < MESSAGE_PREFIX_FAST.size:
         return False
-    total_size = int.from_bytes(head[0:4], "big", signed=True)
-    field = int.from_bytes(head[28:36], "big", signed=True)
-    if total_size < MIN_MESSAGE_SIZE or position + total_size > size or field != file_from_offset + position:
+    prefix = MESSAGE_PREFIX_FAST.as_dict(head)
+    total_size = prefix["totalSize"]
+    if (total_size < MIN_MESSAGE_SIZE or position + total_size > size
+            or prefix["physicalOffset"] != file_from_offset + position):
         return False
     data = reader.read(position, total_size)
     try:

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import os
 
-from segtool.errors import CorruptData, TruncatedData
 from segtool.formats import rocketmq as rmq
-from segtool.ops.verify_rocketmq.store import Problems, StoreContext, DISPATCHED_TRAN_TYPES, first_nonzero, last_nonzero
+from segtool.ops.verify_rocketmq.store import DISPATCHED_TRAN_TYPES, Problems, StoreContext
 
 
 def verify_commitlog(path: str, deep: bool, ctx: StoreContext) -> dict:
@@ -47,87 +46,21 @@ def verify_commitlog(path: str, deep: bool, ctx: StoreContext) -> dict:
 def _scan_commitlog_file(buf, size, start, path, name, deep, problems: Problems, ctx: StoreContext | None) -> dict:
     """Every record of one CommitLog file, checked; returns where the data ends."""
     positions: list[int] = []
-    pos = 0
-    end = {}
     cut_problem = None  # the first record RocketMQ's check refuses (file offset)
-    data_end = size
     undispatched: list[tuple[int, str, int, int]] = []
     unindexed: list[int] = []
     queue_last: dict[tuple[str, int], int] = {}
     index_end_phy = max((h["endPhyOffset"] for _, h in ctx.index_headers), default=None) if ctx else None
     check_queues = ctx is not None and ctx.has_consumequeue
-    while True:
-        left = size - pos
-        if left == 0:
-            end = {"kind": "end-of-file", "fileOffset": pos}
+    for step in rmq.walk_commitlog(buf, file_from_offset=start, file=name, path=path, digests=False,
+                                   decompress=deep):
+        if isinstance(step, rmq.CommitLogEnd):
+            end, data_end, refused_at = _walk_end(step, size, problems)
+            cut_problem = refused_at if cut_problem is None else cut_problem
             break
-        if left < 8:
-            if first_nonzero(buf, pos, size) is None:
-                end = {"kind": "zero-tail", "fileOffset": pos}
-                data_end = pos
-            else:
-                end = {"kind": "corrupt", "fileOffset": pos}
-                problems.add("trailing_bytes", pos, f"{left} stray bytes at the end of the file")
-                cut_problem = pos if cut_problem is None else cut_problem
-            break
-        total, magic = rmq.BLANK_RECORD_FAST.unpack_from(buf, pos)
-        if magic == rmq.BLANK_MAGIC_CODE:
-            end = {"kind": "blank", "fileOffset": pos, "totalSize": total}
-            data_end = pos  # the BLANK record marks the end; it holds no message bytes
-            if total != left:
-                problems.add("blank_size", pos, f"BLANK end-of-file record says {total} bytes are left but "
-                                                f"{left} are")
-            break
-        if magic == 0 and total == 0:
-            after = first_nonzero(buf, pos, size)
-            end = {"kind": "zero-tail", "fileOffset": pos, "nonZeroAfter": after}
-            if after is None:
-                data_end = pos
-                if pos == 0:
-                    problems.add("empty_file", 0, "no messages: the file is all zeros (preallocated, never "
-                                                  "written)", "info")
-                else:
-                    problems.add("zero_tail", pos, f"{size - pos} zero bytes after the last message "
-                                                   "(preallocated space not written yet; no BLANK end record)",
-                                 "info")
-            else:
-                data_end = (last_nonzero(buf, after, size) or after) + 1
-                problems.add("data_after_zeros", after, f"zero bytes from {pos} but data again at {after}: "
-                                                        "a hole in the file (lost or torn write); RocketMQ "
-                                                        f"stops reading at {pos}")
-                cut_problem = pos if cut_problem is None else cut_problem
-            break
-        phy = start + pos
-        if magic not in rmq.MESSAGE_VERSIONS:
-            end = {"kind": "corrupt", "fileOffset": pos}
-            problems.add("bad_magic", pos, f"illegal magic code 0x{magic & 0xFFFFFFFF:08x} where a message should "
-                                           f"start (phyOffset {phy}); RocketMQ stops reading here")
-            cut_problem = pos if cut_problem is None else cut_problem
-            data_end = (last_nonzero(buf, pos, size) or pos) + 1
-            break
-        try:
-            msg = rmq.decode_message(buf, pos, end=size, file_from_offset=start, file=name, path=path,
-                                     digests=False, decompress=deep)
-        except TruncatedData:
-            end = {"kind": "truncated", "fileOffset": pos, "totalSize": total}
-            problems.add("truncated_message", pos, f"message of totalSize {total} (phyOffset {phy}) is cut off: "
-                                                   f"only {left} bytes left in the file")
-            cut_problem = pos if cut_problem is None else cut_problem
-            data_end = (last_nonzero(buf, pos, size) or pos) + 1
-            break
-        except CorruptData as exc:
-            last = last_nonzero(buf, pos, size)
-            data_end = (last or pos) + 1
-            if total >= rmq.MIN_MESSAGE_SIZE and last is not None and last < pos + total <= size:
-                end = {"kind": "torn", "fileOffset": pos, "totalSize": total}
-                problems.add("torn_message", pos, f"message of totalSize {total} (phyOffset {phy}) is zero from "
-                                                  f"byte {last + 1} to the end of the file (torn write): "
-                                                  f"{exc.message}")
-            else:
-                end = {"kind": "corrupt", "fileOffset": pos, "totalSize": total}
-                problems.add("corrupt_message", pos, f"message at phyOffset {phy}: {exc.message}")
-            cut_problem = pos if cut_problem is None else cut_problem
-            break
+        msg = step
+        pos = msg["fileOffset"]
+        phy = msg["phyOffset"]
         positions.append(pos)
         if msg["bodyLength"] > 0 and msg["bodyCRC"] != msg["bodyCRCComputed"]:
             problems.add("crc_mismatch", pos, f"body CRC stored {msg['bodyCRC']} but computed "
@@ -160,7 +93,6 @@ def _scan_commitlog_file(buf, size, start, path, name, deep, problems: Problems,
         if (index_end_phy is not None and phy > index_end_phy and tran != rmq.TRANSACTION_ROLLBACK_TYPE
                 and (msg["UNIQ_KEY"] is not None or msg["KEYS"])):
             unindexed.append(phy)
-        pos += total
     if undispatched:
         phy, topic, qid, qoff = undispatched[0]
         problems.add("not_in_consumequeue", phy - start,
@@ -175,6 +107,56 @@ def _scan_commitlog_file(buf, size, start, path, name, deep, problems: Problems,
     return {"positions": positions, "messages": len(positions), "end": end, "cut_problem": cut_problem,
             "data_end": data_end, "first_phy": start + positions[0] if positions else None,
             "last_phy": start + positions[-1] if positions else None}
+
+
+def _walk_end(step: rmq.CommitLogEnd, size: int, problems: Problems) -> tuple[dict, int, int | None]:
+    """The scan's end, where its data ends and the first byte RocketMQ refuses (or None), from the
+    walk's end; adds the problem the end is."""
+    pos, total, phy = step.file_offset, step.total_size, step.phy_offset
+    kind = step.kind
+    if kind == rmq.END_OF_FILE:
+        return {"kind": "end-of-file", "fileOffset": pos}, size, None
+    if kind == rmq.SHORT_TAIL and step.non_zero_after is None:
+        return {"kind": "zero-tail", "fileOffset": pos}, pos, None
+    if kind == rmq.SHORT_TAIL:
+        problems.add("trailing_bytes", pos, f"{size - pos} stray bytes at the end of the file")
+        return {"kind": "corrupt", "fileOffset": pos}, size, pos
+    if kind == rmq.BLANK:
+        if not step.blank_size_matches:
+            problems.add("blank_size", pos, f"BLANK end-of-file record says {total} bytes are left but "
+                                            f"{size - pos} are")
+        # the BLANK record marks the end; it holds no message bytes
+        return {"kind": "blank", "fileOffset": pos, "totalSize": total}, pos, None
+    if kind == rmq.ZERO_TAIL:
+        after = step.non_zero_after
+        end = {"kind": "zero-tail", "fileOffset": pos, "nonZeroAfter": after}
+        if after is not None:
+            problems.add("data_after_zeros", after, f"zero bytes from {pos} but data again at {after}: "
+                                                    "a hole in the file (lost or torn write); RocketMQ "
+                                                    f"stops reading at {pos}")
+            return end, step.data_end, pos
+        if pos == 0:
+            problems.add("empty_file", 0, "no messages: the file is all zeros (preallocated, never written)",
+                         "info")
+        else:
+            problems.add("zero_tail", pos, f"{size - pos} zero bytes after the last message (preallocated "
+                                           "space not written yet; no BLANK end record)", "info")
+        return end, pos, None
+    if kind == rmq.BAD_MAGIC:
+        problems.add("bad_magic", pos, f"illegal magic code 0x{step.magic & 0xFFFFFFFF:08x} where a message "
+                                       f"should start (phyOffset {phy}); RocketMQ stops reading here")
+        return {"kind": "corrupt", "fileOffset": pos}, step.data_end, pos
+    if kind == rmq.TRUNCATED:
+        problems.add("truncated_message", pos, f"message of totalSize {total} (phyOffset {phy}) is cut off: "
+                                               f"only {size - pos} bytes left in the file")
+        return {"kind": "truncated", "fileOffset": pos, "totalSize": total}, step.data_end, pos
+    if kind == rmq.TORN:
+        problems.add("torn_message", pos, f"message of totalSize {total} (phyOffset {phy}) is zero from "
+                                          f"byte {step.data_end} to the end of the file (torn write): "
+                                          f"{step.error.message}")
+        return {"kind": "torn", "fileOffset": pos, "totalSize": total}, step.data_end, pos
+    problems.add("corrupt_message", pos, f"message at phyOffset {phy}: {step.error.message}")
+    return {"kind": "corrupt", "fileOffset": pos, "totalSize": total}, step.data_end, pos
 
 
 def _file_recovery(buf, size, start, name, scan: dict, ctx: StoreContext | None) -> dict:

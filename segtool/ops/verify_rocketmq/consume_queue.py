@@ -7,7 +7,7 @@ from pathlib import Path
 
 from segtool.errors import CorruptData
 from segtool.formats import rocketmq as rmq
-from segtool.ops.verify_rocketmq.store import Problems, StoreContext, configured_size, first_nonzero
+from segtool.ops.verify_rocketmq.store import Problems, StoreContext, configured_size
 
 
 def verify_consumequeue(path: str, deep: bool, ctx: StoreContext) -> dict:
@@ -42,7 +42,7 @@ def verify_consumequeue(path: str, deep: bool, ctx: StoreContext) -> dict:
         for i, (offset, usize, code) in enumerate(rows):
             upos = i * rmq.CQ_UNIT_SIZE
             if offset == 0 and usize == 0 and code == 0:
-                after = first_nonzero(buf, upos, size)
+                after = rmq.first_nonzero(buf, upos, size)
                 end_kind = "zero-tail"
                 if after is not None:
                     problems.add("data_after_zeros", after, f"unit {base + i} is all zeros but data follows at byte "

@@ -16,7 +16,7 @@ def verify_indexfile(path: str, deep: bool, ctx: StoreContext, hash_slot_num: in
                      index_num: int | None = None) -> dict:
     problems = Problems()
     try:
-        view = rs.IndexFileView.open(path, hash_slot_num, index_num)
+        view = rmq.IndexFile(path, hash_slot_num, index_num)
     except (CorruptData, ValueError) as exc:
         # the header does not record the geometry: an empty or damaged file may still be read
         # with the geometry of the store's other index files
@@ -24,7 +24,7 @@ def verify_indexfile(path: str, deep: bool, ctx: StoreContext, hash_slot_num: in
         if hash_slot_num is None and not isinstance(exc, TruncatedData):
             for geometry in ctx.index_geometries(exclude=os.path.basename(path)):
                 try:
-                    view = rs.IndexFileView.open(path, *geometry)
+                    view = rmq.IndexFile(path, *geometry)
                 except (CorruptData, ValueError):
                     continue
                 problems.add("geometry", 0, f"{exc.message if isinstance(exc, SegtoolError) else exc}; read with "
@@ -40,13 +40,13 @@ def verify_indexfile(path: str, deep: bool, ctx: StoreContext, hash_slot_num: in
         view.close()
 
 
-def _verify_index_view(view: rs.IndexFileView, path: str, deep: bool, ctx: StoreContext, problems: Problems) -> dict:
+def _verify_index_view(view: rmq.IndexFile, path: str, deep: bool, ctx: StoreContext, problems: Problems) -> dict:
     hs, n = view.hash_slot_num, view.index_num
     buf = view.buf
     raw = rmq.read_index_header(buf, path)
     header = view.header
     count = raw["rawIndexCountField"]
-    entries_at = view.entries_at
+    entries_at = view.entries_offset
     slots = np.frombuffer(buf, dtype=rmq.INDEX_SLOT_DTYPE, count=hs, offset=rmq.INDEX_HEADER_SIZE).astype(np.int64)
     entries = np.frombuffer(buf, dtype=rmq.INDEX_ENTRY_DTYPE, count=n, offset=entries_at)
     key_hash = entries["keyHash"].astype(np.int64)
@@ -162,8 +162,8 @@ def _verify_index_view(view: rs.IndexFileView, path: str, deep: bool, ctx: Store
         if end_ts < begin_ts:
             problems.add("header_timestamps", 8, f"endTimestamp {end_ts} is before beginTimestamp {begin_ts}")
         elif w >= 2 and w == claimed_last:
-            want = (end_ts - begin_ts) // 1000
-            if int(time_diff[w]) != min(want, rs.INT_MAX):
+            want = rmq.index_time_diff(end_ts, begin_ts)
+            if int(time_diff[w]) != want:
                 problems.add("header_end_timestamp", 8,
                              f"endTimestamp {end_ts} is {want} s after beginTimestamp but the last entry's "
                              f"timeDiff is {int(time_diff[w])} s")
@@ -298,8 +298,7 @@ def _entries_vs_commitlog(log, ctx: StoreContext, view, w: int, deep: bool, key_
                 problems.add("header_begin_timestamp", 0, f"beginTimestamp {begin_ts} but entry 1's message was "
                                                           f"stored at {store_ts}")
         else:
-            want = rs._java_div(store_ts - begin_ts, 1000) if begin_ts > 0 else 0
-            want = rs.INT_MAX if want > rs.INT_MAX else max(want, 0)
+            want = rmq.index_time_diff(store_ts, begin_ts)
             if int(time_diff[i]) != want:
                 problems.add("entry_time_mismatch", entry_offset(i) + 12,
                              f"{where}: timeDiff {int(time_diff[i])} s but the message was stored {want} s after "

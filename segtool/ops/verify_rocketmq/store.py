@@ -7,7 +7,6 @@ import os
 from collections import Counter
 from pathlib import Path
 
-import numpy as np
 
 from segtool.engine import rocketmq_store as rs
 from segtool.errors import SegtoolError
@@ -48,58 +47,6 @@ class Problems:
                         "message": f"{hidden} more {kind} problems not listed (the first at byte "
                                    f"{first['byte_offset']}: {first['message']})"})
         return out
-
-
-# --------------------------------------------------------------------------
-# Bytes helpers
-# --------------------------------------------------------------------------
-
-
-def first_nonzero(buf, start: int, end: int, chunk: int = 1 << 22) -> int | None:
-    for s in range(start, end, chunk):
-        e = min(s + chunk, end)
-        hits = np.flatnonzero(np.frombuffer(buf, dtype=np.uint8, count=e - s, offset=s))
-        if hits.size:
-            return s + int(hits[0])
-    return None
-
-
-def last_nonzero(buf, start: int, end: int, chunk: int = 1 << 22) -> int | None:
-    e = end
-    while e > start:
-        s = max(start, e - chunk)
-        hits = np.flatnonzero(np.frombuffer(buf, dtype=np.uint8, count=e - s, offset=s))
-        if hits.size:
-            return s + int(hits[-1])
-        e = s
-    return None
-
-
-def _store_timestamp(buf, pos: int) -> int | None:
-    """storeTimestamp of the message record at ``pos`` (fixed header only), or None."""
-    if pos + 40 > len(buf):
-        return None
-    (sys_flag,) = rmq._INT32.unpack_from(buf, pos + 36)
-    layout = rmq.MESSAGE_HEADER_FAST[(sys_flag >> 4) & 3]
-    if pos + layout.size > len(buf):
-        return None
-    return layout.unpack_from(buf, pos)[layout.names.index("storeTimestamp")]
-
-
-def _walk_records(buf, pos: int) -> tuple[list[int], bool]:
-    """Positions of the records from ``pos`` by totalSize (magic checked, fields not), and
-    whether the last one is torn (runs past the end or is not a message)."""
-    positions = []
-    size = len(buf)
-    while size - pos >= 8:
-        total, magic = rmq.BLANK_RECORD_FAST.unpack_from(buf, pos)
-        if magic == rmq.BLANK_MAGIC_CODE or (magic == 0 and total == 0):
-            return positions, False
-        if magic not in rmq.MESSAGE_VERSIONS or total < rmq.MIN_MESSAGE_SIZE or pos + total > size:
-            return positions, True
-        positions.append(pos)
-        pos += total
-    return positions, False
 
 
 # --------------------------------------------------------------------------
@@ -232,41 +179,16 @@ class StoreContext:
                "droppedIndexFiles": [], "keptIndexFiles": [h[0] for h in self.index_headers]}
         if not files:
             return out
+        feed = rs.DispatchFeed("recover")
+        for _ in rs.commitlog_recovery(self.commitlog_dir, cp, abnormal=self.abort, feed=feed):
+            pass
         if self.abort:
-            cps = cp or {}
-            min_ts = min(cps.get("physicMsgTimestamp", 0), cps.get("logicsMsgTimestamp", 0))
-            min_ts = max(min_ts - rs.CHECKPOINT_SAFETY_MS, 0)
-            index = 0
-            for i in range(len(files) - 1, -1, -1):
-                if rs._matched_recover(files[i][1], min_ts):
-                    index = i
-                    break
-            limit = cps.get("indexMsgTimestamp", 0)
+            limit = (cp or {}).get("indexMsgTimestamp", 0)
             out["droppedIndexFiles"] = [n for n, h in self.index_headers if h["endTimestamp"] > limit]
             out["keptIndexFiles"] = [n for n, h in self.index_headers if h["endTimestamp"] <= limit]
-        else:
-            index = max(len(files) - 3, 0)
-        out["startFile"] = files[index][1].name
-        cut = files[index][0]
-        stop = None
-        for start, path, _ in files[index:]:
-            with rmq.MappedFile(path) as mf:
-                for item in rs._file_dispatches(mf.buf, start, path.name, str(path), True):
-                    if item[0] == "msg":
-                        continue
-                    _, kind, pos, reason = item
-                    cut = start + pos
-                    if kind != "blank":
-                        stop = {"kind": kind, "phyOffset": cut, "file": path.name, "fileOffset": pos,
-                                "reason": reason}
-                    break
-            if stop is not None:
-                break
-        if stop is None:  # a BLANK record in the last file: recovery ends there
-            stop = {"kind": "last-file", "phyOffset": cut, "file": files[-1][1].name,
-                    "fileOffset": cut - files[-1][0], "reason": None}
-        out["stop"] = stop
-        out["maxPhyOffset"] = cut
+        out["startFile"] = feed.start_file
+        out["stop"] = feed.stopped
+        cut = out["maxPhyOffset"] = feed.stopped["phyOffset"]
         # MappedFileQueue.truncateDirtyFiles: files starting after the cut are deleted
         out["deletedFiles"] = [p.name for start, p, _ in files if start > cut]
         out["commitlogFilesAfterLoad"] = [f"{p.name}:{size}" for start, p, size in files if start <= cut]
@@ -284,8 +206,9 @@ class StoreContext:
             self._data_end_ts = None
             for start, path, _ in reversed(self.cl_files):
                 with rmq.MappedFile(path) as mf:
-                    positions, _ = _walk_records(mf.buf, 0)
-                    stamps = [t for t in (_store_timestamp(mf.buf, p) for p in positions) if t is not None]
+                    stamps = [step["storeTimestamp"] for step in rmq.walk_commitlog(
+                        mf.buf, file_from_offset=start, digests=False, decompress=False)
+                        if not isinstance(step, rmq.CommitLogEnd)]
                 if stamps:
                     self._data_end_ts = max(stamps)
                     break
@@ -313,7 +236,7 @@ class StoreContext:
             if index_dir is not None and index_dir.is_dir():
                 for path in rmq.list_index_files(index_dir):
                     try:
-                        view = rs.IndexFileView.open(path)
+                        view = rmq.IndexFile(path)
                     except (SegtoolError, ValueError):
                         continue
                     found.append((path.name, (view.hash_slot_num, view.index_num)))
@@ -330,7 +253,7 @@ class StoreContext:
                 self._cq_bounds[key] = None
             else:
                 try:
-                    self._cq_bounds[key] = rs._queue_bounds(rmq.ConsumeQueue(directory, topic, queue_id))
+                    self._cq_bounds[key] = rs.queue_bounds(rmq.ConsumeQueue(directory, topic, queue_id))
                 except SegtoolError:
                     self._cq_bounds[key] = None
         return self._cq_bounds[key]
