@@ -21,14 +21,15 @@ from __future__ import annotations
 import bisect
 import os
 from abc import ABC, abstractmethod
-import struct
 from dataclasses import dataclass, field
 
 from segtool.errors import CorruptData
 from segtool.formats.checksums import ChecksumHelper
 from segtool.formats.kafka_index import OFFSET_INDEX_LAYOUT, TIME_INDEX_LAYOUT, TXN_INDEX_LAYOUT
 from segtool.formats.kafka_log import (
+    BATCH_HEADER_V2_FAST,
     BATCH_V2_OVERHEAD,
+    MAGIC_AT,
     NO_TIMESTAMP,
     BatchHeaders,
     BatchScan,
@@ -367,6 +368,6 @@ def records_after(buf, position: int, path: str, cap: int = 256 * 1024 * 1024) -
         pass
     torn = 0
     end = scan.valid_bytes
-    if scan.stop_reason == "truncated" and len(buf) - end >= BATCH_V2_OVERHEAD and buf[end + 16] == 2:
-        (torn,) = struct.unpack_from(">i", buf, end + 57)
+    if scan.stop_reason == "truncated" and len(buf) - end >= BATCH_V2_OVERHEAD and buf[end + MAGIC_AT] == 2:
+        torn = BATCH_HEADER_V2_FAST.as_dict(buf, end)["record_count"]
     return count, max(torn, 0)

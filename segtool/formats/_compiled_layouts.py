@@ -4,6 +4,7 @@ Each entry: schema name -> (struct format, field names).  tests/test_fastdecode.
 checks this table against a fresh compilation of the schemas."""
 
 LAYOUTS = {
+    'LOG_ENTRY_HEADER': ('>qi', ('offset', 'size')),
     'BATCH_HEADER_V2': ('>qiibIhiqqqhii', ('base_offset', 'batch_length', 'partition_leader_epoch', 'magic', 'crc', 'attributes', 'last_offset_delta', 'base_timestamp', 'max_timestamp', 'producer_id', 'producer_epoch', 'base_sequence', 'record_count')),
     'LEGACY_HEADER_V0': ('>qiIbb', ('offset', 'message_size', 'crc', 'magic', 'attributes')),
     'LEGACY_HEADER_V1': ('>qiIbbq', ('offset', 'message_size', 'crc', 'magic', 'attributes', 'timestamp')),

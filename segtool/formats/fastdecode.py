@@ -29,6 +29,7 @@ _INT_CODES = {
 
 # Schemas whose compiled form is kept in the generated table: name -> (module, attribute)
 TABLE_SCHEMAS = {
+    "LOG_ENTRY_HEADER": ("segtool.formats.kafka_schemas", "LOG_ENTRY_HEADER"),
     "BATCH_HEADER_V2": ("segtool.formats.kafka_schemas", "BATCH_HEADER_V2"),
     "LEGACY_HEADER_V0": ("segtool.formats.kafka_schemas", "LEGACY_HEADER_V0"),
     "LEGACY_HEADER_V1": ("segtool.formats.kafka_schemas", "LEGACY_HEADER_V1"),

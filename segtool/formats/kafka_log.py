@@ -30,20 +30,23 @@ from segtool.formats.fastdecode import compiled
 # Layouts
 # --------------------------------------------------------------------------
 
-LOG_OVERHEAD = 12  # offset int64 + size int32, in front of every batch/message
-HEADER_SIZE_UP_TO_MAGIC = 17
-RECORD_OVERHEAD_V0 = 14  # smallest legal size field (legacy v0 message, empty key/value)
-BATCH_V2_OVERHEAD = 61
-CRC_V2_START = 21  # CRC-32C covers attributes .. end of batch
-
 # The construct declarations live in ``kafka_schemas``; the hot path uses their
 # compiled form (see ``fastdecode``).  ``kafka_log.BATCH_HEADER_V2`` etc. still
 # resolve, lazily, for builders, tests and documentation.
+LOG_ENTRY_HEADER_FAST = compiled("LOG_ENTRY_HEADER")
 BATCH_HEADER_V2_FAST = compiled("BATCH_HEADER_V2")
 LEGACY_HEADER_V0_FAST = compiled("LEGACY_HEADER_V0")
 LEGACY_HEADER_V1_FAST = compiled("LEGACY_HEADER_V1")
 CONTROL_KEY_FAST = compiled("CONTROL_KEY")
 END_TXN_MARKER_FAST = compiled("END_TXN_MARKER")
+
+LOG_OVERHEAD = LOG_ENTRY_HEADER_FAST.size  # offset int64 + size int32, in front of every batch/message
+MAGIC_AT = BATCH_HEADER_V2_FAST.field_offset("magic")  # the same position in v0/v1 messages
+HEADER_SIZE_UP_TO_MAGIC = MAGIC_AT + 1
+RECORD_OVERHEAD_V0 = LEGACY_HEADER_V0_FAST.size - LOG_OVERHEAD + 8  # smallest size field: null key and value
+BATCH_V2_OVERHEAD = BATCH_HEADER_V2_FAST.size
+CRC_V2_START = BATCH_HEADER_V2_FAST.field_offset("attributes")  # CRC-32C covers attributes .. end of batch
+RECORD_COUNT_AT = BATCH_HEADER_V2_FAST.field_offset("record_count")
 
 _SCHEMA_NAMES = {
     "BATCH_HEADER_V2", "LEGACY_HEADER_V0", "LEGACY_HEADER_V1", "LEGACY_MESSAGE_V0", "LEGACY_MESSAGE_V1",
@@ -59,7 +62,6 @@ def __getattr__(name: str):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-_OFFSET_SIZE = struct.Struct(">qi")
 _INT32 = struct.Struct(">i")
 _INT64 = struct.Struct(">q")
 _LAST_OFFSET_DELTA_AT = BATCH_HEADER_V2_FAST.field_offset("last_offset_delta")
@@ -274,7 +276,7 @@ def seek_offset_position(buf, pos: int, end: int, target: int) -> tuple[int, boo
     This is how Kafka's ``searchForOffsetWithSize`` walks from an index position
     (it looks at no more than offset, size, magic and last offset delta).
     """
-    unpack_head, unpack_int = _OFFSET_SIZE.unpack_from, _INT32.unpack_from
+    unpack_head, unpack_int = LOG_ENTRY_HEADER_FAST.unpack_from, _INT32.unpack_from
     while pos + HEADER_SIZE_UP_TO_MAGIC < end:
         base_offset, size = unpack_head(buf, pos)
         if size < RECORD_OVERHEAD_V0 or pos + LOG_OVERHEAD + size > end:
@@ -312,7 +314,7 @@ def seek_timestamp_position(buf, pos: int, end: int, timestamp: int) -> tuple[in
 
 def batch_at(buf, pos: int, path=None) -> RecordBatch:
     """The batch at ``pos`` with its header decoded; its framing (size within the file) is already checked."""
-    base_offset, size = _OFFSET_SIZE.unpack_from(buf, pos)
+    base_offset, size = LOG_ENTRY_HEADER_FAST.unpack_from(buf, pos)
     magic = buf[pos + 16]
     if magic >= 0x80:
         magic -= 0x100
@@ -773,6 +775,28 @@ def end_txn_marker(record: Record) -> tuple[int, int]:
     if value is None or len(value) < END_TXN_MARKER_FAST.size:
         raise CorruptData("end transaction marker value is too short", None, None)
     return END_TXN_MARKER_FAST.unpack_from(value)
+
+
+def kraft_control_value(record: Record, name: str) -> tuple[str, dict] | None:
+    """(message name, fields without the tagged fields) of a KRaft control record's value,
+    or None for a control type without a declared value (``KRAFT_CONTROL_VALUES``)."""
+    import construct as cs
+
+    from segtool.formats.kafka_schemas import KRAFT_CONTROL_VALUES
+
+    declared = KRAFT_CONTROL_VALUES.get(name)
+    if declared is None:
+        return None
+    label, schema = declared
+    value = record.value
+    if value is None:
+        raise CorruptData(f"{name} control record at offset {record.offset} has a null value")
+    try:
+        parsed = schema.parse(bytes(value))
+    except cs.ConstructError:
+        raise CorruptData(f"{name} control record at offset {record.offset}: value of {len(value)} bytes"
+                          " is truncated") from None
+    return label, {sub.name: parsed[sub.name] for sub in schema.subcons if sub.name != "tagged_fields"}
 
 
 def _read_varint(data, p: int, end: int) -> tuple[int, int]:

@@ -9,6 +9,7 @@ identical.
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass
 from typing import Callable
@@ -26,6 +27,7 @@ from segtool.formats.kafka_log import (
     increment_sequence,
     control_record_type,
     end_txn_marker,
+    kraft_control_value,
 )
 
 INT_MAX = 2**31 - 1
@@ -375,59 +377,26 @@ class KafkaDumpLog:
             self.emit(line)
 
 
+def _json_name(snake: str) -> str:
+    """The generated JSON converter's name of a schema field given in snake_case (k_raft_version -> kRaftVersion)."""
+    first, *rest = snake.split("_")
+    return first + "".join(word[:1].upper() + word[1:] for word in rest)
+
+
 def _control_text(record) -> str:
     type_id, name = control_record_type(record)
     if name in ("ABORT", "COMMIT"):
         _version, epoch = end_txn_marker(record)
         return f" endTxnMarker: {name} coordinatorEpoch: {epoch}"
-    # KRaft control records whose value is a flexible-version (0+) generated message:
-    # Kafka 3.9 prints it with the generated JSON converter, e.g.
-    # ` SnapshotHeader {"version":0,"lastContainedLogTimestamp":1713537540000}`.
-    # Fields per clients/src/main/resources/common/message/<Name>Record.json (all validVersions 0);
-    # camelCase JSON names as the generator writes them.  KRaftVoters (type 6) is not decoded
-    # here and keeps the generic `controlType:` text.
-    layouts = {
-        "SNAPSHOT_HEADER": ("SnapshotHeader", (("version", ">h"), ("lastContainedLogTimestamp", ">q"))),
-        "SNAPSHOT_FOOTER": ("SnapshotFooter", (("version", ">h"),)),
-        "KRAFT_VERSION": ("KRaftVersion", (("version", ">h"), ("kRaftVersion", ">h"))),
-    }
-    if name in layouts:
-        import json
-        import struct
-
-        label, fields = layouts[name]
-        value = record.value
-        if value is None:
-            raise CorruptData(f"{name} control record at offset {record.offset} has a null value")
-        pos = 0
-        out = {}
-        try:
-            for field_name, fmt in fields:
-                (out[field_name],) = struct.unpack_from(fmt, value, pos)
-                pos += struct.calcsize(fmt)
-
-            def uvarint(p):
-                result = shift = 0
-                while True:
-                    b = value[p]
-                    p += 1
-                    result |= (b & 0x7F) << shift
-                    if b < 0x80 or shift > 28:
-                        return result, p
-                    shift += 7
-
-            # tagged fields (flexible versions): read and ignored, as the JSON converter ignores them
-            count, pos = uvarint(pos)
-            for _ in range(count):
-                _tag, pos = uvarint(pos)
-                size, pos = uvarint(pos)
-                if pos + size > len(value):
-                    raise IndexError
-                pos += size
-        except (struct.error, IndexError):
-            raise CorruptData(f"{name} control record at offset {record.offset}: value of {len(value)} bytes"
-                              " is truncated") from None
-        return f" {label} {json.dumps(out, separators=(',', ':'))}"
+    # KRaft control records whose value is a generated message (formats/kafka_schemas.KRAFT_CONTROL_VALUES):
+    # Kafka 3.9 prints it with the generated JSON converter, camelCase field names, e.g.
+    # ` SnapshotHeader {"version":0,"lastContainedLogTimestamp":1713537540000}`.  KRaftVoters
+    # (type 6) has no declared value and keeps the generic `controlType:` text.
+    decoded = kraft_control_value(record, name)
+    if decoded is not None:
+        label, fields = decoded
+        converted = {_json_name(field_name): value for field_name, value in fields.items()}
+        return f" {label} {json.dumps(converted, separators=(',', ':'))}"
     return f" controlType: {name}({type_id})"
 
 

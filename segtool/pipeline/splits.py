@@ -27,7 +27,7 @@ import numpy as np
 
 from segtool.errors import CorruptData, SegtoolError
 from segtool.formats.kafka_index import OFFSET_INDEX_DTYPE
-from segtool.formats.kafka_log import BATCH_V2_OVERHEAD, LOG_OVERHEAD, BatchScan
+from segtool.formats.kafka_log import BATCH_V2_OVERHEAD, LOG_ENTRY_HEADER_FAST, LOG_OVERHEAD, RECORD_OVERHEAD_V0, BatchScan
 from segtool.pipeline import storage
 from segtool.pipeline.inputs import Inputs
 
@@ -83,8 +83,8 @@ def batch_starts_at(reader: _Reader, position: int, offset: int, size: int) -> b
     head = reader.read(position, LOG_OVERHEAD)
     if len(head) < LOG_OVERHEAD:
         return False
-    batch_size = int.from_bytes(head[8:12], "big", signed=True)
-    if batch_size < 14 or position + LOG_OVERHEAD + batch_size > size:
+    _offset, batch_size = LOG_ENTRY_HEADER_FAST.unpack_from(head)
+    if batch_size < RECORD_OVERHEAD_V0 or position + LOG_OVERHEAD + batch_size > size:
         return False
     data = reader.read(position, LOG_OVERHEAD + batch_size)
     try:
