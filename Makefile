@@ -36,6 +36,7 @@ demo: $(STAMP)
 # (tests/test_json_output.py and tests/test_docs_usage.py fail when either drifts)
 docs: $(STAMP)
 	$(BIN)/python -m segtool.ops.output_schema docs/schemas
+	$(BIN)/python -m segtool.findings docs/formats.md
 	$(BIN)/python docs/generate_usage.py
 
 # the layers contract in pyproject.toml first, then the tests

@@ -14,6 +14,7 @@ from typing import List, Optional
 import typer
 
 from segtool.errors import NothingFound, SegtoolError
+from segtool.findings import Severity, errors_first
 
 app = typer.Typer(
     add_completion=True,
@@ -147,7 +148,7 @@ def dump(
     if as_json:
         format = "json"
     if format == "kafka":
-        from segtool.engine.walk import walk
+        from segtool.engine.inventory import inventory
         from segtool.ops.kafka_dump_log import KafkaDumpOptions, run_kafka_dump
 
         options = KafkaDumpOptions(
@@ -160,7 +161,7 @@ def dump(
             max_message_size=max_message_size,
             decompress_cap=decompress_cap,
         )
-        entries = list(walk(named))
+        entries = inventory(named).entries
         unreadable = [entry for entry in entries if entry.unreadable is not None]
         for entry in unreadable:  # named first, then the rest is dumped: one bad entry never stops a run
             sys.stderr.write(f"segtool: {entry.path}: {entry.unreadable}\n")
@@ -251,34 +252,12 @@ def lookup(
 
       segtool lookup store --topic TopicA --key order-42 --begin 2026-11-21T00:00:00Z
     """
-    from segtool.ops import lookup as ops
+    from segtool.ops.lookup import LookupRequest, lookup as answer_lookup
 
-    if not os.path.exists(path):
-        _fail(f"{path}: no such file or directory")
-    chosen = [x is not None for x in (offset, timestamp, key, queue_id)]
-    if sum(chosen) != 1:
-        _fail("give exactly one of --offset, --timestamp, --key, --queue-id", EXIT_UNREADABLE)
-    if key is not None:
-        window = [ops.parse_timestamp(text) for text in (begin, end)]
-        if min(window) < 0:
-            _fail("--begin and --end take epoch ms or ISO-8601 times")
-        answer = ops.lookup_key(path, key, topic=topic, begin=window[0], end=window[1], max_num=max_num,
-                                include_collisions=include_collisions, key_index=key_index)
-        found = bool(answer.get("phy_offsets") or answer.get("offsets"))
-    elif queue_id is not None:
-        if topic is None or queue_offset is None:
-            _fail("--queue-id needs --topic and --queue-offset", EXIT_UNREADABLE)
-        answer = ops.lookup_queue(path, topic, queue_id, queue_offset)
-        found = answer.get("phy_offset") is not None
-    elif offset is not None:
-        if floor or ceiling:
-            answer = ops.lookup_index_entry(path, offset, ceiling=ceiling)
-        else:
-            answer = ops.lookup_offset(path, offset)
-        found = answer.get("offset") is not None
-    else:
-        answer = ops.lookup_timestamp(path, ops.parse_timestamp(timestamp))
-        found = answer.get("offset") is not None
+    request = LookupRequest(offset=offset, timestamp=timestamp, floor=floor, ceiling=ceiling, key=key,
+                            key_index=key_index, topic=topic, begin=begin, end=end, max_num=max_num,
+                            include_collisions=include_collisions, queue_id=queue_id, queue_offset=queue_offset)
+    answer, found = answer_lookup(path, request)
     _print_answer(answer, as_json, full)
     raise typer.Exit(EXIT_CLEAN if found else EXIT_PROBLEMS)
 
@@ -353,12 +332,13 @@ def _render_verify(report: dict) -> None:
         say("")
         say(head(item), colours[item["status"]])
         problems = item.get("problems", [])
-        errors = [p for p in problems if p["severity"] == "error"]
-        infos = [p for p in problems if p["severity"] != "error"]
+        ordered = errors_first(problems)
+        errors = [p for p in ordered if p["severity"] == Severity.ERROR.value]
+        infos = ordered[len(errors):]
         for problem in errors + infos[:20]:
             where = "" if problem["byte_offset"] is None else f" at byte {problem['byte_offset']}"
             say(f"  {problem['severity']:5} {problem['kind']}{where}: {problem['message']}",
-                "red" if problem["severity"] == "error" else None)
+                "red" if problem["severity"] == Severity.ERROR.value else None)
         if len(infos) > 20:
             say(f"  info  … {len(infos) - 20} more notes (see --json)")
         recovery = item.get("recovery")
@@ -373,7 +353,7 @@ def _render_verify(report: dict) -> None:
         if item["status"] == "skipped":
             say(f"{'SKIPPED':10} {item['path']}: {item.get('reason', 'not checked')}", "dim")
             continue
-        notes = [p for p in item.get("problems", []) if p["severity"] != "error"]
+        notes = [p for p in item.get("problems", []) if p["severity"] != Severity.ERROR.value]
         say(head(item) + (f"  {len(notes)} note(s): {notes[0]['message']}" if notes else ""), colours["ok"])
 
 
@@ -443,9 +423,9 @@ def rebuild_index(
 
     if out is None and not in_place:
         _fail("give --out DIR, or --in-place to replace the files beside the input")
-    import os
+    from segtool.engine.inventory import is_store_directory
 
-    stores = [p for p in paths if os.path.isdir(os.path.join(p, "commitlog")) or os.path.basename(os.path.normpath(p)) == "commitlog"]
+    stores = [p for p in paths if is_store_directory(p)]
     if stores:
         if len(stores) != len(paths):
             _fail("give either RocketMQ stores or Kafka segments, not both")

@@ -51,3 +51,7 @@ class UnreadableInput(SegtoolError):
 
 class NothingFound(SegtoolError):
     """The inputs are readable but hold nothing this command works on (exit code 1)."""
+
+
+class UsageError(SegtoolError):
+    """Options that do not fit together or do not fit the input (exit code 2)."""

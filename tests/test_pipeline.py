@@ -27,7 +27,8 @@ from segtool.errors import SegtoolError  # noqa: E402
 from segtool.ops.rebuild import rebuild_index  # noqa: E402
 from segtool.ops.verify import verify  # noqa: E402
 from segtool.pipeline.engines import LocalEngine  # noqa: E402
-from segtool.pipeline.inputs import discover, topic_partition  # noqa: E402
+from segtool.pipeline.inputs import discover  # noqa: E402
+from segtool.formats.kafka_names import topic_partition  # noqa: E402
 from segtool.pipeline.rebuild import rebuild_distributed  # noqa: E402
 from segtool.pipeline.scan import parse_size, scan  # noqa: E402
 from segtool.pipeline.schema import KAFKA_SCHEMA, ROCKETMQ_SCHEMA, spark_ddl  # noqa: E402

@@ -23,7 +23,8 @@ from segtool.errors import SegtoolError
 from segtool.formats import rocketmq as rmq
 from segtool.formats.detect import detect
 from segtool.formats.json_names import snake_case_keys
-from segtool.ops.rebuild_rocketmq import index_file_name, rebuild_rocketmq_index
+from segtool.engine.rocketmq_store import index_file_name
+from segtool.ops.rebuild_rocketmq import rebuild_rocketmq_index
 from segtool.ops.verify import exit_code, verify
 from segtool.ops.verify_rocketmq import verify_rocketmq_file
 from tests.conftest import case_dirs, corpus_path, segtool
@@ -351,7 +352,7 @@ def test_cli_verify_json_shape_and_exit_codes():
                 continue
             assert len(item["sha256"]) == 64 and item["size"] == Path(item["path"]).stat().st_size
             for problem in item["problems"]:
-                assert set(problem) == {"kind", "severity", "byte_offset", "message"}
+                assert set(problem) == {"kind", "severity", "byte_offset", "offset", "message"}
                 assert problem["severity"] in ("error", "info")
                 assert problem["byte_offset"] is None or isinstance(problem["byte_offset"], int)
             if item["kind"] == "rocketmq-commitlog":

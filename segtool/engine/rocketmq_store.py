@@ -34,6 +34,7 @@ from typing import Callable, Iterable, Iterator, NamedTuple
 
 import numpy as np
 
+from segtool.engine.inventory import store_directory
 from segtool.errors import SegtoolError, UnreadableInput
 from segtool.formats import rocketmq as rmq
 from segtool.formats.json_names import message_json
@@ -208,14 +209,20 @@ def reput_dispatches(commitlog, from_offset: int | None = None, *,
                         "reason": None}
 
 
-def default_index_file_name(previous: str | None = None) -> str:
-    """``UtilAll.timeMillisToHumanString(now)`` (local time, yyyyMMddHHmmssSSS), made
-    to sort after ``previous``."""
-    now = time.time()
-    name = time.strftime("%Y%m%d%H%M%S", time.localtime(now)) + f"{int(now * 1000) % 1000:03d}"
+def index_file_name(timestamp_ms: int, previous: str | None = None, *, local_time: bool = False) -> str:
+    """``UtilAll.timeMillisToHumanString`` (yyyyMMddHHmmssSSS) of ``timestamp_ms``, bumped by 1 ms
+    to sort after ``previous``.  RocketMQ formats in the broker's time zone (``local_time``); UTC
+    names a rebuild's files the same on every machine."""
+    seconds, millis = divmod(int(timestamp_ms), 1000)
+    name = time.strftime("%Y%m%d%H%M%S", (time.localtime if local_time else time.gmtime)(seconds)) + f"{millis:03d}"
     if previous is not None and previous.isdigit() and len(previous) == len(name) and name <= previous:
         name = str(int(previous) + 1)
     return name
+
+
+def index_file_name_now(previous: str | None = None) -> str:
+    """The name RocketMQ gives an IndexFile it creates now (local wall clock)."""
+    return index_file_name(int(time.time() * 1000), previous, local_time=True)
 
 
 @dataclass
@@ -240,7 +247,7 @@ class IndexBuild:
 
 def build_index_files(dispatches: Iterable[DispatchRequest], hash_slot_num: int, index_num: int, *,
                       existing: list[rmq.IndexFile] | None = None,
-                      name_for: Callable[[str | None], str] = default_index_file_name) -> IndexBuild:
+                      name_for: Callable[[str | None], str] = index_file_name_now) -> IndexBuild:
     """``IndexService.buildIndex`` for each request, in memory.
 
     ``existing`` are the index files already loaded (oldest first); when the
@@ -339,15 +346,7 @@ class StoreView:
 
     def __init__(self, store_dir, hash_slot_num: int | None = None, index_num: int | None = None, *,
                  recover: bool | None = None, commitlog_dir=None, check_crc_on_recover: bool = True):
-        root = Path(store_dir)
-        if not root.exists():
-            raise UnreadableInput("no such store directory", str(root))
-        if root.is_dir() and not (root / "index").is_dir() and root.name == "index":
-            root = root.parent
-        if not root.is_dir():
-            raise UnreadableInput("not a RocketMQ store directory", str(root))
-        if not any((root / sub).is_dir() for sub in ("index", "commitlog", "consumequeue")):
-            raise UnreadableInput("not a RocketMQ store (no index/, commitlog/ or consumequeue/ inside)", str(root))
+        root = store_directory(store_dir)
         if (hash_slot_num is None) != (index_num is None):
             raise ValueError("give both hash_slot_num and index_num, or neither")
         self.root = root

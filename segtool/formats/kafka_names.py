@@ -26,6 +26,7 @@ KRAFT_SNAPSHOT = ".checkpoint"
 
 _JAVA_LONG = re.compile(r"[+-]?\d+")
 _KRAFT_SNAPSHOT_NAME = re.compile(r"^(\d{20})-(\d{10})\.checkpoint$")
+_PARTITION_DIR_NAME = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)(?:\.[0-9a-f]{32}-(?:delete|future|stray))?$")
 
 
 def offset_from_file_name(path) -> int:
@@ -60,6 +61,15 @@ def sibling(path, suffix: str) -> str:
     """The file of the same segment with another suffix (``00…42.log`` -> ``00…42.index``)."""
     directory, name = os.path.split(str(path))
     return os.path.join(directory, name.split(".", 1)[0] + suffix)
+
+
+def topic_partition(directory_name: str) -> tuple[str, int | None]:
+    """(topic, partition) of a partition directory's name (``UnifiedLog.parseTopicPartitionName``,
+    with the renamed ``.<uuid>-delete/-future/-stray`` forms); (name, None) for another name."""
+    match = _PARTITION_DIR_NAME.match(directory_name)
+    if match is None:
+        return directory_name, None
+    return match.group("topic"), int(match.group("partition"))
 
 
 def kraft_snapshot_id(path) -> tuple[int, int] | None:

@@ -12,7 +12,7 @@ from typing import Iterator
 
 from segtool.errors import SegtoolError
 from segtool.source import open_buffer
-from segtool.engine.walk import walk
+from segtool.engine.inventory import inventory
 from segtool.formats.detect import NOT_RECOGNISED, DetectedFile, detect
 from segtool.formats.json_names import bytes_fields
 from segtool.formats.kafka_log import BatchScan, batch_records, control_record_type
@@ -128,8 +128,8 @@ def shows_damage(item: dict) -> bool:
 
 def dump_paths(paths: list[str], deep: bool = True, cap: int = DEFAULT_CAP) -> Iterator[DumpItem]:
     """Every file named or below a named directory; unreadable entries as ``unreadable`` items."""
-    for entry in walk(paths):
+    for entry in inventory(paths).entries:
         if entry.unreadable is not None:
             yield {"kind": "unreadable", "reason": entry.unreadable, "file": entry.path}
         else:
-            yield from dump_file(detect(entry.path), deep, cap)
+            yield from dump_file(DetectedFile(entry.path, entry.kind), deep, cap)

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import datetime as _dt
 import os
+from dataclasses import dataclass
 
+from segtool.engine.inventory import KAFKA_PARTITION, directory_kind
 from segtool.engine.partition import PartitionView
-from segtool.errors import SegtoolError
+from segtool.errors import SegtoolError, UsageError
 from segtool.formats.json_names import snake_case_keys
 from segtool.ops.output_schema import LookupAnswer
 
@@ -128,7 +130,7 @@ def lookup_key(path: str, key: str, *, topic: str | None = None, begin: int = 0,
     """
     from segtool.engine.rocketmq_store import StoreView
 
-    if os.path.isdir(path) and any(name.endswith(".log") for name in os.listdir(path)):
+    if directory_kind(path) == KAFKA_PARTITION:
         from segtool.ops.keyindex import lookup_kafka_key
 
         return lookup_kafka_key(path, key, max_num=max_num if max_num != 64 else 1000, key_index=key_index)
@@ -145,3 +147,69 @@ def lookup_queue(path: str, topic: str, queue_id: int, queue_offset: int) -> Loo
 
     with StoreView(path) as store:
         return snake_case_keys(store.queue_unit(topic, queue_id, queue_offset))
+
+
+# --------------------------------------------------------------------------
+# One entry point
+# --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LookupRequest:
+    """One lookup, as asked on the command line: exactly one of ``offset``, ``timestamp``, ``key``,
+    ``queue_id`` (times as epoch ms, ISO-8601 or, for ``timestamp``, latest/earliest/max-timestamp)."""
+
+    offset: int | None = None
+    timestamp: str | None = None
+    floor: bool = False
+    ceiling: bool = False
+    key: str | None = None
+    key_index: str | None = None
+    topic: str | None = None
+    begin: str = "0"
+    end: str = str(2**63 - 1)
+    max_num: int = 64
+    include_collisions: bool = False
+    queue_id: int | None = None
+    queue_offset: int | None = None
+
+
+_KAFKA_MODES = ("offset", "timestamp", "key")
+_ROCKETMQ_MODES = ("key", "queue_id")
+
+
+def lookup(path: str, request: LookupRequest) -> tuple[LookupAnswer, bool]:
+    """The answer to ``request`` on the partition or store at ``path``, and whether anything was
+    found.  What ``path`` is (a Kafka partition or a RocketMQ store) is decided here, once;
+    a request that does not fit it is a usage error (UsageError)."""
+    modes = [name for name in ("offset", "timestamp", "key", "queue_id") if getattr(request, name) is not None]
+    if len(modes) != 1:
+        raise UsageError("give exactly one of --offset, --timestamp, --key, --queue-id")
+    mode = modes[0]
+    if (request.floor or request.ceiling) and mode != "offset":
+        raise UsageError("--floor and --ceiling go with --offset")
+    kind = directory_kind(path)
+    allowed = _KAFKA_MODES if kind == KAFKA_PARTITION else _ROCKETMQ_MODES
+    if mode not in allowed:
+        options = ", ".join("--" + name.replace("_", "-") for name in allowed)
+        what = "a Kafka partition" if kind == KAFKA_PARTITION else "a RocketMQ store"
+        raise UsageError(f"--{mode.replace('_', '-')} does not apply to {what}: it takes {options}", path)
+    if mode == "key":
+        window = [parse_timestamp(text) for text in (request.begin, request.end)]
+        if min(window) < 0:
+            raise UsageError("--begin and --end take epoch ms or ISO-8601 times")
+        answer = lookup_key(path, request.key, topic=request.topic, begin=window[0], end=window[1],
+                            max_num=request.max_num, include_collisions=request.include_collisions,
+                            key_index=request.key_index)
+        return answer, bool(answer.get("phy_offsets") or answer.get("offsets"))
+    if mode == "queue_id":
+        if request.topic is None or request.queue_offset is None:
+            raise UsageError("--queue-id needs --topic and --queue-offset")
+        answer = lookup_queue(path, request.topic, request.queue_id, request.queue_offset)
+        return answer, answer.get("phy_offset") is not None
+    if mode == "offset":
+        answer = (lookup_index_entry(path, request.offset, ceiling=request.ceiling) if request.floor or request.ceiling
+                  else lookup_offset(path, request.offset))
+    else:
+        answer = lookup_timestamp(path, parse_timestamp(request.timestamp))
+    return answer, answer.get("offset") is not None

@@ -18,15 +18,23 @@ import types
 from pathlib import Path
 from typing import Any, Literal, NotRequired, TypedDict, Union, get_args, get_origin, get_type_hints, is_typeddict
 
+from segtool.findings import FindingKind, Severity
+
 SNAKE_CASE = "^[a-z][a-z0-9_]*$"
 
 
 # -- shared pieces --------------------------------------------------------------------------
 
+# every finding kind (segtool.findings.FindingKind), so the schemas list them
+FindingCode = Literal[tuple(kind.code for kind in FindingKind)]  # type: ignore[valid-type]
+SeverityName = Literal[tuple(severity.value for severity in Severity)]  # type: ignore[valid-type]
+
+
 class Problem(TypedDict):
-    kind: str
-    severity: Literal["error", "info"]
+    kind: FindingCode
+    severity: SeverityName
     byte_offset: int | None
+    offset: int | None  # the Kafka offset or RocketMQ physical offset the finding concerns, where known
     message: str
 
 
@@ -283,12 +291,13 @@ class ScanInputs(TypedDict):
 
 
 class ScanProblem(TypedDict):
-    kind: str
-    severity: Literal["error", "info"]
+    kind: FindingCode
+    severity: SeverityName
+    byte_offset: int | None
+    offset: int | None
+    message: str
     path: str
     split: int
-    byte_offset: int | None
-    message: str
 
 
 class ScanReport(TypedDict):

@@ -11,11 +11,11 @@ from __future__ import annotations
 import os
 from concurrent.futures import ThreadPoolExecutor
 
-from segtool.engine.partition import PartitionView, Segment
+from segtool.engine.inventory import inventory
+from segtool.engine.partition import Segment
 from segtool.engine.recovery import DEFAULT_INDEX_INTERVAL_BYTES, ProducerTxnState, recover_segment
 from segtool.engine.safe_write import partition_output, plan_outputs, write_atomically
 from segtool.source import sha256_of
-from segtool.engine.walk import walk
 from segtool.errors import NothingFound, UnreadableInput
 from segtool.formats.kafka_names import INDEX, TIME_INDEX, TXN_INDEX, file_name, is_log_file
 from segtool.ops.output_schema import KafkaRebuildReport
@@ -26,28 +26,24 @@ _hasher = ThreadPoolExecutor(max_workers=1)
 _NOT_A_SEGMENT = "not a Kafka .log segment: rebuild-index reads segments and writes their indexes"
 
 
-def _segments_of(path: str, skipped: list[dict]) -> list[list[Segment]]:
-    """Groups of segments (one group per partition directory) named by a .log file or found
-    below a directory at any depth; every other file goes to ``skipped`` with the reason.
+def _partitions_of(paths: list[str], skipped: list[dict]) -> list[list[Segment]]:
+    """The segments (one list per partition directory) named by .log files or found below
+    directories at any depth; every other file goes to ``skipped`` with the reason.
 
     The .log files as they are: indexes are rebuilt for the files on disk, not for
     the partition Kafka would make of an interrupted swap.
     """
-    if not os.path.isdir(path):
-        if is_log_file(path) and os.path.exists(path):
-            return [[Segment(path)]]
-        raise UnreadableInput("expected a .log segment or a partition/log directory", path)
-    partitions: dict[str, bool] = {}
-    for entry in walk([path]):
-        if entry.unreadable is not None:
-            raise UnreadableInput(entry.unreadable, entry.path)
-        if is_log_file(entry.path):
-            partitions[os.path.dirname(entry.path)] = True
-        else:
-            skipped.append({"path": entry.path, "reason": _NOT_A_SEGMENT})
-    if not partitions:
-        raise NothingFound("no Kafka segments in this directory", path)
-    return [PartitionView(directory, complete_swaps=False).segments for directory in partitions]
+    for path in paths:
+        if not os.path.isdir(path) and not (is_log_file(path) and os.path.exists(path)):
+            raise UnreadableInput("expected a .log segment or a partition/log directory", path)
+    found = inventory(paths)
+    for entry in found.unreadable:  # nothing is written from an input that cannot be read whole
+        raise UnreadableInput(entry.unreadable, entry.path)
+    logs = [partition.logs for partition in found.partitions if partition.logs]
+    skipped.extend({"path": f.path, "reason": _NOT_A_SEGMENT} for f in found.outside(*logs))
+    if not logs:
+        raise NothingFound("no Kafka segments in this directory", paths[0])
+    return [[Segment(f.path) for f in files] for files in logs]
 
 
 def recover_partition(log_paths: list[str], snapshot: str, index_interval_bytes: int,
@@ -101,12 +97,12 @@ def rebuild_index(paths: list[str], out_dir: str | None = None, in_place: bool =
     Tasks only compute; the indexes are written here, through ``safe_write``.
     """
     skipped: list[dict] = []
-    groups = [(path, segments) for path in paths for segments in _segments_of(path, skipped)]
+    groups = _partitions_of(paths, skipped)
     targets = [partition_output(segment.log_path, out_dir, in_place, file_name(segment.base_offset, suffix))
-               for _, segments in groups for segment in segments for suffix in _SUFFIXES]
+               for segments in groups for segment in segments for suffix in _SUFFIXES]
     plan_outputs(targets, paths, in_place, force)
     items = []
-    for _, segments in groups:
+    for segments in groups:
         first = segments[0]
         snapshot = os.path.join(os.path.dirname(os.path.abspath(first.log_path)), f"{first.base_offset:020d}.snapshot")
         # absolute paths: executors have their own working directory
@@ -119,7 +115,7 @@ def rebuild_index(paths: list[str], out_dir: str | None = None, in_place: bool =
         costs = [sum(os.path.getsize(p) for p in item[0]) for item in items]
         results = engine.map(_partition_task, items, costs, description="segtool rebuild-index")
     report = {"index_interval_bytes": index_interval_bytes, "segments": [], "skipped": skipped}
-    for (_, segments), computed in zip(groups, results):
+    for segments, computed in zip(groups, results):
         for segment, result in zip(segments, computed):
             contents = [(INDEX, result["offset_index"]), (TIME_INDEX, result["time_index"])]
             if result["txn_index"] is not None:

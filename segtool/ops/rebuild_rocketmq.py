@@ -30,10 +30,10 @@ from __future__ import annotations
 
 import os
 import shutil
-import time
 from pathlib import Path
 
 from segtool.engine import rocketmq_store as rs
+from segtool.engine.inventory import store_directory
 from segtool.engine.safe_write import fsync_dir, plan_outputs, unused_name, write_atomically
 from segtool.source import sha256_of
 from segtool.errors import SegtoolError, UnreadableInput
@@ -42,26 +42,6 @@ from segtool.formats.json_names import snake_case_keys
 from segtool.ops.output_schema import RocketMQRebuildReport
 
 NAMINGS = ("begin-timestamp", "now")
-
-
-def index_file_name(timestamp_ms: int, previous: str | None = None) -> str:
-    """``yyyyMMddHHmmssSSS`` of ``timestamp_ms`` in UTC, bumped to sort after ``previous``."""
-    seconds, millis = divmod(int(timestamp_ms), 1000)
-    name = time.strftime("%Y%m%d%H%M%S", time.gmtime(seconds)) + f"{millis:03d}"
-    if previous is not None and previous.isdigit() and len(previous) == len(name) and name <= previous:
-        name = str(int(previous) + 1)
-    return name
-
-
-def _store_root(store_dir) -> Path:
-    root = Path(store_dir)
-    if not root.exists():
-        raise UnreadableInput("no such store directory", str(root))
-    if root.is_dir() and root.name == "commitlog" and not (root / "commitlog").is_dir():
-        root = root.parent
-    if not root.is_dir():
-        raise UnreadableInput("expected a RocketMQ store directory (with commitlog/ inside)", str(root))
-    return root
 
 
 def _geometry(root: Path, hash_slot_num: int | None, index_num: int | None) -> tuple[int, int, str]:
@@ -129,7 +109,7 @@ def rebuild_rocketmq_index(store_dir, out_dir=None, in_place: bool = False, hash
     """
     if naming not in NAMINGS:
         raise SegtoolError(f"naming must be one of {', '.join(NAMINGS)}")
-    root = _store_root(store_dir)
+    root = store_directory(store_dir)
     commitlog = Path(commitlog_dir) if commitlog_dir is not None else root / "commitlog"
     if not commitlog.is_dir() or not rmq.list_mapped_files(commitlog):
         raise UnreadableInput("no CommitLog files to rebuild the index from", str(commitlog))
@@ -141,7 +121,7 @@ def rebuild_rocketmq_index(store_dir, out_dir=None, in_place: bool = False, hash
 
     feed = rs.DispatchFeed("reput")
     pending = iter(range(1, 1 << 30))
-    name_for = rs.default_index_file_name if naming == "now" else (lambda previous: f"pending-{next(pending)}")
+    name_for = rs.index_file_name_now if naming == "now" else (lambda previous: f"pending-{next(pending)}")
     build = rs.build_index_files(rs.reput_dispatches(commitlog, feed=feed), hs, n, name_for=name_for)
     index_dir = root / "index"
     target_dir = None if in_place else os.path.join(out_dir, "index")
@@ -158,7 +138,7 @@ def rebuild_rocketmq_index(store_dir, out_dir=None, in_place: bool = False, hash
         if naming == "begin-timestamp":
             previous = None
             for view in build.created:
-                view.name = previous = index_file_name(view.header["beginTimestamp"], previous)
+                view.name = previous = rs.index_file_name(view.header["beginTimestamp"], previous)
         report["dispatch"] = {"mode": "reput (checkCRC=false)", "startFile": feed.start_file,
                               "dispatched": feed.dispatched, "skipped": feed.skipped, "stopped": feed.stopped}
         report["build"] = build.stats()

@@ -10,9 +10,8 @@ from __future__ import annotations
 
 from segtool.engine.safe_write import partition_output, plan_outputs, write_atomically
 from segtool.source import open_buffer, sha256_of
-from segtool.engine.walk import walk
+from segtool.engine.inventory import inventory
 from segtool.errors import UnreadableInput
-from segtool.formats.detect import detect
 from segtool.formats.kafka_index import OffsetIndex, TimeIndex
 from segtool.ops.output_schema import TrimReport
 
@@ -23,20 +22,22 @@ _NOT_AN_INDEX = "not a Kafka .index or .timeindex file; trim only shrinks index 
 def trim(paths: list[str], out_dir: str | None = None, in_place: bool = False, dry_run: bool = False,
          force: bool = False) -> TrimReport:
     indexes, skipped = [], []
-    for entry in walk(paths):
-        if entry.unreadable is not None:
+    found = inventory(paths)
+    for entry in found.entries:
+        if entry.unreadable is not None:  # nothing is written from an input that cannot be read whole
             raise UnreadableInput(entry.unreadable, entry.path)
-        if detect(entry.path).kind in _INDEX_CLASSES:
-            indexes.append(entry.path)
+        if entry.kind in _INDEX_CLASSES:
+            indexes.append(entry)
         elif entry.path in paths:
             raise UnreadableInput(_NOT_AN_INDEX, entry.path)
         else:
             skipped.append({"path": entry.path, "reason": _NOT_AN_INDEX})
-    targets = [] if dry_run else [partition_output(path, out_dir, in_place) for path in indexes]
+    targets = [] if dry_run else [partition_output(entry.path, out_dir, in_place) for entry in indexes]
     plan_outputs(targets, paths, in_place, force)
     results = []
-    for number, path in enumerate(indexes):
-        index = _INDEX_CLASSES[detect(path).kind](path)
+    for number, entry in enumerate(indexes):
+        path = entry.path
+        index = _INDEX_CLASSES[entry.kind](path)
         keep = index.valid_entries * index.entry_size
         data = bytes(open_buffer(path)[:keep])
         result = {"path": path, "sha256": sha256_of(path), "size": index.length, "valid_entries": index.valid_entries,

@@ -1,9 +1,10 @@
 """`verify`: check files the way Kafka does, and more; predict what recovery would cut.
 
 Each file gets ``{"path", "size", "sha256", "kind", "status", "problems", ...}``;
-a problem is ``{"kind", "severity", "byte_offset", "message"}`` where severity
-"error" makes the file's status "problems" and "info" does not (offset gaps,
-which compaction makes legal, for example).  ``.log`` files also get
+a problem is a finding (``segtool.findings``: ``{"kind", "severity",
+"byte_offset", "offset", "message"}``) whose kind fixes its severity: "error"
+makes the file's status "problems" and "info" does not (offset gaps, which
+compaction makes legal, for example).  ``.log`` files also get
 ``recovery``: where Kafka's log recovery would truncate and what it would lose.
 """
 
@@ -15,8 +16,9 @@ from typing import Callable
 
 from segtool.engine.recovery import SegmentObserver, recover_segment, records_after
 from segtool.source import open_buffer, sha256_of
-from segtool.engine.walk import walk
+from segtool.engine.inventory import inventory
 from segtool.errors import CorruptData, SegtoolError, UnreadableInput
+from segtool.findings import FindingKind, finding, has_errors
 from segtool.formats import kafka_index
 from segtool.formats.detect import NOT_RECOGNISED, detect
 from segtool.formats.kafka_names import offset_from_file_name
@@ -27,10 +29,6 @@ _INT32_MAX = 2**31 - 1
 
 # kafka_state (construct, numpy) and kafka_dump_log are imported where they are
 # needed: verifying a .log should not pay for them at start-up.
-
-
-def _problem(kind: str, byte_offset: int | None, message: str, severity: str = "error") -> dict:
-    return {"kind": kind, "severity": severity, "byte_offset": byte_offset, "message": message}
 
 
 def _zero_tail(buf, start: int) -> bool:
@@ -62,7 +60,7 @@ class _BatchChecks(SegmentObserver):
             try:
                 self.records += len(batch_records(batch, self.path))
             except CorruptData as exc:
-                self.problems.append(_problem("record_structure", exc.offset, exc.message))
+                self.problems.append(finding(FindingKind.RECORD_STRUCTURE, exc.offset, exc.message))
         elif batch.magic >= 2:
             self.records += batch.record_count or 0
 
@@ -94,27 +92,29 @@ class _BatchChecks(SegmentObserver):
     def _problems(self, batch, previous_last: int | None) -> list[dict]:
         problems = []
         base = self.base
+
+        def add(kind: FindingKind, message: str) -> None:
+            problems.append(finding(kind, batch.position, message, offset=batch.base_offset))
+
         if not batch.crc_valid:
             algorithm = "CRC-32C" if batch.magic >= 2 else "CRC32"
-            problems.append(_problem("crc_mismatch", batch.position,
-                                     f"{algorithm} stored {batch.crc} but computed {batch.computed_crc()}"))
+            add(FindingKind.CRC_MISMATCH, f"{algorithm} stored {batch.crc} but computed {batch.computed_crc()}")
         if batch.magic >= 2 and (batch.record_count or 0) > batch.last_offset_delta + 1:
-            problems.append(_problem("record_count", batch.position, f"{batch.record_count} records cannot fit "
-                                                                     f"{batch.last_offset_delta + 1} offsets"))
+            add(FindingKind.RECORD_COUNT, f"{batch.record_count} records cannot fit {batch.last_offset_delta + 1} "
+                                          "offsets")
         if batch.last_offset - base > _INT32_MAX:
-            problems.append(_problem("relative_offset_overflow", batch.position,
-                                     f"offset {batch.last_offset} is more than 2^31-1 past the segment base {base}"))
+            add(FindingKind.RELATIVE_OFFSET_OVERFLOW, f"offset {batch.last_offset} is more than 2^31-1 past the "
+                                                      f"segment base {base}")
         if batch.base_offset < base:
-            problems.append(_problem("offset_before_base", batch.position,
-                                     f"batch base offset {batch.base_offset} is below the segment base {base}"))
+            add(FindingKind.OFFSET_BEFORE_BASE, f"batch base offset {batch.base_offset} is below the segment base "
+                                                f"{base}")
         if previous_last is not None:
             if batch.base_offset <= previous_last:
-                problems.append(_problem("offsets_not_increasing", batch.position,
-                                         f"batch starts at {batch.base_offset} after offset {previous_last}"))
+                add(FindingKind.OFFSETS_NOT_INCREASING, f"batch starts at {batch.base_offset} after offset "
+                                                        f"{previous_last}")
             elif batch.base_offset > previous_last + 1:
-                problems.append(_problem("offset_gap", batch.position,
-                                         f"offsets {previous_last + 1}..{batch.base_offset - 1} are absent "
-                                         "(legal after compaction)", "info"))
+                add(FindingKind.OFFSET_GAP, f"offsets {previous_last + 1}..{batch.base_offset - 1} are absent "
+                                            "(legal after compaction)")
         return problems
 
 
@@ -130,24 +130,26 @@ def verify_log(path: str, deep: bool = False, progress: Callable[[int], None] | 
     if recovery.framing_error is not None:
         exc = recovery.framing_error
         if exc.offset is not None and _zero_tail(buf, exc.offset):
-            problems.append(_problem("zero_tail", exc.offset, f"{len(buf) - exc.offset} zero bytes after the last "
-                                                              "batch (preallocated or torn write)"))
+            problems.append(finding(FindingKind.ZERO_TAIL, exc.offset,
+                                    f"{len(buf) - exc.offset} zero bytes after the last "
+                                    "batch (preallocated or torn write)"))
         else:
-            problems.append(_problem("corrupt_framing", exc.offset, exc.message))
+            problems.append(finding(FindingKind.CORRUPT_FRAMING, exc.offset, exc.message))
     elif recovery.framed_bytes < len(buf):
         end = recovery.framed_bytes
-        kind, what = ("zero_tail", "zero bytes after the last batch (preallocated or torn write)") \
-            if _zero_tail(buf, end) else ("trailing_bytes", "bytes after the last whole batch do not form a batch")
-        problems.append(_problem(kind, end, f"{len(buf) - end} {what}"))
+        kind, what = (FindingKind.ZERO_TAIL, "zero bytes after the last batch (preallocated or torn write)") \
+            if _zero_tail(buf, end) else (FindingKind.TRAILING_BYTES, "bytes after the last whole batch do not form "
+                                                                      "a batch")
+        problems.append(finding(kind, end, f"{len(buf) - end} {what}"))
     first_base = checks.first_base
     if first_base is not None and first_base != base:
-        severity = "error" if first_base < base else "info"
-        problems.append(_problem("segment_name", 0, f"file is named for offset {base} but its first batch starts "
-                                                    f"at {first_base}", severity))
+        problems.append(finding(FindingKind.SEGMENT_NAME, 0, f"file is named for offset {base} but its first batch "
+                                                             f"starts at {first_base}", info=first_base > base,
+                                offset=first_base))
     lost_records, torn_records = records_after(buf, recovery.valid_bytes, path) if recovery.bytes_lost else (0, 0)
     if recovery.bytes_lost and recovery.stop_reason in ("invalid_batch", "offset_out_of_range"):
-        problems.append(_problem("recovery_truncation", recovery.valid_bytes,
-                                 f"Kafka's recovery stops here: {recovery.stop_message}"))
+        problems.append(finding(FindingKind.RECOVERY_TRUNCATION, recovery.valid_bytes,
+                                f"Kafka's recovery stops here: {recovery.stop_message}"))
     return {
         "batches": checks.batches,
         "records": checks.records,
@@ -180,23 +182,25 @@ def _index_vs_log(path: str, time_index: bool) -> list[dict]:
         else:
             tool.dump_offset_index(path)
     except SegtoolError as exc:
-        problems.append(_problem("index_points_nowhere", exc.offset, exc.message))
+        problems.append(finding(FindingKind.INDEX_POINTS_NOWHERE, exc.offset, exc.message))
     for pairs in tool.index_mismatches.values():
         for index_offset, log_offset in reversed(pairs):
-            problems.append(_problem("index_offset_mismatch", None,
-                                     f"index entry offset {index_offset} but the batch there ends at {log_offset}"))
+            problems.append(finding(FindingKind.INDEX_OFFSET_MISMATCH, None,
+                                    f"index entry offset {index_offset} but the batch there ends at {log_offset}",
+                                    offset=index_offset))
     for pairs in tool.time_mismatches.values():
         for index_ts, log_ts in pairs:
-            problems.append(_problem("timestamp_mismatch", None,
-                                     f"index timestamp {index_ts} but the batch's max timestamp is {log_ts}"))
+            problems.append(finding(FindingKind.TIMESTAMP_MISMATCH, None,
+                                    f"index timestamp {index_ts} but the batch's max timestamp is {log_ts}"))
     for pairs in tool.time_out_of_order.values():
         for index_ts, previous in pairs:
-            problems.append(_problem("timestamp_out_of_order", None,
-                                     f"index timestamp {index_ts} is not above the previous entry's {previous}"))
+            problems.append(finding(FindingKind.TIMESTAMP_OUT_OF_ORDER, None,
+                                    f"index timestamp {index_ts} is not above the previous entry's {previous}"))
     for pairs in tool.time_not_found.values():
         for index_offset, log_offset in pairs:
-            problems.append(_problem("indexed_offset_not_found", None,
-                                     f"indexed offset {index_offset} not found in the log (batch found: {log_offset})"))
+            problems.append(finding(FindingKind.INDEXED_OFFSET_NOT_FOUND, None,
+                                    f"indexed offset {index_offset} not found in the log (batch found: {log_offset})",
+                                    offset=index_offset))
     return problems
 
 
@@ -220,11 +224,10 @@ def _older_broker_time_entries(path: str, problems: list[dict]) -> list[dict]:
             continue  # reported by the index-versus-log checks already
     kept = []
     for problem in problems:
-        if problem["kind"] == "indexed_offset_not_found":
-            offset = int(problem["message"].split()[2])
-            if offset in inside:
-                problem = dict(problem, severity="info", kind="indexed_offset_inside_batch",
-                               message=problem["message"] + "; it lies inside the batch, as older brokers indexed")
+        if problem["kind"] == FindingKind.INDEXED_OFFSET_NOT_FOUND.code and problem["offset"] in inside:
+            problem = finding(FindingKind.INDEXED_OFFSET_INSIDE_BATCH, problem["byte_offset"],
+                              problem["message"] + "; it lies inside the batch, as older brokers indexed",
+                              offset=problem["offset"])
         kept.append(problem)
     return kept
 
@@ -241,28 +244,29 @@ def verify_index(path: str, time_index: bool) -> dict:
         if preallocated:
             # LogSegment.sanityCheck skips index checks at load and the broker rebuilds the indexes of
             # segments past the recovery point: the zero last slot of a live index is no damage
-            problems.append(_problem("sanity_check", exc.offset, exc.kafka_message + " (its last slot is "
-                                     "preallocated zeros; a broker loading this copy skips the check and "
-                                     "rebuilds the index)", "info"))
+            problems.append(finding(FindingKind.SANITY_CHECK, exc.offset,
+                                    exc.kafka_message + " (its last slot is preallocated zeros; a broker loading "
+                                    "this copy skips the check and rebuilds the index)", info=True))
         else:
-            problems.append(_problem("sanity_check", exc.offset, exc.kafka_message))
+            problems.append(finding(FindingKind.SANITY_CHECK, exc.offset, exc.kafka_message))
     if preallocated:
-        problems.append(_problem("zero_tail", valid * index.entry_size,
-                                 f"{index.entries - valid} zero entries after {valid} valid ones "
-                                 "(preallocated file of a hot copy; `segtool trim` shrinks it)", "info"))
+        problems.append(finding(FindingKind.ZERO_TAIL, valid * index.entry_size,
+                                f"{index.entries - valid} zero entries after {valid} valid ones "
+                                "(preallocated file of a hot copy; `segtool trim` shrinks it)", info=True))
     problems.extend(_monotonicity(index, valid, time_index))
     log = path.rsplit(".", 1)[0] + ".log"
     if os.path.exists(log):
         checks = _index_vs_log(path, time_index)
         if valid == 1 and index.entries > 1 and not any(open_buffer(path)[:index.entry_size]):
             # a hot copy whose only "entry" is the first preallocated zero slot
-            checks = [dict(p, severity="info", message=p["message"] + " (the slot is preallocated zeros)")
+            checks = [finding(FindingKind[p["kind"].upper()], p["byte_offset"],
+                              p["message"] + " (the slot is preallocated zeros)", info=True, offset=p["offset"])
                       if p["kind"] in ("index_offset_mismatch", "indexed_offset_not_found") else p for p in checks]
         if time_index:
             checks = _older_broker_time_entries(path, checks)
         problems.extend(checks)
     else:
-        problems.append(_problem("missing_log", None, "no .log beside this index to check it against", "info"))
+        problems.append(finding(FindingKind.MISSING_LOG, None, "no .log beside this index to check it against"))
     return {"entries": valid, "problems": problems}
 
 
@@ -276,8 +280,8 @@ def _monotonicity(index, valid: int, time_index: bool) -> list[dict]:
             names = ("timestamp", "offset") if time_index else ("offset", "position")
             for name, before, now in zip(names, previous, entry):
                 if now < before or (now == before and not time_index):
-                    problems.append(_problem("entries_out_of_order", slot * index.entry_size,
-                                             f"entry {slot} {name} {now} is not above entry {slot - 1}'s {before}"))
+                    problems.append(finding(FindingKind.ENTRIES_OUT_OF_ORDER, slot * index.entry_size,
+                                            f"entry {slot} {name} {now} is not above entry {slot - 1}'s {before}"))
         previous = entry
     return problems
 
@@ -288,10 +292,10 @@ def verify_txn_index(path: str) -> dict:
     try:
         index.sanity_check(path)
     except kafka_index.KafkaReportedError as exc:
-        problems.append(_problem("sanity_check", exc.offset, exc.kafka_message))
+        problems.append(finding(FindingKind.SANITY_CHECK, exc.offset, exc.kafka_message))
     if index.trailing_bytes:
-        problems.append(_problem("trailing_bytes", index.entries * index.entry_size,
-                                 f"{index.trailing_bytes} bytes after the last whole entry"))
+        problems.append(finding(FindingKind.TRAILING_BYTES, index.entries * index.entry_size,
+                                f"{index.trailing_bytes} bytes after the last whole entry"))
     return {"entries": index.entries, "problems": problems}
 
 
@@ -301,10 +305,11 @@ def verify_snapshot(path: str) -> dict:
     try:
         snap = kafka_state.read_producer_snapshot(path, verify=False)
     except kafka_state.CorruptSnapshot as exc:
-        return {"problems": [_problem("snapshot_structure", exc.offset, exc.kafka_message)]}
+        return {"problems": [finding(FindingKind.SNAPSHOT_STRUCTURE, exc.offset, exc.kafka_message)]}
     problems = []
     if not snap.crc_ok:
-        problems.append(_problem("crc_mismatch", 2, f"CRC-32C stored {snap.crc} but computed {snap.computed_crc}"))
+        problems.append(finding(FindingKind.CRC_MISMATCH, 2,
+                                f"CRC-32C stored {snap.crc} but computed {snap.computed_crc}"))
     return {"producers": len(snap.entries), "problems": problems}
 
 
@@ -315,7 +320,7 @@ def verify_leader_epochs(path: str) -> dict:
     try:
         entries = kafka_state.read_leader_epoch_checkpoint(path)
     except kafka_state.CorruptCheckpoint as exc:
-        return {"problems": [_problem("checkpoint_format", exc.offset, exc.message)]}
+        return {"problems": [finding(FindingKind.CHECKPOINT_FORMAT, exc.offset, exc.message)]}
     directory = os.path.dirname(path) or "."
     known = {e.epoch for e in entries}
     newest = max(known, default=None)
@@ -339,20 +344,20 @@ def verify_leader_epochs(path: str) -> dict:
             continue
     problems = []
     for i, (offset, epoch) in sorted(contradicted.items()):
-        problems.append(_problem("leader_epoch", None,
-                                 f"the checkpoint gives offsets from {entries[i].start_offset} to epoch "
-                                 f"{entries[i].epoch}, but the batch at offset {offset} carries leader epoch {epoch}"))
+        problems.append(finding(FindingKind.LEADER_EPOCH, None,
+                                f"the checkpoint gives offsets from {entries[i].start_offset} to epoch "
+                                f"{entries[i].epoch}, but the batch at offset {offset} carries leader epoch {epoch}"))
     for entry in entries:
         seen = first_offset_of_epoch.get(entry.epoch)
         if seen is not None and seen != entry.start_offset and seen > entry.start_offset:
-            problems.append(_problem("leader_epoch", None,
-                                     f"epoch {entry.epoch} starts at {entry.start_offset} in the checkpoint but its "
-                                     f"first batch in the log is at {seen}", "info"))
+            problems.append(finding(FindingKind.LEADER_EPOCH, None,
+                                    f"epoch {entry.epoch} starts at {entry.start_offset} in the checkpoint but its "
+                                    f"first batch in the log is at {seen}", info=True))
     for epoch, offset in sorted(first_offset_of_epoch.items()):
         if epoch not in known and entries and epoch > newest:
-            problems.append(_problem("leader_epoch", None,
-                                     f"batches carry leader epoch {epoch} from offset {offset}, which the "
-                                     "checkpoint does not list"))
+            problems.append(finding(FindingKind.LEADER_EPOCH, None,
+                                    f"batches carry leader epoch {epoch} from offset {offset}, which the "
+                                    "checkpoint does not list"))
     return {"epochs": len(entries), "problems": problems}
 
 
@@ -360,7 +365,9 @@ def verify_leader_epochs(path: str) -> dict:
 
 
 def verify_file(path: str, deep: bool = False, progress=None, hash_input: bool = True,
-                parallel: bool = False) -> dict:
+                parallel: bool = False, store_contexts=None) -> dict:
+    """One file's entry of the report.  ``store_contexts`` (``verify_rocketmq.StoreContexts``) lets
+    the files of one RocketMQ store share what they have in common."""
     detected = detect(path)
     result = {"path": path, "kind": detected.kind}
     hasher = None
@@ -388,16 +395,17 @@ def verify_file(path: str, deep: bool = False, progress=None, hash_input: bool =
         elif kind in ("kafka-offset-checkpoint", "kafka-partition-metadata"):
             from segtool.formats import kafka_state
 
-            reader = kafka_state.read_checkpoint if kind == "kafka-offset-checkpoint" else kafka_state.read_partition_metadata
+            reader = (kafka_state.read_checkpoint if kind == "kafka-offset-checkpoint"
+                      else kafka_state.read_partition_metadata)
             try:
                 reader(path)
                 result["problems"] = []
             except kafka_state.CorruptCheckpoint as exc:
-                result["problems"] = [_problem("format", exc.offset, exc.message)]
+                result["problems"] = [finding(FindingKind.FORMAT, exc.offset, exc.message)]
         elif kind.startswith("rocketmq-"):
             from segtool.ops.verify_rocketmq import verify_rocketmq_file
 
-            result.update(verify_rocketmq_file(detected, deep))
+            result.update(verify_rocketmq_file(detected, deep, contexts=store_contexts))
         else:
             result["problems"] = []
             result["status"] = "skipped"
@@ -407,37 +415,47 @@ def verify_file(path: str, deep: bool = False, progress=None, hash_input: bool =
         if result.get("status") == "skipped":
             return result
     except UnreadableInput as exc:
-        result.update(status="unreadable", problems=[_problem("unreadable", exc.offset, exc.message)])
+        result.update(status="unreadable", problems=[finding(FindingKind.UNREADABLE, exc.offset, exc.message)])
         return result
     except OSError as exc:  # e.g. a symlink loop or a file removed while we read
-        result.update(status="unreadable", problems=[_problem("unreadable", None, exc.strerror or str(exc))])
+        result.update(status="unreadable", problems=[finding(FindingKind.UNREADABLE, None, exc.strerror or str(exc))])
         return result
     except SegtoolError as exc:
-        result.setdefault("problems", []).append(_problem("unreadable", exc.offset, exc.message))
+        result.setdefault("problems", []).append(finding(FindingKind.UNREADABLE, exc.offset, exc.message))
         result["status"] = "unreadable"
         return result
-    errors = [p for p in result["problems"] if p["severity"] == "error"]
-    result["status"] = "problems" if errors else "ok"
+    result["status"] = "problems" if has_errors(result["problems"]) else "ok"
     return result
 
 
 def unreadable_entry(entry) -> dict:
     """The report item of a walked entry that cannot be read (dangling symlink, loop, FIFO ...)."""
     return {"path": entry.path, "kind": "unknown", "status": "unreadable",
-            "problems": [_problem("unreadable", None, entry.unreadable)]}
+            "problems": [finding(FindingKind.UNREADABLE, None, entry.unreadable)]}
 
 
 def verify(paths: list[str], deep: bool = False, progress_factory=None, hash_inputs: bool = True) -> VerifyReport:
+    from segtool.ops.verify_rocketmq.store import StoreContexts
+
+    store_contexts = StoreContexts()
+    try:
+        files = _verify_walk(paths, deep, progress_factory, hash_inputs, store_contexts)
+    finally:
+        store_contexts.close()
+    return summarize(check_partitions(files))
+
+
+def _verify_walk(paths, deep, progress_factory, hash_inputs, store_contexts) -> list[dict]:
     files = []
-    for entry in walk(paths):
+    for entry in inventory(paths).entries:
         if entry.unreadable is not None:
             files.append(unreadable_entry(entry))
             continue
         path = entry.path
         progress = progress_factory(path) if progress_factory else None
         # one file at a time in this process: a helper process may take a share of the checksums
-        files.append(verify_file(path, deep, progress, hash_inputs, parallel=True))
-    return summarize(check_partitions(files))
+        files.append(verify_file(path, deep, progress, hash_inputs, parallel=True, store_contexts=store_contexts))
+    return files
 
 
 def check_partitions(files: list[dict]) -> list[dict]:
@@ -454,10 +472,11 @@ def _note_missing_indexes(files: list[dict]) -> None:
         if item.get("kind") == "kafka-log" and item["path"].endswith(".log") and item.get("status") != "unreadable":
             index = item["path"][:-len(".log")] + ".index"
             if not os.path.exists(index):
-                item["problems"].append(_problem(
-                    "missing_index", None, f"{index} does not exist: Kafka's LogSegment.sanityCheck throws "
-                    "NoSuchFileException when it loads the segment, and the broker rebuilds the index by "
-                    "recovering the segment", "info"))
+                item["problems"].append(finding(
+                    FindingKind.MISSING_INDEX, None,
+                        f"{index} does not exist: Kafka's LogSegment.sanityCheck throws "
+                        "NoSuchFileException when it loads the segment, and the broker rebuilds the index by "
+                        "recovering the segment"))
 
 
 def _note_pending_swaps(files: list[dict]) -> None:
@@ -474,7 +493,7 @@ def _note_pending_swaps(files: list[dict]) -> None:
         except SegtoolError as exc:
             notes = [f"Kafka could not load the partition to complete the swap: {exc.message}"]
         for item in items:
-            item["problems"].extend(_problem("pending_swap", None, note, "info") for note in notes)
+            item["problems"].extend(finding(FindingKind.PENDING_SWAP, None, note) for note in notes)
 
 
 def _check_segment_order(files: list[dict]) -> None:
@@ -491,9 +510,10 @@ def _check_segment_order(files: list[dict]) -> None:
         segments.sort(key=lambda item: offset_from_file_name(item["path"]))
         for previous, item in zip(segments, segments[1:]):
             if item["first_offset"] <= previous["last_offset"]:
-                item["problems"].append(_problem(
-                    "segments_overlap", 0, f"its first offset {item['first_offset']} is not above the last offset "
-                    f"{previous['last_offset']} of {os.path.basename(previous['path'])}"))
+                item["problems"].append(finding(
+                    FindingKind.SEGMENTS_OVERLAP, 0,
+                        f"its first offset {item['first_offset']} is not above the last offset "
+                        f"{previous['last_offset']} of {os.path.basename(previous['path'])}"))
                 if item["status"] == "ok":
                     item["status"] = "problems"
 

@@ -9,18 +9,14 @@ are ``<20 digits>.log``, CommitLog files ``<20 digits>``.
 
 from __future__ import annotations
 
-import os
-import re
 from dataclasses import dataclass, field
 
-from segtool.engine.walk import walk
+from segtool.engine.inventory import Inventory, classify, inventory
 from segtool.errors import NothingFound, UnreadableInput
+from segtool.formats.detect import detect
 from segtool.formats.kafka_names import is_log_file, offset_from_file_name
 from segtool.pipeline import storage
 
-_COMMITLOG_NAME = re.compile(r"^\d{20}$")
-# <topic>-<partition>, and the renamed forms Kafka leaves: <topic>-<p>.<uuid>-delete/-future/-stray
-_PARTITION_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)(?:\.[0-9a-f]{32}-(?:delete|future|stray))?$")
 _NOT_SCANNED = "scan reads Kafka .log segments and RocketMQ CommitLog files only (verify checks the others)"
 
 
@@ -58,98 +54,48 @@ class Inputs:
         return sum(size for _, size in self.files)
 
 
-def topic_partition(name: str) -> tuple[str, int | None]:
-    match = _PARTITION_DIR.match(name)
-    if match is None:
-        return name, None
-    return match.group("topic"), int(match.group("partition"))
-
-
-def _partition(directory: str, entries) -> KafkaPartition:
-    topic, partition = topic_partition(storage.basename(directory))
-    part = KafkaPartition(storage.parent(directory), directory, topic, partition)
-    for name, is_dir, size in entries:
-        if is_log_file(name) and not is_dir:
-            part.segments.append((offset_from_file_name(name), storage.join(directory, name), size))
-    part.segments.sort()
-    return part
-
-
-def _local_files(root: str, found: Inputs) -> list[tuple[str, int]]:
-    """(path, size) of every readable file below ``root`` at any depth; the rest noted as unreadable."""
-    files = []
-    for entry in walk([root]):
-        if entry.unreadable is not None:
-            found.unreadable.append({"path": entry.path, "reason": entry.unreadable})
-        else:
-            files.append((entry.path, os.path.getsize(entry.path)))
-    return files
-
-
-def _group(files: list[tuple[str, int]], found: Inputs) -> bool:
-    """Partitions and CommitLog directories among ``files``; every other file noted as skipped."""
-    by_dir: dict[str, list[tuple[str, bool, int]]] = {}
-    for path, size in files:
-        by_dir.setdefault(storage.parent(path), []).append((storage.basename(path), False, size))
-    hit = False
-    for directory in sorted(by_dir, key=lambda d: d.split("/")):
-        entries = sorted(by_dir[directory])
-        if any(is_log_file(name) for name, _, _ in entries):
-            found.kafka.append(_partition(directory, entries))
-            scanned, hit = is_log_file, True
-        elif storage.basename(directory) == "commitlog" and any(_COMMITLOG_NAME.match(n) for n, _, _ in entries):
-            store = RocketMQStore(storage.parent(directory), directory)
-            store.files = sorted((int(n), storage.join(directory, n), size)
-                                 for n, _, size in entries if _COMMITLOG_NAME.match(n))
-            found.rocketmq.append(store)
-            scanned, hit = _COMMITLOG_NAME.match, True
-        else:
-            scanned = None
-        for name, _, _ in entries:
-            if scanned is None or not scanned(name):
-                found.skipped.append({"path": storage.join(directory, name), "reason": _NOT_SCANNED})
-    return hit
+def _from_inventory(found: Inventory) -> Inputs:
+    """Scan's inputs: every partition with segments, every store with CommitLog files; the rest skipped."""
+    inputs = Inputs(unreadable=[{"path": path, "reason": reason}
+                                for path, reason in dict.fromkeys((f.path, f.unreadable) for f in found.unreadable)])
+    for group in found.partitions:
+        logs = group.logs
+        if logs:
+            topic, partition = group.topic_partition
+            inputs.kafka.append(KafkaPartition(storage.parent(group.directory), group.directory, topic, partition,
+                                               [(offset_from_file_name(f.path), f.path, f.size) for f in logs]))
+    for group in found.stores:
+        commitlog = group.commitlog
+        if commitlog:
+            inputs.rocketmq.append(RocketMQStore(group.root, group.commitlog_dir,
+                                                 [(int(storage.basename(f.path)), f.path, f.size) for f in commitlog]))
+    inputs.kafka.sort(key=lambda p: p.directory.split("/"))
+    inputs.rocketmq.sort(key=lambda st: st.commitlog_dir.split("/"))
+    taken = {path for p in inputs.kafka for _, path, _ in p.segments}
+    taken |= {path for st in inputs.rocketmq for _, path, _ in st.files}
+    inputs.skipped = [{"path": path, "reason": _NOT_SCANNED}
+                      for path in dict.fromkeys(f.path for f in found.files) if path not in taken]
+    return inputs
 
 
 def discover(paths: list[str]) -> Inputs:
     """Every Kafka partition and RocketMQ store named by ``paths`` (absolute paths), in a stable order."""
-    found = Inputs()
+    listing = []
     for raw in paths:
         path = storage.absolute(raw)
         if not storage.exists(path):
             raise UnreadableInput("no such file or directory", raw)
         if not storage.isdir(path):
-            name = storage.basename(path)
-            if _COMMITLOG_NAME.match(name) and storage.basename(storage.parent(path)) == "commitlog":
-                commitlog_dir = storage.parent(path)
-                store = RocketMQStore(storage.parent(commitlog_dir), commitlog_dir)
-                store.files.append((int(name), path, storage.size(path)))
-                found.rocketmq.append(store)
-                continue
-            if not is_log_file(name):
+            commitlog_file = (detect(path).kind == "rocketmq-commitlog"
+                              and storage.basename(storage.parent(path)) == "commitlog")
+            if not (commitlog_file or is_log_file(path)):
                 raise UnreadableInput("expected a directory (Kafka log or partition dir, RocketMQ store) "
                                       "or a .log segment", raw)
-            directory = storage.parent(path)
-            part = _partition(directory, [])
-            part.segments.append((offset_from_file_name(name), path, storage.size(path)))
-            found.kafka.append(part)
+            listing.append((path, storage.size(path)))
             continue
-        files = storage.walk_files(path) if storage.is_uri(path) else _local_files(path, found)
-        if not _group(files, found) and not found.unreadable:
+        files = storage.walk_files(path) if storage.is_uri(path) else inventory([path]).entries
+        found = _from_inventory(classify(files))
+        if not (found.kafka or found.rocketmq or found.unreadable):
             raise NothingFound("no Kafka segments or RocketMQ CommitLog found here", raw)
-    # a directory named twice (or found under two arguments) is scanned once
-    seen_dirs = set()
-    kafka = []
-    for part in found.kafka:
-        if part.directory not in seen_dirs:
-            seen_dirs.add(part.directory)
-            kafka.append(part)
-        else:
-            known = next(p for p in kafka if p.directory == part.directory)
-            known.segments = sorted(set(known.segments) | set(part.segments))
-    stores: dict[str, RocketMQStore] = {}
-    for store in found.rocketmq:
-        known = stores.setdefault(store.commitlog_dir, store)
-        if known is not store:
-            known.files = sorted(set(known.files) | set(store.files))
-    return Inputs(kafka, list(stores.values()), found.skipped, found.unreadable)
+        listing.extend(files)
+    return _from_inventory(classify(listing))

@@ -336,12 +336,12 @@ def rocketmq_rows(task: dict, stats: dict, with_values: bool = False, chunk_rows
         stats["scanned_to"] = start + ended.get("fileOffset", 0)
         kind = ended.get("kind")
         if kind == "zero-tail" and ended.get("nonZeroAfter") is not None:
-            stats["stop_reason"] = "data_after_zero_tail"
-            stats["errors"].append({"kind": "data_after_zero_tail", "byte_offset": start + ended["nonZeroAfter"],
+            stats["stop_reason"] = "data_after_zeros"
+            stats["errors"].append({"kind": "data_after_zeros", "byte_offset": start + ended["nonZeroAfter"],
                                     "message": f"non-zero bytes after the zero-filled tail that starts at byte "
                                                f"{start + ended['fileOffset']}"})
         elif kind == "blank" and not ended.get("blankSizeMatches", True) and end is None:
-            stats["errors"].append({"kind": "blank_record_size", "byte_offset": start + ended["fileOffset"],
+            stats["errors"].append({"kind": "blank_size", "byte_offset": start + ended["fileOffset"],
                                     "message": "blank end-of-file record whose size does not reach the file end"})
         elif kind in ("blank", "zero-tail") and end is not None:
             stats["stop_reason"] = kind.replace("-", "_")  # a middle split should run to its end

@@ -25,6 +25,7 @@ import time
 from functools import partial
 
 from segtool.errors import SegtoolError
+from segtool.findings import FindingKind, finding, has_errors
 from segtool.pipeline import storage
 from segtool.pipeline.inputs import discover
 from segtool.pipeline.rows import DEFAULT_CHUNK_ROWS, new_stats, task_rows
@@ -79,23 +80,21 @@ def run_scan_task(task: dict, out: str, with_values: bool = False, chunk_rows: i
 def _problems(tasks: list[dict], results: list[dict]) -> list[dict]:
     problems = []
 
-    def add(kind, severity, stats, byte_offset, message):
-        problems.append({"kind": kind, "severity": severity, "path": stats["path"], "split": stats["split"],
-                         "byte_offset": byte_offset, "message": message})
+    def add(kind: FindingKind, stats, byte_offset, message):
+        problems.append({**finding(kind, byte_offset, message), "path": stats["path"], "split": stats["split"]})
 
     for task, stats in zip(tasks, results):
         last = task["end"] is None
         for error in stats["errors"]:
-            kind = error.get("kind", "record_structure")
-            add(kind, "info" if kind == "zero_tail" else "error", stats, error["byte_offset"], error["message"])
+            add(FindingKind[error["kind"].upper()], stats, error["byte_offset"], error["message"])
         if stats["crc_invalid"]:
-            add("crc_mismatch", "error", stats, None,
+            add(FindingKind.CRC_MISMATCH, stats, None,
                 f"{stats['crc_invalid']} batch(es) whose stored CRC does not match (rows flagged crc_valid=false)")
         if last and stats["stop_reason"] == "truncated":
-            add("trailing_bytes", "error", stats, stats["scanned_to"],
+            add(FindingKind.TRAILING_BYTES, stats, stats["scanned_to"],
                 "the last batch is cut short by the end of the file; its records are not in the dataset")
         if not last and (stats["scanned_to"] != task["end"] or stats["stop_reason"] not in (None, "corrupt")):
-            add("split_boundary", "error", stats, stats["scanned_to"],
+            add(FindingKind.SPLIT_BOUNDARY, stats, stats["scanned_to"],
                 f"split {task['split']} read to byte {stats['scanned_to']} but the next split starts at {task['end']}: "
                 "the offset index pointed at a batch that is not on the chain of batches")
     return problems
@@ -252,4 +251,4 @@ def exit_code(report: dict) -> int:
     """2 when an input entry could not be read, 1 for damaged data, else 0."""
     if report["inputs"]["unreadable"]:
         return 2
-    return 1 if any(p["severity"] == "error" for p in report["problems"]) else 0
+    return 1 if has_errors(report["problems"]) else 0

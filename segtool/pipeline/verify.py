@@ -10,15 +10,8 @@ from __future__ import annotations
 import os
 from functools import partial
 
-from segtool.engine.walk import walk
+from segtool.engine.inventory import inventory
 from segtool.ops.verify import check_partitions, summarize, unreadable_entry, verify_file
-
-
-def _size(path: str) -> int:
-    try:
-        return os.path.getsize(path) if os.path.isfile(path) else 0
-    except OSError:
-        return 0
 
 
 def verify_one(item: tuple[str, str], deep: bool = False, hash_input: bool = True) -> dict:
@@ -31,10 +24,10 @@ def verify_one(item: tuple[str, str], deep: bool = False, hash_input: bool = Tru
 
 
 def verify_distributed(paths: list[str], engine, deep: bool = False, hash_inputs: bool = True) -> dict:
-    entries = list(walk(paths))
-    files = [entry.path for entry in entries if entry.unreadable is None]
+    entries = inventory(paths).entries
+    files = [entry for entry in entries if entry.unreadable is None]
     results = iter(engine.map(partial(verify_one, deep=deep, hash_input=hash_inputs),
-                              [(f, os.path.abspath(f)) for f in files], [_size(f) for f in files],
+                              [(f.path, os.path.abspath(f.path)) for f in files], [f.size for f in files],
                               description="segtool verify"))
     # unreadable entries keep their place in the walk's order
     return summarize(check_partitions([unreadable_entry(entry) if entry.unreadable is not None else next(results)

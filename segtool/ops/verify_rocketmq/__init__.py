@@ -44,25 +44,38 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from segtool.engine.inventory import store_root
 from segtool.formats.detect import NOT_RECOGNISED
 from segtool.formats.json_names import snake_case_keys
 from segtool.ops.verify_rocketmq.checkpoint import verify_checkpoint
 from segtool.ops.verify_rocketmq.commitlog import verify_commitlog
 from segtool.ops.verify_rocketmq.consume_queue import verify_consumequeue
 from segtool.ops.verify_rocketmq.index_file import verify_indexfile
-from segtool.ops.verify_rocketmq.store import store_context, store_root
+from segtool.ops.verify_rocketmq.store import StoreContexts
 
 
-def verify_rocketmq_file(detected, deep: bool = False, *, commitlog_dir=None, hash_slot_num: int | None = None,
-                         index_num: int | None = None) -> dict:
+def verify_rocketmq_file(detected, deep: bool = False, *, contexts: StoreContexts | None = None, commitlog_dir=None,
+                         hash_slot_num: int | None = None, index_num: int | None = None) -> dict:
     """Check one RocketMQ store file (see the module docstring).
 
+    ``contexts`` shares what a store's files have in common across the calls
+    of one run (without it the store is read for this file alone);
     ``commitlog_dir`` points an index-only or queue-only copy at a CommitLog;
     ``hash_slot_num`` / ``index_num`` give the IndexFile geometry (inferred
     otherwise).
     """
-    root = store_root(detected)
-    ctx = store_context(root, Path(commitlog_dir) if commitlog_dir is not None else None)
+    own = contexts is None
+    contexts = StoreContexts() if own else contexts
+    try:
+        root = store_root(detected)
+        return _verify_with(contexts.get(Path(root) if root else None, Path(commitlog_dir) if commitlog_dir else None),
+                            detected, deep, hash_slot_num, index_num)
+    finally:
+        if own:
+            contexts.close()
+
+
+def _verify_with(ctx, detected, deep: bool, hash_slot_num: int | None, index_num: int | None) -> dict:
     checks = {"rocketmq-commitlog": lambda: verify_commitlog(detected.path, deep, ctx),
               "rocketmq-consumequeue": lambda: verify_consumequeue(detected.path, deep, ctx),
               "rocketmq-indexfile": lambda: verify_indexfile(detected.path, deep, ctx, hash_slot_num, index_num),

@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 from segtool.errors import TruncatedData
+from segtool.findings import Findings, FindingKind
 from segtool.formats import rocketmq as rmq
-from segtool.ops.verify_rocketmq.store import Problems, StoreContext
+from segtool.ops.verify_rocketmq.store import PROBLEMS_PER_KIND, StoreContext
 
 
 def verify_checkpoint(path: str, deep: bool, ctx: StoreContext) -> dict:
-    problems = Problems()
+    problems = Findings(PROBLEMS_PER_KIND)
     with rmq.MappedFile(path) as mf:
         try:
             cp = rmq.read_checkpoint(mf.buf, path)
         except TruncatedData as exc:
-            problems.add("checkpoint_size", exc.offset, exc.message)
+            problems.add(FindingKind.CHECKPOINT_SIZE, exc.offset, exc.message)
             return {"problems": problems.result()}
     fields = (("physicMsgTimestamp", 0, "CommitLog"), ("logicsMsgTimestamp", 8, "ConsumeQueue"),
               ("indexMsgTimestamp", 16, "IndexFile"))
@@ -22,15 +23,16 @@ def verify_checkpoint(path: str, deep: bool, ctx: StoreContext) -> dict:
     for name, offset, what in fields:
         value = cp[name]
         if value < 0:
-            problems.add("checkpoint_timestamp", offset, f"{name} {value} is negative")
+            problems.add(FindingKind.CHECKPOINT_TIMESTAMP, offset, f"{name} {value} is negative")
         elif value == 0:
-            problems.add("checkpoint_timestamp", offset, f"{name} is 0: the {what} was never flushed", "info")
+            problems.add(FindingKind.CHECKPOINT_TIMESTAMP, offset,
+                         f"{name} is 0: the {what} was never flushed", info=True)
         elif last is not None and value > last:
-            problems.add("checkpoint_ahead_of_data", offset,
+            problems.add(FindingKind.CHECKPOINT_AHEAD_OF_DATA, offset,
                          f"{name} {value} is later than the newest message in the CommitLog ({last}): data the "
                          f"broker had flushed ({value - last} ms of it) is missing")
     if index_ends and cp["indexMsgTimestamp"] > max(index_ends):
-        problems.add("checkpoint_ahead_of_index", 16,
+        problems.add(FindingKind.CHECKPOINT_AHEAD_OF_INDEX, 16,
                      f"indexMsgTimestamp {cp['indexMsgTimestamp']} is later than every index file's endTimestamp "
                      f"({max(index_ends)}): an index file is missing")
     recovery = ctx.recovery if ctx.cl_files else None
@@ -46,18 +48,19 @@ def verify_checkpoint(path: str, deep: bool, ctx: StoreContext) -> dict:
             if recovery["droppedIndexFiles"]:
                 where += (f"; index file(s) {', '.join(recovery['droppedIndexFiles'])} end after indexMsgTimestamp and "
                           "are deleted and rebuilt from the CommitLog")
-        problems.add("unclean_shutdown", None, "abort file present: the broker did not shut down cleanly" + where,
-                     "info")
+        problems.add(FindingKind.UNCLEAN_SHUTDOWN, None,
+                     "abort file present: the broker did not shut down cleanly" + where)
         if last is not None:
             behind = last - min(cp["physicMsgTimestamp"], cp["logicsMsgTimestamp"])
             if behind > 0:
-                problems.add("stale_checkpoint", 0, f"the checkpoint is {behind} ms behind the newest message "
-                                                    f"({last}): messages after it were not flushed when the broker "
-                                                    "stopped (recovery re-reads them)", "info")
+                problems.add(FindingKind.STALE_CHECKPOINT, 0,
+                             f"the checkpoint is {behind} ms behind the newest message "
+                             f"({last}): messages after it were not flushed when the broker "
+                             "stopped (recovery re-reads them)")
     elif recovery is not None and not recovery["rocketmqLoads"]:
-        problems.add("store_does_not_load", None, "RocketMQ refuses to load this store: CommitLog file(s) "
-                                                  f"{', '.join(recovery['wrongSizeFiles'])} do not have the "
-                                                  "configured size", "info")
+        problems.add(FindingKind.STORE_DOES_NOT_LOAD, None, "RocketMQ refuses to load this store: CommitLog file(s) "
+                                                            f"{', '.join(recovery['wrongSizeFiles'])} do not have the "
+                                                            "configured size")
     out = {"checkpoint": cp, "problems": problems.result()}
     if recovery is not None:
         out["store_recovery"] = recovery

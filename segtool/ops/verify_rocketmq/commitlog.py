@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import os
 
+from segtool.findings import Findings, FindingKind
 from segtool.formats import rocketmq as rmq
-from segtool.ops.verify_rocketmq.store import DISPATCHED_TRAN_TYPES, Problems, StoreContext
+from segtool.ops.verify_rocketmq.store import DISPATCHED_TRAN_TYPES, PROBLEMS_PER_KIND, StoreContext
 
 
 def verify_commitlog(path: str, deep: bool, ctx: StoreContext) -> dict:
-    problems = Problems()
+    problems = Findings(PROBLEMS_PER_KIND)
     name = os.path.basename(path)
     start = int(name) if name.isdigit() else 0
     in_store = ctx.file_index(name) is not None and ctx.commitlog_dir is not None and \
@@ -21,29 +22,31 @@ def verify_commitlog(path: str, deep: bool, ctx: StoreContext) -> dict:
         configured = ctx.configured_size if in_store else None
         if configured is not None:
             if size != configured:
-                problems.add("file_size", None, f"file is {size} bytes but the store's CommitLog files are "
-                                                f"{configured} (mappedFileSizeCommitLog): RocketMQ refuses to load "
-                                                "the store ('length not matched message store config value')")
+                problems.add(FindingKind.FILE_SIZE, None,
+                             f"file is {size} bytes but the store's CommitLog files are "
+                             f"{configured} (mappedFileSizeCommitLog): RocketMQ refuses to load "
+                             "the store ('length not matched message store config value')")
             if start % configured:
-                problems.add("file_name", None, f"start offset {start} is not a multiple of the file size "
-                                                f"{configured}")
+                problems.add(FindingKind.FILE_NAME, None, f"start offset {start} is not a multiple of the file size "
+                                                          f"{configured}")
         recovery = _file_recovery(buf, size, start, name, scan, ctx if in_store else None)
     if recovery.get("deleted") and recovery["records_lost"]:
-        problems.add("deleted_by_recovery", 0,
+        problems.add(FindingKind.DELETED_BY_RECOVERY, 0,
                      f"RocketMQ's recovery stops before this file ({recovery['stop_message']}) and deletes it: "
                      f"{recovery['records_lost']} messages lost")
     elif recovery.get("deleted"):
-        problems.add("deleted_by_recovery", 0, "no messages; RocketMQ's recovery deletes this file "
-                                               f"({recovery['stop_message']})", "info")
+        problems.add(FindingKind.DELETED_BY_RECOVERY, 0, "no messages; RocketMQ's recovery deletes this file "
+                                                         f"({recovery['stop_message']})", info=True)
     elif recovery["bytes_lost"] and scan["cut_problem"] is None:
-        problems.add("recovery_truncation", recovery["valid_bytes"],
+        problems.add(FindingKind.RECOVERY_TRUNCATION, recovery["valid_bytes"],
                      f"RocketMQ's recovery cuts the CommitLog here ({recovery['stop_message']}): "
-                     f"{recovery['bytes_lost']} bytes, {recovery['records_lost']} messages lost")
+                     f"{recovery['bytes_lost']} bytes, {recovery['records_lost']} messages lost",
+                     offset=start + recovery["valid_bytes"])
     return {"messages": scan["messages"], "first_phy_offset": scan["first_phy"], "last_phy_offset": scan["last_phy"],
             "end": scan["end"], "problems": problems.result(), "recovery": recovery}
 
 
-def _scan_commitlog_file(buf, size, start, path, name, deep, problems: Problems, ctx: StoreContext | None) -> dict:
+def _scan_commitlog_file(buf, size, start, path, name, deep, problems: Findings, ctx: StoreContext | None) -> dict:
     """Every record of one CommitLog file, checked; returns where the data ends."""
     positions: list[int] = []
     cut_problem = None  # the first record RocketMQ's check refuses (file offset)
@@ -63,28 +66,31 @@ def _scan_commitlog_file(buf, size, start, path, name, deep, problems: Problems,
         phy = msg["phyOffset"]
         positions.append(pos)
         if msg["bodyLength"] > 0 and msg["bodyCRC"] != msg["bodyCRCComputed"]:
-            problems.add("crc_mismatch", pos, f"body CRC stored {msg['bodyCRC']} but computed "
-                                              f"{msg['bodyCRCComputed']} (phyOffset {phy}, topic {msg['topic']}, "
-                                              f"KEYS {msg['KEYS']!r}); RocketMQ's recovery stops here")
+            problems.add(FindingKind.CRC_MISMATCH, pos,
+                         f"body CRC stored {msg['bodyCRC']} but computed "
+                         f"{msg['bodyCRCComputed']} (phyOffset {phy}, topic {msg['topic']}, "
+                         f"KEYS {msg['KEYS']!r}); RocketMQ's recovery stops here", offset=phy)
             cut_problem = pos if cut_problem is None else cut_problem
         elif not msg["dispatch"]["success"]:
-            problems.add("not_dispatchable", pos, f"message at phyOffset {phy}: {msg['dispatch'].get('reason')} "
-                                                  "(checkMessageAndReturnSize fails; recovery stops here)")
+            problems.add(FindingKind.NOT_DISPATCHABLE, pos,
+                         f"message at phyOffset {phy}: {msg['dispatch'].get('reason')} "
+                         "(checkMessageAndReturnSize fails; recovery stops here)", offset=phy)
             cut_problem = pos if cut_problem is None else cut_problem
         if msg["physicalOffsetField"] != phy:
-            problems.add("physical_offset", pos, f"PHYSICALOFFSET field says {msg['physicalOffsetField']} but the "
-                                                 f"message is at {phy}")
+            problems.add(FindingKind.PHYSICAL_OFFSET, pos,
+                         f"PHYSICALOFFSET field says {msg['physicalOffsetField']} but the "
+                         f"message is at {phy}", offset=phy)
         if deep and "bodyDecompressError" in msg:
-            problems.add("body_decompress", msg["bodyOffset"], f"compressed body at phyOffset {phy}: "
-                                                               f"{msg['bodyDecompressError']}")
+            problems.add(FindingKind.BODY_DECOMPRESS, msg["bodyOffset"], f"compressed body at phyOffset {phy}: "
+                                                                         f"{msg['bodyDecompressError']}", offset=phy)
         tran = msg["transactionType"]
         if tran in DISPATCHED_TRAN_TYPES:
             key = (msg["topic"], msg["queueId"])
             previous = queue_last.get(key)
             if previous is not None and msg["queueOffset"] != previous + 1:
-                problems.add("queue_offset_sequence", pos,
+                problems.add(FindingKind.QUEUE_OFFSET_SEQUENCE, pos,
                              f"{msg['topic']}/{msg['queueId']}: queueOffset {msg['queueOffset']} follows "
-                             f"{previous} in this file", "info")
+                             f"{previous} in this file", offset=phy)
             queue_last[key] = msg["queueOffset"]
             if check_queues:
                 bounds = ctx.cq_bounds(*key)
@@ -95,21 +101,21 @@ def _scan_commitlog_file(buf, size, start, path, name, deep, problems: Problems,
             unindexed.append(phy)
     if undispatched:
         phy, topic, qid, qoff = undispatched[0]
-        problems.add("not_in_consumequeue", phy - start,
+        problems.add(FindingKind.NOT_IN_CONSUMEQUEUE, phy - start,
                      f"{len(undispatched)} message(s) are not in their ConsumeQueue, the first at phyOffset {phy} "
                      f"({topic}/{qid} queueOffset {qoff}): written but not dispatched before the broker stopped; "
-                     "RocketMQ's recovery dispatches them", "info")
+                     "RocketMQ's recovery dispatches them", offset=phy)
     if unindexed:
-        problems.add("not_indexed", unindexed[0] - start,
+        problems.add(FindingKind.NOT_INDEXED, unindexed[0] - start,
                      f"{len(unindexed)} message(s) with keys lie after the newest index entry (endPhyOffset "
                      f"{index_end_phy}), the first at phyOffset {unindexed[0]}: not in any IndexFile; "
-                     "RocketMQ's recovery indexes them only after an unclean shutdown", "info")
+                     "RocketMQ's recovery indexes them only after an unclean shutdown", offset=unindexed[0])
     return {"positions": positions, "messages": len(positions), "end": end, "cut_problem": cut_problem,
             "data_end": data_end, "first_phy": start + positions[0] if positions else None,
             "last_phy": start + positions[-1] if positions else None}
 
 
-def _walk_end(step: rmq.CommitLogEnd, size: int, problems: Problems) -> tuple[dict, int, int | None]:
+def _walk_end(step: rmq.CommitLogEnd, size: int, problems: Findings) -> tuple[dict, int, int | None]:
     """The scan's end, where its data ends and the first byte RocketMQ refuses (or None), from the
     walk's end; adds the problem the end is."""
     pos, total, phy = step.file_offset, step.total_size, step.phy_offset
@@ -119,43 +125,43 @@ def _walk_end(step: rmq.CommitLogEnd, size: int, problems: Problems) -> tuple[di
     if kind == rmq.SHORT_TAIL and step.non_zero_after is None:
         return {"kind": "zero-tail", "fileOffset": pos}, pos, None
     if kind == rmq.SHORT_TAIL:
-        problems.add("trailing_bytes", pos, f"{size - pos} stray bytes at the end of the file")
+        problems.add(FindingKind.TRAILING_BYTES, pos, f"{size - pos} stray bytes at the end of the file")
         return {"kind": "corrupt", "fileOffset": pos}, size, pos
     if kind == rmq.BLANK:
         if not step.blank_size_matches:
-            problems.add("blank_size", pos, f"BLANK end-of-file record says {total} bytes are left but "
-                                            f"{size - pos} are")
+            problems.add(FindingKind.BLANK_SIZE, pos, f"BLANK end-of-file record says {total} bytes are left but "
+                                                      f"{size - pos} are")
         # the BLANK record marks the end; it holds no message bytes
         return {"kind": "blank", "fileOffset": pos, "totalSize": total}, pos, None
     if kind == rmq.ZERO_TAIL:
         after = step.non_zero_after
         end = {"kind": "zero-tail", "fileOffset": pos, "nonZeroAfter": after}
         if after is not None:
-            problems.add("data_after_zeros", after, f"zero bytes from {pos} but data again at {after}: "
-                                                    "a hole in the file (lost or torn write); RocketMQ "
-                                                    f"stops reading at {pos}")
+            problems.add(FindingKind.DATA_AFTER_ZEROS, after, f"zero bytes from {pos} but data again at {after}: "
+                                                              "a hole in the file (lost or torn write); RocketMQ "
+                                                              f"stops reading at {pos}")
             return end, step.data_end, pos
         if pos == 0:
-            problems.add("empty_file", 0, "no messages: the file is all zeros (preallocated, never written)",
-                         "info")
+            problems.add(FindingKind.EMPTY_FILE, 0, "no messages: the file is all zeros (preallocated, never written)")
         else:
-            problems.add("zero_tail", pos, f"{size - pos} zero bytes after the last message (preallocated "
-                                           "space not written yet; no BLANK end record)", "info")
+            problems.add(FindingKind.ZERO_TAIL, pos, f"{size - pos} zero bytes after the last message (preallocated "
+                                                     "space not written yet; no BLANK end record)", info=True)
         return end, pos, None
     if kind == rmq.BAD_MAGIC:
-        problems.add("bad_magic", pos, f"illegal magic code 0x{step.magic & 0xFFFFFFFF:08x} where a message "
-                                       f"should start (phyOffset {phy}); RocketMQ stops reading here")
+        problems.add(FindingKind.BAD_MAGIC, pos,
+                     f"illegal magic code 0x{step.magic & 0xFFFFFFFF:08x} where a message "
+                     f"should start (phyOffset {phy}); RocketMQ stops reading here", offset=phy)
         return {"kind": "corrupt", "fileOffset": pos}, step.data_end, pos
     if kind == rmq.TRUNCATED:
-        problems.add("truncated_message", pos, f"message of totalSize {total} (phyOffset {phy}) is cut off: "
-                                               f"only {size - pos} bytes left in the file")
+        problems.add(FindingKind.TRUNCATED_MESSAGE, pos, f"message of totalSize {total} (phyOffset {phy}) is cut off: "
+                                                         f"only {size - pos} bytes left in the file", offset=phy)
         return {"kind": "truncated", "fileOffset": pos, "totalSize": total}, step.data_end, pos
     if kind == rmq.TORN:
-        problems.add("torn_message", pos, f"message of totalSize {total} (phyOffset {phy}) is zero from "
-                                          f"byte {step.data_end} to the end of the file (torn write): "
-                                          f"{step.error.message}")
+        problems.add(FindingKind.TORN_MESSAGE, pos, f"message of totalSize {total} (phyOffset {phy}) is zero from "
+                                                    f"byte {step.data_end} to the end of the file (torn write): "
+                                                    f"{step.error.message}", offset=phy)
         return {"kind": "torn", "fileOffset": pos, "totalSize": total}, step.data_end, pos
-    problems.add("corrupt_message", pos, f"message at phyOffset {phy}: {step.error.message}")
+    problems.add(FindingKind.CORRUPT_MESSAGE, pos, f"message at phyOffset {phy}: {step.error.message}", offset=phy)
     return {"kind": "corrupt", "fileOffset": pos, "totalSize": total}, step.data_end, pos
 
 

@@ -6,12 +6,13 @@ import os
 from pathlib import Path
 
 from segtool.errors import CorruptData
+from segtool.findings import Findings, FindingKind
 from segtool.formats import rocketmq as rmq
-from segtool.ops.verify_rocketmq.store import Problems, StoreContext, configured_size
+from segtool.ops.verify_rocketmq.store import PROBLEMS_PER_KIND, StoreContext, configured_size
 
 
 def verify_consumequeue(path: str, deep: bool, ctx: StoreContext) -> dict:
-    problems = Problems()
+    problems = Findings(PROBLEMS_PER_KIND)
     p = Path(os.path.abspath(path))
     topic, queue_name = p.parent.parent.name, p.parent.name
     queue_id = int(queue_name) if queue_name.lstrip("-").isdigit() else None
@@ -24,13 +25,14 @@ def verify_consumequeue(path: str, deep: bool, ctx: StoreContext) -> dict:
     with rmq.MappedFile(path) as mf:
         buf, size = mf.buf, mf.size
         if configured is not None and size != configured:
-            problems.add("file_size", None, f"file is {size} bytes but the queue's files are {configured} "
-                                            "(mappedFileSizeConsumeQueue): RocketMQ refuses to load the store")
+            problems.add(FindingKind.FILE_SIZE, None,
+                         f"file is {size} bytes but the queue's files are {configured} "
+                         "(mappedFileSizeConsumeQueue): RocketMQ refuses to load the store")
         if size % rmq.CQ_UNIT_SIZE:
-            problems.add("partial_unit", size - size % rmq.CQ_UNIT_SIZE,
+            problems.add(FindingKind.PARTIAL_UNIT, size - size % rmq.CQ_UNIT_SIZE,
                          f"file size {size} is not a multiple of {rmq.CQ_UNIT_SIZE}")
         if start % rmq.CQ_UNIT_SIZE or (configured and start % configured):
-            problems.add("file_name", None, f"start offset {start} is not a multiple of the file size")
+            problems.add(FindingKind.FILE_NAME, None, f"start offset {start} is not a multiple of the file size")
         units = rmq.consumequeue_units(buf)
         rows = units.tolist()
         del units
@@ -45,56 +47,60 @@ def verify_consumequeue(path: str, deep: bool, ctx: StoreContext) -> dict:
                 after = rmq.first_nonzero(buf, upos, size)
                 end_kind = "zero-tail"
                 if after is not None:
-                    problems.add("data_after_zeros", after, f"unit {base + i} is all zeros but data follows at byte "
-                                                            f"{after}; ConsumeQueue recovery stops at {upos}")
+                    problems.add(FindingKind.DATA_AFTER_ZEROS, after,
+                                 f"unit {base + i} is all zeros but data follows at byte "
+                                 f"{after}; ConsumeQueue recovery stops at {upos}")
                 elif not is_last:
-                    problems.add("zero_units", upos, f"{(size - upos) // rmq.CQ_UNIT_SIZE} zero units at the end of "
-                                                     "a file that is not the queue's last: units are missing")
+                    problems.add(FindingKind.ZERO_UNITS, upos,
+                                 f"{(size - upos) // rmq.CQ_UNIT_SIZE} zero units at the end of "
+                                 "a file that is not the queue's last: units are missing")
                 elif upos:
-                    problems.add("zero_tail", upos, f"{(size - upos) // rmq.CQ_UNIT_SIZE} unwritten units "
-                                                    "(preallocated)", "info")
+                    problems.add(FindingKind.ZERO_TAIL, upos, f"{(size - upos) // rmq.CQ_UNIT_SIZE} unwritten units "
+                                                              "(preallocated)", info=True)
                 break
             if offset < 0 or usize <= 0:
-                problems.add("invalid_unit", upos, f"unit {base + i}: commitLogOffset {offset}, size {usize}, "
-                                                   f"tagsCode {code}; ConsumeQueue recovery stops here")
+                problems.add(FindingKind.INVALID_UNIT, upos,
+                             f"unit {base + i}: commitLogOffset {offset}, size {usize}, "
+                             f"tagsCode {code}; ConsumeQueue recovery stops here")
                 end_kind = "corrupt"
                 break
             if usize == rmq.CQ_BLANK_UNIT_SIZE and offset == 0 and code == 0:
                 fillers += 1
                 continue
             if previous is not None and offset <= previous:
-                problems.add("units_out_of_order", upos, f"unit {base + i} points at phyOffset {offset}, not after "
-                                                         f"the previous unit's {previous}")
+                problems.add(FindingKind.UNITS_OUT_OF_ORDER, upos,
+                             f"unit {base + i} points at phyOffset {offset}, not after "
+                             f"the previous unit's {previous}")
             previous = offset
             if log is None:
                 continue
             checked += 1
             _check_unit(log, rec, topic, queue_id, base + i, upos, offset, usize, code, problems, beyond_cut)
     if log is None:
-        problems.add("no_commitlog", None, "no CommitLog in this store: units not checked against messages", "info")
+        problems.add(FindingKind.NO_COMMITLOG, None, "no CommitLog in this store: units not checked against messages")
     if beyond_cut:
-        problems.add("beyond_recovery_point", beyond_cut[0],
+        problems.add(FindingKind.BEYOND_RECOVERY_POINT, beyond_cut[0],
                      f"{len(beyond_cut)} unit(s) point at or after phyOffset {rec['maxPhyOffset']}, where RocketMQ's "
-                     "recovery cuts the CommitLog: recovery removes them from the queue", "info")
+                     "recovery cuts the CommitLog: recovery removes them from the queue")
     return {"topic": topic, "queue_id": queue_id, "units": len(rows), "units_checked": checked,
             "filler_units": fillers, "end": end_kind, "problems": problems.result()}
 
 
 def _check_unit(log: rmq.CommitLog, rec: dict | None, topic, queue_id, queue_offset, upos, offset, usize, code,
-                problems: Problems, beyond_cut: list) -> None:
+                problems: Findings, beyond_cut: list) -> None:
     where = f"unit {queue_offset} (phyOffset {offset}, size {usize})"
     try:
         msg = log.message_at(offset, digests=False, decompress=False)
     except CorruptData as exc:
-        problems.add("unit_points_at_bad_data", upos, f"{where}: no valid message there ({exc.message})")
+        problems.add(FindingKind.UNIT_POINTS_AT_BAD_DATA, upos, f"{where}: no valid message there ({exc.message})")
         return
     if msg is None:
         last_start, last_path = log.files[-1] if log.files else (0, None)
         log_end = last_start + (last_path.stat().st_size if last_path else 0)
         if offset >= log_end:
-            problems.add("unit_beyond_commitlog", upos, f"{where}: past the end of the CommitLog ({log_end})")
+            problems.add(FindingKind.UNIT_BEYOND_COMMITLOG, upos, f"{where}: past the end of the CommitLog ({log_end})")
         else:
-            problems.add("unit_points_nowhere", upos, f"{where}: no message there (zeros or a BLANK record)")
+            problems.add(FindingKind.UNIT_POINTS_NOWHERE, upos, f"{where}: no message there (zeros or a BLANK record)")
         return
     if rec is not None and offset >= rec["maxPhyOffset"]:
         beyond_cut.append(upos)
@@ -108,7 +114,7 @@ def _check_unit(log: rmq.CommitLog, rec: dict | None, topic, queue_id, queue_off
     if msg["queueOffset"] != queue_offset:
         wrong.append(f"message queueOffset is {msg['queueOffset']}")
     if wrong:
-        problems.add("unit_mismatch", upos, f"{where}: " + "; ".join(wrong))
+        problems.add(FindingKind.UNIT_MISMATCH, upos, f"{where}: " + "; ".join(wrong))
         return
     if rmq.is_cq_ext_address(code):
         return
@@ -118,7 +124,7 @@ def _check_unit(log: rmq.CommitLog, rec: dict | None, topic, queue_id, queue_off
         return
     if expected != code:
         delay = msg["topic"] == rmq.SCHEDULE_TOPIC
-        problems.add("tags_code_mismatch", upos,
+        problems.add(FindingKind.TAGS_CODE_MISMATCH, upos,
                      f"{where}: tagsCode {code} but the message's "
                      + ("delivery time (default delay levels) is" if delay else "TAGS hash is") + f" {expected}",
-                     "info" if delay else "error")
+                     info=delay)

@@ -19,53 +19,8 @@ DISPATCHED_TRAN_TYPES = (rmq.TRANSACTION_NOT_TYPE, rmq.TRANSACTION_COMMIT_TYPE) 
 
 
 # --------------------------------------------------------------------------
-# Problems
-# --------------------------------------------------------------------------
-
-
-class Problems:
-    """Problems of one file, at most PROBLEMS_PER_KIND listed per kind."""
-
-    def __init__(self):
-        self.items: list[dict] = []
-        self._counts: Counter = Counter()
-        self._first_hidden: dict[str, dict] = {}
-
-    def add(self, kind: str, byte_offset: int | None, message: str, severity: str = "error") -> None:
-        self._counts[kind] += 1
-        problem = {"kind": kind, "severity": severity, "byte_offset": byte_offset, "message": message}
-        if self._counts[kind] <= PROBLEMS_PER_KIND:
-            self.items.append(problem)
-        else:
-            self._first_hidden.setdefault(kind, problem)
-
-    def result(self) -> list[dict]:
-        out = list(self.items)
-        for kind, first in self._first_hidden.items():
-            hidden = self._counts[kind] - PROBLEMS_PER_KIND
-            out.append({"kind": kind, "severity": first["severity"], "byte_offset": first["byte_offset"],
-                        "message": f"{hidden} more {kind} problems not listed (the first at byte "
-                                   f"{first['byte_offset']}: {first['message']})"})
-        return out
-
-
-# --------------------------------------------------------------------------
 # The store a file belongs to
 # --------------------------------------------------------------------------
-
-
-def store_root(detected) -> Path | None:
-    path = Path(os.path.abspath(detected.path))
-    kind = detected.kind
-    if kind == "rocketmq-commitlog":
-        return path.parent.parent if path.parent.name == "commitlog" else None
-    if kind == "rocketmq-consumequeue":
-        return path.parents[3] if len(path.parents) > 3 and path.parents[2].name == "consumequeue" else None
-    if kind == "rocketmq-indexfile":
-        return path.parent.parent if path.parent.name == "index" else None
-    if kind == "rocketmq-checkpoint":
-        return path.parent
-    return None
 
 
 class StoreContext:
@@ -273,18 +228,24 @@ def configured_size(files: list[tuple[int, int]]) -> int | None:
     return None
 
 
-_CONTEXT: tuple | None = None  # (key, signature, StoreContext): the last store verified
+class StoreContexts:
+    """The contexts of the stores one verify run meets, each built once; a store that changed on
+    disk since gets a fresh one.  Only the newest is kept open (files are verified store by store)."""
 
+    def __init__(self):
+        self._last: tuple | None = None  # (key, signature, StoreContext)
 
-def store_context(root: Path | None, commitlog_dir: Path | None = None) -> StoreContext:
-    """The (cached) context of a store; a store that changed on disk gets a fresh one."""
-    global _CONTEXT
-    key = (str(root), str(commitlog_dir))
-    ctx = StoreContext(root, commitlog_dir)
-    sig = ctx.signature()
-    if _CONTEXT is not None and _CONTEXT[0] == key and _CONTEXT[1] == sig:
-        return _CONTEXT[2]
-    if _CONTEXT is not None:
-        _CONTEXT[2].close()
-    _CONTEXT = (key, sig, ctx)
-    return ctx
+    def get(self, root: Path | None, commitlog_dir: Path | None = None) -> StoreContext:
+        key = (str(root), str(commitlog_dir))
+        ctx = StoreContext(root, commitlog_dir)
+        sig = ctx.signature()
+        if self._last is not None and self._last[0] == key and self._last[1] == sig:
+            return self._last[2]
+        self.close()
+        self._last = (key, sig, ctx)
+        return ctx
+
+    def close(self) -> None:
+        if self._last is not None:
+            self._last[2].close()
+            self._last = None

@@ -1,0 +1,189 @@
+"""What the paths given to a command hold: Kafka partitions, RocketMQ stores, every other file.
+
+The one place that turns paths into log dirs -> partitions / stores -> files
+(Kafka's ``LogManager`` finding the partitions of its log dirs, RocketMQ's
+store layout).  Files are found by the one walker (``engine.walk``: any depth,
+every entry accounted for) and classified by ``formats.detect``; a partition is
+the directory of its segment files, a store the root above ``commitlog/``,
+``consumequeue/``, ``index/`` and ``checkpoint``.  ``classify`` groups a
+listing that came from elsewhere (a remote file system) the same way.  Every
+command and the pipeline start here; ``PartitionView`` and ``StoreView`` then
+load what a broker loads.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable
+
+from segtool.engine.walk import walk
+from segtool.errors import UnreadableInput
+from segtool.formats.detect import DetectedFile, detect
+from segtool.formats.kafka_names import is_log_file, offset_from_file_name, topic_partition
+
+# files that belong to a log dir, not to one of its partitions
+_LOG_DIR_KINDS = ("kafka-offset-checkpoint",)
+_STORE_SUBDIRS = ("commitlog", "consumequeue", "index")
+
+
+@dataclass(frozen=True)
+class FoundFile:
+    path: str
+    kind: str  # formats.detect's kind ("unknown" when not recognised or unreadable)
+    size: int
+    unreadable: str | None = None  # why the entry cannot be read (a dangling link, a loop, ...)
+
+
+@dataclass
+class Partition:
+    """A Kafka partition directory and those of its files that were named or found."""
+
+    directory: str
+    files: list[FoundFile] = field(default_factory=list)
+
+    @property
+    def topic_partition(self) -> tuple[str, int | None]:
+        return topic_partition(os.path.basename(os.path.normpath(self.directory)))
+
+    @property
+    def logs(self) -> list[FoundFile]:
+        """The segments' ``.log`` files, by base offset."""
+        return sorted((f for f in self.files if is_log_file(f.path)), key=lambda f: offset_from_file_name(f.path))
+
+
+@dataclass
+class Store:
+    """A RocketMQ store root and those of its files that were named or found."""
+
+    root: str
+    files: list[FoundFile] = field(default_factory=list)
+
+    @property
+    def commitlog(self) -> list[FoundFile]:
+        """The CommitLog files, by start offset (their name)."""
+        return sorted((f for f in self.files if f.kind == "rocketmq-commitlog"), key=lambda f: int(_name(f.path)))
+
+    @property
+    def commitlog_dir(self) -> str:
+        files = self.commitlog
+        return os.path.dirname(files[0].path) if files else os.path.join(self.root, "commitlog")
+
+
+@dataclass
+class Inventory:
+    entries: list[FoundFile] = field(default_factory=list)  # every entry, in walk order, as often as named
+    partitions: list[Partition] = field(default_factory=list)
+    stores: list[Store] = field(default_factory=list)
+
+    @property
+    def files(self) -> list[FoundFile]:
+        """The readable files, in walk order."""
+        return [f for f in self.entries if f.unreadable is None]
+
+    @property
+    def unreadable(self) -> list[FoundFile]:
+        return [f for f in self.entries if f.unreadable is not None]
+
+    def outside(self, *groups: Iterable[FoundFile]) -> list[FoundFile]:
+        """The files that are in none of ``groups`` (what a command did not take), in walk order."""
+        taken = {f.path for group in groups for f in group}
+        return [f for f in self.files if f.path not in taken]
+
+
+def _name(path: str) -> str:
+    return path.rstrip("/").rsplit("/", 1)[-1]
+
+
+def store_root(detected: DetectedFile) -> str | None:
+    """The store root of a RocketMQ file by its place (``<root>/commitlog/<file>``,
+    ``<root>/consumequeue/<topic>/<queue>/<file>``, ``<root>/index/<file>``, ``<root>/checkpoint``);
+    a local path is made absolute, a URI kept as it is."""
+    path = detected.path if "://" in detected.path else os.path.abspath(detected.path)
+    parts = path.rstrip("/").split("/")
+    kind = detected.kind
+    if kind in ("rocketmq-commitlog", "rocketmq-indexfile"):
+        up, container = 2, "commitlog" if kind == "rocketmq-commitlog" else "index"
+    elif kind == "rocketmq-consumequeue":
+        up, container = 4, "consumequeue"
+    elif kind == "rocketmq-checkpoint":
+        return "/".join(parts[:-1])
+    else:
+        return None
+    if len(parts) <= up or parts[-up] != container:
+        return None
+    return "/".join(parts[:-up])
+
+
+def store_directory(path: str) -> Path:
+    """The root of the store a directory names: the root itself, or one of its ``commitlog/``,
+    ``consumequeue/`` or ``index/`` directories.  UnreadableInput when it is no store."""
+    root = Path(path)
+    if not root.exists():
+        raise UnreadableInput("no such file or directory", str(root))
+    if not root.is_dir():
+        raise UnreadableInput("expected a RocketMQ store directory, not a file", str(root))
+    if root.name in _STORE_SUBDIRS and not any((root / sub).is_dir() for sub in _STORE_SUBDIRS):
+        root = root.parent
+    if not any((root / sub).is_dir() for sub in _STORE_SUBDIRS):
+        raise UnreadableInput("not a RocketMQ store (no commitlog/, consumequeue/ or index/ inside)", str(root))
+    return root
+
+
+def is_store_directory(path: str) -> bool:
+    """Does ``path`` name a RocketMQ store (its root or one of its directories)?"""
+    try:
+        store_directory(path)
+    except UnreadableInput:
+        return False
+    return True
+
+
+KAFKA_PARTITION, ROCKETMQ_STORE = "kafka-partition", "rocketmq-store"
+
+
+def directory_kind(path: str) -> str:
+    """What a directory given to a lookup is: a Kafka partition (it holds segments) or a RocketMQ
+    store (or one of its commitlog/, consumequeue/, index/ directories).  UnreadableInput otherwise."""
+    if not os.path.exists(path):
+        raise UnreadableInput("no such file or directory", path)
+    if os.path.isdir(path) and any(is_log_file(name) for name in os.listdir(path)):
+        return KAFKA_PARTITION
+    if not is_store_directory(path):
+        raise UnreadableInput("not a Kafka partition directory (no .log segments) and not a RocketMQ store "
+                              "(no commitlog/, consumequeue/ or index/ inside)", path)
+    return ROCKETMQ_STORE
+
+
+def classify(listing: Iterable[tuple[str, int] | FoundFile]) -> Inventory:
+    """Group (path, size) pairs, or entries found already, into partitions and stores; the rest
+    stay ungrouped."""
+    found = Inventory()
+    partitions: dict[str, Partition] = {}
+    stores: dict[str, Store] = {}
+    seen: set[str] = set()
+    for item in listing:
+        if not isinstance(item, FoundFile):
+            item = FoundFile(item[0], detect(item[0]).kind, item[1])
+        found.entries.append(item)  # as named: a writing command refuses a file named twice
+        if item.path in seen or item.unreadable is not None:  # a group holds a file once
+            continue
+        seen.add(item.path)
+        family = item.kind.split("-", 1)[0]
+        if family == "kafka" and item.kind not in _LOG_DIR_KINDS:
+            directory = os.path.dirname(item.path)
+            partitions.setdefault(directory, Partition(directory)).files.append(item)
+        elif family == "rocketmq":
+            root = store_root(DetectedFile(item.path, item.kind))
+            if root is not None:
+                stores.setdefault(root, Store(root)).files.append(item)
+    found.partitions = list(partitions.values())
+    found.stores = list(stores.values())
+    return found
+
+
+def inventory(paths: list[str]) -> Inventory:
+    """Everything below ``paths`` (at any depth), grouped; a path that does not exist is an error."""
+    return classify(FoundFile(entry.path, "unknown", 0, entry.unreadable) if entry.unreadable is not None
+                    else (entry.path, os.path.getsize(entry.path)) for entry in walk(paths))

@@ -1,0 +1,439 @@
+"""Findings: what `verify` and `scan` report about a file, as typed values.
+
+A finding's kind comes from ``FindingKind``: each kind carries its severity
+("error" makes a file's status "problems" and the exit code 1; "info" is a
+note), the broker it concerns and what that broker does about it.  A few kinds
+are errors in one place and notes in another (a zero tail is damage in a Kafka
+``.log`` but preallocation in an index or a RocketMQ mapped file); those name
+the case in ``info_when`` and only they may be reported as "info".
+docs/formats.md's table of kinds is generated from this enum
+(``python -m segtool.findings``).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from enum import Enum
+
+
+class Severity(str, Enum):
+    ERROR = "error"
+    INFO = "info"
+
+
+class FindingKind(Enum):
+    """Every kind of finding: severity, the files it concerns, what it means, what the broker does
+    about it, and (for the few that may be notes) when it is only a note."""
+
+    def __new__(cls, severity: Severity, files: str, meaning: str, broker_action: str,
+                info_when: str | None = None):
+        member = object.__new__(cls)
+        member._value_ = len(cls.__members__)
+        member.severity = severity
+        member.files = files
+        member.meaning = meaning
+        member.broker_action = broker_action
+        member.info_when = info_when
+        return member
+
+    @property
+    def code(self) -> str:
+        """The kind's name in every output (snake_case)."""
+        return self.name.lower()
+
+    # -- any file -------------------------------------------------------------------------------
+    UNREADABLE = (
+        Severity.ERROR, "any", "the file cannot be read (missing, a dangling link or loop, no permission, or not "
+        "a format it claims to be); its status is `unreadable`, exit 2",
+        "the broker cannot read it either")
+    CRC_MISMATCH = (
+        Severity.ERROR, "Kafka `.log`, `.snapshot`; RocketMQ CommitLog",
+        "the stored checksum differs from the computed one: CRC-32C of a v2 batch or producer snapshot, CRC32 of "
+        "a legacy message, CRC32 of a RocketMQ message body",
+        "Kafka's recovery truncates the segment at the batch; a bad producer snapshot is deleted and rebuilt "
+        "from the log; RocketMQ's recovery (checkCRCOnRecover) stops at the message")
+    TRAILING_BYTES = (
+        Severity.ERROR, "Kafka `.log`, `.txnindex`; RocketMQ CommitLog",
+        "bytes after the last whole batch, entry or message that do not form one",
+        "recovery drops them")
+    ZERO_TAIL = (
+        Severity.ERROR, "Kafka `.log` and indexes; RocketMQ CommitLog, ConsumeQueue",
+        "zero bytes after the last batch, entry or message",
+        "Kafka's recovery truncates a `.log` there (a torn or preallocated write); indexes and RocketMQ's "
+        "mapped files are preallocated and written over",
+        "an index or a RocketMQ mapped file: preallocated space not written yet")
+    RECOVERY_TRUNCATION = (
+        Severity.ERROR, "Kafka `.log`; RocketMQ CommitLog",
+        "where the broker's log recovery stops, with its reason",
+        "recovery truncates the log here and drops everything after it")
+    # -- Kafka .log ---------------------------------------------------------------------------------
+    CORRUPT_FRAMING = (
+        Severity.ERROR, "Kafka `.log`", "a size field no batch can have (Kafka's CorruptRecordException words)",
+        "recovery truncates the segment at the batch")
+    RECORD_STRUCTURE = (
+        Severity.ERROR, "Kafka `.log`", "`--deep`: a record that does not decode",
+        "none at recovery (it checks batch CRCs, not records); consumers fail on the batch")
+    RECORD_COUNT = (
+        Severity.ERROR, "Kafka `.log`", "more records than the batch's offset range holds",
+        "none at recovery (the CRC matches); a broker never appends such a batch")
+    RELATIVE_OFFSET_OVERFLOW = (
+        Severity.ERROR, "Kafka `.log`", "an offset more than 2^31-1 past the segment base (indexes cannot hold it)",
+        "LogSegment.recover stops there (offset out of range) and the segment is truncated")
+    OFFSET_BEFORE_BASE = (
+        Severity.ERROR, "Kafka `.log`", "a batch below the offset in the file name",
+        "LogSegment.recover stops there when the batch's last offset is below the base too")
+    OFFSETS_NOT_INCREASING = (
+        Severity.ERROR, "Kafka `.log`", "a batch does not start after the previous one's last offset",
+        "none at recovery; fetches skip or repeat records")
+    OFFSET_GAP = (
+        Severity.INFO, "Kafka `.log`", "absent offsets between batches", "none: compaction and transactions leave "
+        "gaps")
+    SEGMENT_NAME = (
+        Severity.ERROR, "Kafka `.log`", "the first batch does not start at the offset in the file name",
+        "fetches below the first batch find nothing; a batch below the name is out of the segment's range",
+        "the first batch lies above the name (compaction removed the start)")
+    SEGMENTS_OVERLAP = (
+        Severity.ERROR, "Kafka `.log`", "its first offset is not above the last offset of the partition's previous "
+        "segment (checked across the `.log` files verified together)",
+        "none at load; fetches skip or repeat records")
+    MISSING_INDEX = (
+        Severity.INFO, "Kafka `.log`", "the segment's `.index` does not exist",
+        "LogSegment.sanityCheck throws NoSuchFileException; the broker recovers the segment and rebuilds it")
+    PENDING_SWAP = (
+        Severity.INFO, "Kafka `.log.swap`", "an interrupted log cleaning or split",
+        "LogLoader completes or discards the swap at start-up (the note says which)")
+    SPLIT_BOUNDARY = (
+        Severity.ERROR, "Kafka `.log` (scan)", "a scan split read past the point where the next split starts: the "
+        "offset index pointed at a batch that is not on the chain of batches",
+        "lookups through that index entry land inside a batch")
+    # -- Kafka indexes --------------------------------------------------------------------------------
+    SANITY_CHECK = (
+        Severity.ERROR, "Kafka indexes", "the broker's sanityCheck fails (Kafka's message)",
+        "the index is deleted and rebuilt at start-up",
+        "the last slot of a preallocated index: checks are skipped when a hot copy is loaded")
+    ENTRIES_OUT_OF_ORDER = (
+        Severity.ERROR, "Kafka indexes; RocketMQ IndexFile", "an entry's offset, position or timestamp does not "
+        "grow", "binary search goes wrong: lookups answer wrongly until the index is rebuilt")
+    INDEX_POINTS_NOWHERE = (
+        Severity.ERROR, "Kafka indexes", "an entry points past the log or into no batch",
+        "lookups through it fail until the index is rebuilt")
+    INDEX_OFFSET_MISMATCH = (
+        Severity.ERROR, "Kafka `.index`", "the entry's offset is not the last offset of the batch at its position "
+        "(kafka-dump-log --verify-index-only)", "fetches start from the wrong batch",
+        "the entry is a preallocated zero slot")
+    INDEXED_OFFSET_NOT_FOUND = (
+        Severity.ERROR, "Kafka `.timeindex`", "no batch ends at the indexed offset",
+        "timestamp lookups answer from the wrong batch", "the entry is a preallocated zero slot")
+    INDEXED_OFFSET_INSIDE_BATCH = (
+        Severity.INFO, "Kafka `.timeindex`", "the indexed offset lies inside a batch, as older brokers indexed",
+        "none")
+    TIMESTAMP_MISMATCH = (
+        Severity.ERROR, "Kafka `.timeindex`", "the entry's timestamp is not the max timestamp of its batch",
+        "timestamp lookups answer with the wrong offset")
+    TIMESTAMP_OUT_OF_ORDER = (
+        Severity.ERROR, "Kafka `.timeindex`", "an entry's timestamp is not above the previous one",
+        "timestamp lookups may stop early")
+    MISSING_LOG = (
+        Severity.INFO, "Kafka indexes", "no `.log` beside it to check against", "an index without its log is "
+        "deleted at start-up")
+    # -- Kafka state files ------------------------------------------------------------------------------
+    SNAPSHOT_STRUCTURE = (
+        Severity.ERROR, "Kafka `.snapshot`", "the producer snapshot does not parse (Kafka's words)",
+        "the snapshot is deleted and producer state rebuilt from the log")
+    CHECKPOINT_FORMAT = (
+        Severity.ERROR, "Kafka `leader-epoch-checkpoint`", "the checkpoint does not parse (Kafka's words)",
+        "the broker fails to load the partition")
+    FORMAT = (
+        Severity.ERROR, "Kafka offset checkpoints, `partition.metadata`", "the file does not parse",
+        "the broker fails to start or to load the partition")
+    LEADER_EPOCH = (
+        Severity.ERROR, "Kafka `leader-epoch-checkpoint`", "batches carry an epoch the checkpoint does not list, "
+        "or another than the one it gives their offsets", "truncation after a leader change keeps or drops the "
+        "wrong records", "the epoch's first batch lies after the checkpoint's start offset (retention or "
+        "compaction removed the start)")
+    # -- RocketMQ CommitLog -----------------------------------------------------------------------------
+    BAD_MAGIC = (
+        Severity.ERROR, "RocketMQ CommitLog", "neither a message nor a BLANK magic code where a record starts",
+        "recovery stops reading there and cuts the CommitLog")
+    CORRUPT_MESSAGE = (
+        Severity.ERROR, "RocketMQ CommitLog", "the message's fields do not add up to its totalSize",
+        "checkMessageAndReturnSize fails: recovery cuts the CommitLog there")
+    TORN_MESSAGE = (
+        Severity.ERROR, "RocketMQ CommitLog", "a message whose bytes are zero from some point to the end of the "
+        "file (torn write)", "recovery cuts the CommitLog before it")
+    TRUNCATED_MESSAGE = (
+        Severity.ERROR, "RocketMQ CommitLog", "a message whose totalSize runs past the end of the file",
+        "recovery cuts the CommitLog before it")
+    DATA_AFTER_ZEROS = (
+        Severity.ERROR, "RocketMQ CommitLog, ConsumeQueue", "zeros where the next record should start, but data "
+        "again after them: a hole (lost or torn write)", "recovery stops at the zeros; the data after them is lost")
+    BLANK_SIZE = (
+        Severity.ERROR, "RocketMQ CommitLog", "the BLANK end-of-file record's size is not the bytes left in the file",
+        "none: the size is not read back")
+    NOT_DISPATCHABLE = (
+        Severity.ERROR, "RocketMQ CommitLog", "a message the dispatcher refuses (a DELAY property that does not "
+        "parse)", "checkMessageAndReturnSize fails: recovery cuts the CommitLog there")
+    PHYSICAL_OFFSET = (
+        Severity.ERROR, "RocketMQ CommitLog", "the PHYSICALOFFSET field is not where the message is",
+        "none at recovery; message ids built from it point elsewhere")
+    BODY_DECOMPRESS = (
+        Severity.ERROR, "RocketMQ CommitLog", "`--deep`: a compressed body that does not inflate",
+        "consumers fail to decode the message")
+    QUEUE_OFFSET_SEQUENCE = (
+        Severity.INFO, "RocketMQ CommitLog", "a queue offset that does not follow the queue's previous one in the "
+        "file", "none: queue offsets jump across restarts and deletions")
+    NOT_IN_CONSUMEQUEUE = (
+        Severity.INFO, "RocketMQ CommitLog", "messages written but not yet dispatched to their ConsumeQueue",
+        "recovery dispatches them")
+    NOT_INDEXED = (
+        Severity.INFO, "RocketMQ CommitLog", "messages with keys after the newest IndexFile entry",
+        "only recovery after an unclean shutdown indexes them; key lookups miss them otherwise")
+    EMPTY_FILE = (
+        Severity.INFO, "RocketMQ CommitLog", "a file of zeros (preallocated, never written)", "none")
+    FILE_SIZE = (
+        Severity.ERROR, "RocketMQ CommitLog, ConsumeQueue", "the file is not the configured mapped file size",
+        "MappedFileQueue.load refuses it: the broker does not start")
+    FILE_NAME = (
+        Severity.ERROR, "RocketMQ CommitLog, ConsumeQueue", "the start offset in the name is not a multiple of the "
+        "file size", "offsets resolve to the wrong file")
+    DELETED_BY_RECOVERY = (
+        Severity.ERROR, "RocketMQ CommitLog", "a file after the point where recovery cuts the CommitLog",
+        "truncateDirtyFiles deletes it with its messages", "the file holds no messages")
+    # -- RocketMQ ConsumeQueue ----------------------------------------------------------------------------
+    INVALID_UNIT = (
+        Severity.ERROR, "RocketMQ ConsumeQueue", "a unit with an impossible offset or size",
+        "ConsumeQueue recovery stops at it and truncates the queue")
+    PARTIAL_UNIT = (
+        Severity.ERROR, "RocketMQ ConsumeQueue", "the file size is not a multiple of the 20-byte unit",
+        "the partial unit is ignored")
+    ZERO_UNITS = (
+        Severity.ERROR, "RocketMQ ConsumeQueue", "zero units at the end of a file that is not the queue's last",
+        "units are missing: consumers skip their messages")
+    UNITS_OUT_OF_ORDER = (
+        Severity.ERROR, "RocketMQ ConsumeQueue", "a unit that does not point after the previous one",
+        "consumers get messages out of order")
+    UNIT_BEYOND_COMMITLOG = (
+        Severity.ERROR, "RocketMQ ConsumeQueue", "a unit past the end of the CommitLog",
+        "recovery truncates the queue to the CommitLog's end")
+    UNIT_MISMATCH = (
+        Severity.ERROR, "RocketMQ ConsumeQueue", "a unit that disagrees with its message (size, queue, offset)",
+        "consumers get another message than the unit describes")
+    UNIT_POINTS_AT_BAD_DATA = (
+        Severity.ERROR, "RocketMQ ConsumeQueue", "a unit pointing at bytes that are no valid message",
+        "pulls of the unit fail")
+    UNIT_POINTS_NOWHERE = (
+        Severity.ERROR, "RocketMQ ConsumeQueue", "a unit pointing at zeros or a BLANK record",
+        "pulls of the unit find no message")
+    TAGS_CODE_MISMATCH = (
+        Severity.ERROR, "RocketMQ ConsumeQueue", "a unit's tagsCode is not its message's TAGS hash",
+        "tag filtering on the broker keeps or drops the wrong messages",
+        "a delayed message (its tagsCode is a delivery time under the default delay levels)")
+    BEYOND_RECOVERY_POINT = (
+        Severity.INFO, "RocketMQ ConsumeQueue, IndexFile", "units or entries pointing past the point where "
+        "recovery cuts the CommitLog", "recovery removes the units; the index keeps its entries")
+    NO_COMMITLOG = (
+        Severity.INFO, "RocketMQ ConsumeQueue, IndexFile", "no CommitLog beside the file to check it against",
+        "none")
+    # -- RocketMQ IndexFile ---------------------------------------------------------------------------------
+    GEOMETRY = (
+        Severity.ERROR, "RocketMQ IndexFile", "the slot and entry counts cannot be inferred from the file",
+        "the broker maps it with its configured geometry; a file of another size fails to load",
+        "read with the geometry of the store's other index files")
+    INDEX_COUNT = (
+        Severity.ERROR, "RocketMQ IndexFile", "indexCount disagrees with the entries written or the file",
+        "lookups see the wrong number of entries")
+    ENTRIES_BEYOND_INDEX_COUNT = (
+        Severity.ERROR, "RocketMQ IndexFile", "entries written past indexCount (header not flushed or damaged)",
+        "the entries are ignored")
+    EMPTY_ENTRIES = (
+        Severity.ERROR, "RocketMQ IndexFile", "zero entries among the written ones", "chains through them stop")
+    ENTRY_ZERO_USED = (
+        Severity.ERROR, "RocketMQ IndexFile", "entry 0, never written by RocketMQ, is not zero", "none")
+    NEGATIVE_KEY_HASH = (
+        Severity.ERROR, "RocketMQ IndexFile", "a negative keyHash (indexKeyHashMethod never gives one)",
+        "no lookup finds the entry")
+    SLOT_OUT_OF_RANGE = (
+        Severity.ERROR, "RocketMQ IndexFile", "a slot points outside the written entries",
+        "lookups through the slot find nothing")
+    SLOT_HASH_MISMATCH = (
+        Severity.ERROR, "RocketMQ IndexFile", "a slot points at an entry of another slot",
+        "lookups through the slot miss its keys")
+    CHAIN_CROSSES_SLOTS = (
+        Severity.ERROR, "RocketMQ IndexFile", "an entry's prevIndex links to another slot's entry",
+        "lookups follow another slot's chain")
+    PREV_OUT_OF_RANGE = (
+        Severity.ERROR, "RocketMQ IndexFile", "a prevIndex outside the written entries",
+        "selectPhyOffset ends the chain there")
+    PREV_SELF_LOOP = (
+        Severity.ERROR, "RocketMQ IndexFile", "a prevIndex pointing at its own entry",
+        "selectPhyOffset stops there: older entries of the chain are never found")
+    PREV_FORWARD_POINTER = (
+        Severity.ERROR, "RocketMQ IndexFile", "a prevIndex pointing forward (chains only point back)",
+        "lookups may revisit entries")
+    PREV_CYCLE = (
+        Severity.ERROR, "RocketMQ IndexFile", "prevIndex pointers that close a cycle",
+        "selectPhyOffset repeats the cycle until its result is full, or forever")
+    UNREACHABLE_ENTRIES = (
+        Severity.ERROR, "RocketMQ IndexFile", "written entries no slot's chain reaches",
+        "key lookups never find them")
+    HASH_SLOT_COUNT = (
+        Severity.INFO, "RocketMQ IndexFile", "the header's hashSlotCount is not the slots in use",
+        "none: informational")
+    HEADER_BEGIN_PHY_OFFSET = (
+        Severity.ERROR, "RocketMQ IndexFile", "beginPhyOffset is not entry 1's", "none at lookup")
+    HEADER_END_PHY_OFFSET = (
+        Severity.ERROR, "RocketMQ IndexFile", "endPhyOffset is not the last entry's",
+        "recovery decides what to re-index from it")
+    HEADER_BEGIN_TIMESTAMP = (
+        Severity.ERROR, "RocketMQ IndexFile", "beginTimestamp is not entry 1's message's store time",
+        "time-bounded lookups misdate every entry")
+    HEADER_END_TIMESTAMP = (
+        Severity.ERROR, "RocketMQ IndexFile", "endTimestamp is not the last entry's message's store time",
+        "time-bounded lookups and abnormal recovery misjudge the file")
+    HEADER_TIMESTAMPS = (
+        Severity.ERROR, "RocketMQ IndexFile", "endTimestamp is before beginTimestamp",
+        "time-bounded lookups skip the file")
+    ENTRY_TIME_OUTSIDE_HEADER = (
+        Severity.ERROR, "RocketMQ IndexFile", "entries whose timeDiff lies outside the header's time span",
+        "time-bounded lookups drop them")
+    ENTRY_PHY_OUTSIDE_HEADER = (
+        Severity.ERROR, "RocketMQ IndexFile", "entries outside [beginPhyOffset, endPhyOffset]", "none at lookup")
+    ENTRY_POINTS_NOWHERE = (
+        Severity.ERROR, "RocketMQ IndexFile", "an entry whose phyOffset holds no message",
+        "lookups return an offset with no message")
+    ENTRY_KEY_MISMATCH = (
+        Severity.ERROR, "RocketMQ IndexFile", "an entry's keyHash is no key of its message",
+        "lookups by the key fetch another message (and filter it out)")
+    ENTRY_ROLLBACK_MESSAGE = (
+        Severity.ERROR, "RocketMQ IndexFile", "an entry for a rolled-back transaction message (never indexed)",
+        "lookups return a rolled-back message")
+    ENTRY_TIME_MISMATCH = (
+        Severity.ERROR, "RocketMQ IndexFile", "an entry's timeDiff is not its message's store time",
+        "time-bounded lookups keep or drop it wrongly")
+    DROPPED_BY_RECOVERY = (
+        Severity.INFO, "RocketMQ IndexFile", "a file newer than the checkpoint's indexMsgTimestamp after an "
+        "unclean shutdown", "abnormal recovery deletes it and rebuilds its entries from the CommitLog")
+    # -- RocketMQ checkpoint and store ------------------------------------------------------------------------
+    CHECKPOINT_SIZE = (
+        Severity.ERROR, "RocketMQ checkpoint", "the checkpoint is shorter than its three timestamps",
+        "StoreCheckpoint reads zeros: recovery starts from the first file")
+    CHECKPOINT_TIMESTAMP = (
+        Severity.ERROR, "RocketMQ checkpoint", "a negative timestamp", "abnormal recovery starts from the wrong file",
+        "a timestamp is 0: nothing was flushed yet")
+    CHECKPOINT_AHEAD_OF_DATA = (
+        Severity.ERROR, "RocketMQ checkpoint", "a timestamp later than the newest message in the CommitLog",
+        "none: flushed messages are missing, the CommitLog lost data")
+    CHECKPOINT_AHEAD_OF_INDEX = (
+        Severity.ERROR, "RocketMQ checkpoint", "indexMsgTimestamp later than every IndexFile's endTimestamp",
+        "none: an index file is missing, key lookups miss its messages")
+    STALE_CHECKPOINT = (
+        Severity.INFO, "RocketMQ checkpoint", "the checkpoint is behind the newest message",
+        "recovery re-reads the messages after it")
+    UNCLEAN_SHUTDOWN = (
+        Severity.INFO, "RocketMQ checkpoint", "the `abort` file is present: the broker did not stop cleanly",
+        "abnormal recovery: CommitLog checked from the checkpoint's file, newer index files rebuilt")
+    STORE_DOES_NOT_LOAD = (
+        Severity.INFO, "RocketMQ checkpoint", "CommitLog files without the configured size",
+        "the broker does not start on this store")
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One finding: its kind, where (byte offset in the file), which offset it concerns
+    (a Kafka offset or a RocketMQ physical offset), and the message."""
+
+    kind: FindingKind
+    byte_offset: int | None
+    message: str
+    severity: Severity | None = None  # the kind's own unless the kind allows "info" (info_when)
+    offset: int | None = None
+
+    def __post_init__(self):
+        if self.severity is None:
+            object.__setattr__(self, "severity", self.kind.severity)
+        elif self.severity != self.kind.severity and self.kind.info_when is None:
+            raise ValueError(f"{self.kind.code} is always {self.kind.severity.value}")
+
+    @property
+    def is_error(self) -> bool:
+        return self.severity is Severity.ERROR
+
+    def as_dict(self) -> dict:
+        return {"kind": self.kind.code, "severity": self.severity.value, "byte_offset": self.byte_offset,
+                "offset": self.offset, "message": self.message}
+
+
+def finding(kind: FindingKind, byte_offset: int | None, message: str, *, info: bool = False,
+            offset: int | None = None) -> dict:
+    """A finding in its output form; ``info`` reports a kind that allows it as a note."""
+    return Finding(kind, byte_offset, message, Severity.INFO if info else None, offset).as_dict()
+
+
+def has_errors(problems: list[dict]) -> bool:
+    return any(p["severity"] == Severity.ERROR.value for p in problems)
+
+
+def errors_first(problems: list[dict]) -> list[dict]:
+    """Errors, then notes, each in the order found (the problems-first view)."""
+    return sorted(problems, key=lambda p: p["severity"] != Severity.ERROR.value)
+
+
+class Findings:
+    """The findings of one file, at most ``per_kind`` listed per kind; the rest are counted in one
+    summary finding of that kind."""
+
+    def __init__(self, per_kind: int = 10):
+        self.per_kind = per_kind
+        self.items: list[dict] = []
+        self._counts: Counter = Counter()
+        self._first_hidden: dict[str, dict] = {}
+
+    def add(self, kind: FindingKind, byte_offset: int | None, message: str, *, info: bool = False,
+            offset: int | None = None) -> None:
+        item = finding(kind, byte_offset, message, info=info, offset=offset)
+        self._counts[kind] += 1
+        if self._counts[kind] <= self.per_kind:
+            self.items.append(item)
+        else:
+            self._first_hidden.setdefault(kind, item)
+
+    def result(self) -> list[dict]:
+        out = list(self.items)
+        for kind, first in self._first_hidden.items():
+            hidden = self._counts[kind] - self.per_kind
+            out.append({**first, "message": f"{hidden} more {kind.code} problems not listed (the first at byte "
+                                            f"{first['byte_offset']}: {first['message']})"})
+        return out
+
+
+def markdown_table() -> str:
+    """The table of kinds in docs/formats.md."""
+    lines = ["| kind | severity | files | what it means | what the broker does |", "|---|---|---|---|---|"]
+    for kind in FindingKind:
+        severity = kind.severity.value + (f" (info: {kind.info_when})" if kind.info_when else "")
+        lines.append(f"| `{kind.code}` | {severity} | {kind.files} | {kind.meaning} | {kind.broker_action} |")
+    return "\n".join(lines) + "\n"
+
+
+TABLE_START = "<!-- finding kinds: generated from segtool/findings.py, do not edit -->\n"
+TABLE_END = "<!-- end of finding kinds -->"
+
+
+def write_table(markdown_path: str) -> None:
+    """Put the current table between the markers of a Markdown file."""
+    with open(markdown_path, encoding="utf-8") as f:
+        text = f.read()
+    start = text.index(TABLE_START) + len(TABLE_START)
+    end = text.index(TABLE_END)
+    with open(markdown_path, "w", encoding="utf-8") as f:
+        f.write(text[:start] + markdown_table() + text[end:])
+
+
+if __name__ == "__main__":
+    import sys
+
+    if len(sys.argv) > 1:
+        write_table(sys.argv[1])
+    else:
+        print(markdown_table(), end="")
