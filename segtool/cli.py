@@ -29,6 +29,8 @@ EXIT_CLEAN, EXIT_PROBLEMS, EXIT_UNREADABLE = 0, 1, 2
 class _State:
     debug = False
     quiet = False
+    # the exit code when stdout closes early (`| head`): what was found by then keeps its code
+    exit_if_output_closed = EXIT_CLEAN
 
 
 def _version(asked: bool) -> None:
@@ -189,6 +191,7 @@ def dump(
         if kind == "unreadable":
             note(f"segtool: {item['file']}: {item['reason']}")
             unreadable = True
+            _State.exit_if_output_closed = EXIT_UNREADABLE
             continue
         if item["file"] != current:
             current = item["file"]
@@ -196,6 +199,8 @@ def dump(
             if format == "text" and several:
                 out(f"== {current}")
         problems = problems or shows_damage(item)
+        if problems:
+            _State.exit_if_output_closed = EXIT_PROBLEMS
         if format == "json":
             out(json.dumps(item, ensure_ascii=False))
         else:
@@ -387,6 +392,7 @@ def verify(
     else:
         with _Progress(enabled=not as_json) as progress:
             report = run_verify(paths, deep=deep, progress_factory=progress.factory, hash_inputs=not no_hash)
+    _State.exit_if_output_closed = exit_code(report)
     if as_json:
         _print_json(report)
     else:
@@ -665,7 +671,7 @@ def main() -> None:
     except _OutputClosed:
         # keep Python's final flush quiet too
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.__stdout__.fileno())
-        sys.exit(EXIT_CLEAN)
+        sys.exit(_State.exit_if_output_closed)
     except SegtoolError as exc:
         _show_traceback()
         sys.stderr.write(f"segtool: {exc}\n")

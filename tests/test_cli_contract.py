@@ -106,6 +106,18 @@ def test_a_closed_pipe_ends_quietly():
     assert proc.stderr.read() == b""
 
 
+def test_a_closed_pipe_keeps_the_problems_found_by_then():
+    """`verify DAMAGED | head -1`: quiet, and still exit 1 (with pipefail a script sees the damage)."""
+    damaged = corpus_path("kafka")  # its report (500 kB) outgrows the pipe's buffer
+    assert segtool("verify", "--no-hash", damaged).returncode == 1
+    proc = subprocess.Popen([sys.executable, "-m", "segtool.cli", "verify", "--no-hash", damaged],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout.readline()
+    proc.stdout.close()
+    assert proc.wait(timeout=120) == 1
+    assert proc.stderr.read() == b""
+
+
 def test_kafka_dump_log_command_line_as_operators_type_it():
     logs = sorted(corpus_path("kafka", "c01-multiseg-clean", "data").glob("*/*.log"))[:2]
     run = segtool("dump", "--format", "kafka", "--files", ",".join(map(str, logs)), "--deep-iteration",
