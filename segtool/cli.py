@@ -208,6 +208,8 @@ def dump(
     out.flush()
     if unreadable:
         raise typer.Exit(EXIT_UNREADABLE)
+    if not recognised:
+        sys.stderr.write(f"segtool: nothing to dump: no batch, record or entry in {', '.join(named)}\n")
     raise typer.Exit(EXIT_PROBLEMS if problems or not recognised else EXIT_CLEAN)
 
 
@@ -429,17 +431,20 @@ def rebuild_index(
 
     if out is None and not in_place:
         _fail("give --out DIR, or --in-place to replace the files beside the input")
-    from segtool.engine.inventory import is_store_directory
+    if out is not None and in_place:
+        _fail("give either --out DIR or --in-place, not both")
+    from segtool.engine.inventory import inventory, rocketmq_stores
 
-    stores = [p for p in paths if is_store_directory(p)]
+    stores = rocketmq_stores(paths)
     if stores:
-        if len(stores) != len(paths):
-            _fail("give either RocketMQ stores or Kafka segments, not both")
-        from segtool.ops.rebuild_rocketmq import rebuild_rocketmq_index
+        partitions = [p.directory for p in inventory(paths).partitions if p.logs]
+        if partitions:
+            _fail(f"found {len(partitions)} Kafka partition(s) (first {partitions[0]}) and {len(stores)} RocketMQ "
+                  f"store(s) (first {stores[0]}): rebuild them in separate runs")
+        from segtool.ops.rebuild_rocketmq import rebuild_rocketmq_stores
 
-        reports = [rebuild_rocketmq_index(store, out_dir=out, in_place=in_place, hash_slot_num=hash_slot_num,
+        reports = rebuild_rocketmq_stores(stores, out_dir=out, in_place=in_place, hash_slot_num=hash_slot_num,
                                           index_num=index_num, hash_inputs=not no_hash, force=force)
-                   for store in stores]
         if as_json:
             _print_json({"stores": reports})
         else:
@@ -475,8 +480,15 @@ def rebuild_index(
                 _say_replaced(written)
         if report["skipped"]:
             sys.stdout.write(f"{len(report['skipped'])} other files left as they are (not segments; see --json)\n")
+    _name_unreadable(report["unreadable"])
     truncated = any(seg["bytes_kafka_would_truncate"] for seg in report["segments"])
-    raise typer.Exit(EXIT_PROBLEMS if truncated else EXIT_CLEAN)
+    raise typer.Exit(EXIT_UNREADABLE if report["unreadable"] else EXIT_PROBLEMS if truncated else EXIT_CLEAN)
+
+
+def _name_unreadable(entries: list[dict]) -> None:
+    """Entries a writing command could not read: one line each on stderr; the rest was done."""
+    for entry in entries:
+        sys.stderr.write(f"segtool: {entry['path']}: {entry['reason']}\n")
 
 
 def _say_replaced(written: dict) -> None:
@@ -542,6 +554,10 @@ def scan(
         for problem in report["problems"]:
             where = "" if problem["byte_offset"] is None else f" byte {problem['byte_offset']}"
             sys.stdout.write(f"{problem['severity']}: {problem['path']}{where}: {problem['message']}\n")
+        if report["inputs"]["skipped"]:
+            sys.stdout.write(f"{len(report['inputs']['skipped'])} other files not scanned (neither segments nor "
+                             f"CommitLog files), each named in {os.path.join(out, 'scan-report.json')}\n")
+    _name_unreadable(report["inputs"]["unreadable"])
     raise typer.Exit(scan_exit_code(report))
 
 
@@ -566,6 +582,8 @@ def trim(
 
     if out is None and not in_place and not dry_run:
         _fail("give --out DIR, --in-place or --dry-run")
+    if out is not None and in_place:
+        _fail("give either --out DIR or --in-place, not both")
     report = run_trim(paths, out_dir=out, in_place=in_place, dry_run=dry_run, force=force)
     if as_json:
         _print_json(report)
@@ -579,7 +597,8 @@ def trim(
         for item in report["skipped"]:
             sys.stdout.write(f"skipped {item['path']}: {item['reason']}\n")
         sys.stdout.write(f"total reclaimed: {report['bytes_reclaimed']} bytes\n")
-    raise typer.Exit(EXIT_CLEAN if report["files"] else EXIT_PROBLEMS)
+    _name_unreadable(report["unreadable"])
+    raise typer.Exit(EXIT_UNREADABLE if report["unreadable"] else EXIT_CLEAN if report["files"] else EXIT_PROBLEMS)
 
 
 @app.command("index-keys")

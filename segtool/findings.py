@@ -98,7 +98,7 @@ class FindingKind(Enum):
         "segment (checked across the `.log` files verified together)",
         "none at load; fetches skip or repeat records")
     MISSING_INDEX = (
-        Severity.INFO, "Kafka `.log`", "the segment's `.index` does not exist",
+        Severity.INFO, "Kafka `.log`, `.timeindex`", "the segment's `.index` does not exist",
         "LogSegment.sanityCheck throws NoSuchFileException; the broker recovers the segment and rebuilds it")
     PENDING_SWAP = (
         Severity.INFO, "Kafka `.log.swap`", "an interrupted log cleaning or split",

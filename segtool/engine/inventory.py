@@ -140,6 +140,18 @@ def is_store_directory(path: str) -> bool:
     return True
 
 
+def rocketmq_stores(paths: list[str]) -> list[str]:
+    """The RocketMQ stores ``paths`` name: a store directory as given, and every store with
+    CommitLog files found below any other directory."""
+    roots: list[str] = []
+    for path in paths:
+        if is_store_directory(path):
+            roots.append(path)
+        elif os.path.isdir(path):
+            roots.extend(store.root for store in inventory([path]).stores if store.commitlog)
+    return list(dict.fromkeys(roots))
+
+
 KAFKA_PARTITION, ROCKETMQ_STORE = "kafka-partition", "rocketmq-store"
 
 

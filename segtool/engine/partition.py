@@ -267,6 +267,8 @@ class PartitionView:
     """
 
     def __init__(self, directory: str, cap: int = DEFAULT_CAP, complete_swaps: bool = True):
+        if not os.path.lexists(directory):
+            raise UnreadableInput("no such file or directory", directory)
         if not os.path.isdir(directory):
             raise UnreadableInput("not a partition directory", directory)
         self.directory = directory

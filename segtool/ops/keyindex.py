@@ -23,6 +23,7 @@ from array import array
 
 from segtool.engine.partition import PartitionView
 from segtool.engine.safe_write import plan_outputs, refuse_inside_inputs, write_atomically
+from segtool.errors import UnreadableInput
 from segtool.formats import rocketmq as rmq
 from segtool.formats.kafka_log import BatchScan, batch_records
 from segtool.ops.dump import record_item
@@ -117,11 +118,17 @@ def _usable_index(partition: PartitionView, directory: str | None):
     """The key index in ``directory`` (default: the cache's) when it was built from these exact segments."""
     from segtool.formats.rocketmq import IndexFile
 
-    named = directory is not None
+    if directory is not None:  # asked for by name: it must be there
+        if not os.path.lexists(directory):
+            raise UnreadableInput("no such file or directory", directory)
+        if os.path.isfile(directory):  # the index file itself named
+            directory = os.path.dirname(directory) or "."
+        if not os.path.exists(os.path.join(directory, META_NAME)):
+            raise UnreadableInput(f"not a key index (no {META_NAME}): `segtool index-keys` writes one", directory)
     directory = directory or key_index_dir(partition.directory)
     meta_path = os.path.join(directory, META_NAME)
     if not os.path.exists(meta_path):
-        return None, f"no key index at {directory}; scanned instead" if named else None
+        return None, None
     try:
         with open(meta_path) as handle:
             meta = json.load(handle)

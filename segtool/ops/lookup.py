@@ -108,9 +108,13 @@ def lookup_index_entry(directory: str, offset: int, ceiling: bool) -> LookupAnsw
         if slot == -1 and ceiling:
             continue
         found_offset, position = (segment.base_offset, 0) if slot == -1 else index.entry(slot)
-        return _with_notes({"partition_dir": directory, "requested_offset": offset, "mode": mode,
-                            "index": segment.index_path, "slot": slot, "offset": found_offset, "position": position,
-                            "segment": segment.log_path, "timestamp": None}, partition)
+        answer = {"partition_dir": directory, "requested_offset": offset, "mode": mode, "index": segment.index_path,
+                  "slot": slot, "offset": found_offset, "position": position, "segment": segment.log_path,
+                  "timestamp": None}
+        if index is None:
+            answer["notes"] = [f"{segment.index_path} does not exist: answered as an empty index would (the "
+                               "broker rebuilds it when it loads the segment)"]
+        return _with_notes(answer, partition)
     return _with_notes({**_empty(partition), "requested_offset": offset, "mode": mode}, partition)
 
 
@@ -188,7 +192,12 @@ def lookup(path: str, request: LookupRequest) -> tuple[LookupAnswer, bool]:
     mode = modes[0]
     if (request.floor or request.ceiling) and mode != "offset":
         raise UsageError("--floor and --ceiling go with --offset")
+    if request.floor and request.ceiling:
+        raise UsageError("give --floor or --ceiling, not both")
     kind = directory_kind(path)
+    if kind == KAFKA_PARTITION and request.topic is not None:
+        raise UsageError("--topic is for a RocketMQ store: a Kafka partition directory is one topic's partition",
+                         path)
     allowed = _KAFKA_MODES if kind == KAFKA_PARTITION else _ROCKETMQ_MODES
     if mode not in allowed:
         options = ", ".join("--" + name.replace("_", "-") for name in allowed)

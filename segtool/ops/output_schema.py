@@ -201,6 +201,7 @@ class KafkaRebuildReport(TypedDict):
     index_interval_bytes: int
     segments: list[RebuiltSegment]
     skipped: list[PathReason]
+    unreadable: list[PathReason]  # entries that cannot be read: named, the rest done (exit 2)
 
 
 class RebuiltIndexFile(TypedDict):
@@ -262,6 +263,7 @@ class TrimmedFile(TypedDict):
 class TrimReport(TypedDict):
     files: list[TrimmedFile]
     skipped: list[PathReason]
+    unreadable: list[PathReason]  # entries that cannot be read: named, the rest done (exit 2)
     bytes_reclaimed: int
 
 

@@ -26,22 +26,24 @@ _hasher = ThreadPoolExecutor(max_workers=1)
 _NOT_A_SEGMENT = "not a Kafka .log segment: rebuild-index reads segments and writes their indexes"
 
 
-def _partitions_of(paths: list[str], skipped: list[dict]) -> list[list[Segment]]:
+def _partitions_of(paths: list[str], skipped: list[dict], unreadable: list[dict]) -> list[list[Segment]]:
     """The segments (one list per partition directory) named by .log files or found below
-    directories at any depth; every other file goes to ``skipped`` with the reason.
+    directories at any depth; every other file goes to ``skipped`` and every entry that cannot
+    be read to ``unreadable``, with the reason.
 
     The .log files as they are: indexes are rebuilt for the files on disk, not for
     the partition Kafka would make of an interrupted swap.
     """
     for path in paths:
-        if not os.path.isdir(path) and not (is_log_file(path) and os.path.exists(path)):
+        if not os.path.lexists(path):
+            raise UnreadableInput("no such file or directory", path)
+        if not os.path.isdir(path) and not is_log_file(path):
             raise UnreadableInput("expected a .log segment or a partition/log directory", path)
     found = inventory(paths)
-    for entry in found.unreadable:  # nothing is written from an input that cannot be read whole
-        raise UnreadableInput(entry.unreadable, entry.path)
+    unreadable.extend({"path": f.path, "reason": f.unreadable} for f in found.unreadable)
     logs = [partition.logs for partition in found.partitions if partition.logs]
     skipped.extend({"path": f.path, "reason": _NOT_A_SEGMENT} for f in found.outside(*logs))
-    if not logs:
+    if not logs and not unreadable:
         raise NothingFound("no Kafka segments in this directory", paths[0])
     return [[Segment(f.path) for f in files] for files in logs]
 
@@ -97,7 +99,8 @@ def rebuild_index(paths: list[str], out_dir: str | None = None, in_place: bool =
     Tasks only compute; the indexes are written here, through ``safe_write``.
     """
     skipped: list[dict] = []
-    groups = _partitions_of(paths, skipped)
+    unreadable: list[dict] = []
+    groups = _partitions_of(paths, skipped, unreadable)
     targets = [partition_output(segment.log_path, out_dir, in_place, file_name(segment.base_offset, suffix))
                for segments in groups for segment in segments for suffix in _SUFFIXES]
     plan_outputs(targets, paths, in_place, force)
@@ -114,7 +117,8 @@ def rebuild_index(paths: list[str], out_dir: str | None = None, in_place: bool =
     else:
         costs = [sum(os.path.getsize(p) for p in item[0]) for item in items]
         results = engine.map(_partition_task, items, costs, description="segtool rebuild-index")
-    report = {"index_interval_bytes": index_interval_bytes, "segments": [], "skipped": skipped}
+    report = {"index_interval_bytes": index_interval_bytes, "segments": [], "skipped": skipped,
+              "unreadable": unreadable}
     for segments, computed in zip(groups, results):
         for segment, result in zip(segments, computed):
             contents = [(INDEX, result["offset_index"]), (TIME_INDEX, result["time_index"])]

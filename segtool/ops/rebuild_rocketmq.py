@@ -189,3 +189,19 @@ def rebuild_rocketmq_index(store_dir, out_dir=None, in_place: bool = False, hash
             view.close()
     return snake_case_keys(report)  # the build keeps RocketMQ's names; the report speaks snake_case
 
+
+
+def rebuild_rocketmq_stores(roots: list[str], out_dir=None, in_place: bool = False, **options) -> list[dict]:
+    """``rebuild_rocketmq_index`` for each store.  Out of place, one store writes to ``OUT/index/``
+    and several to ``OUT/<store dir name>/index/``; stores whose outputs would meet are refused
+    before anything is computed or written."""
+    if len(roots) == 1 or in_place:
+        return [rebuild_rocketmq_index(root, out_dir=out_dir, in_place=in_place, **options) for root in roots]
+    outputs: dict[str, str] = {}
+    for root in roots:
+        target = os.path.join(out_dir, os.path.basename(os.path.normpath(root)))
+        if target in outputs:
+            raise SegtoolError(f"the stores {outputs[target]} and {root} would both write to {target}/index: "
+                               "rebuild them in separate runs or with separate --out directories")
+        outputs[target] = root
+    return [rebuild_rocketmq_index(root, out_dir=target, **options) for target, root in outputs.items()]

@@ -21,12 +21,12 @@ _NOT_AN_INDEX = "not a Kafka .index or .timeindex file; trim only shrinks index 
 
 def trim(paths: list[str], out_dir: str | None = None, in_place: bool = False, dry_run: bool = False,
          force: bool = False) -> TrimReport:
-    indexes, skipped = [], []
+    indexes, skipped, unreadable = [], [], []
     found = inventory(paths)
     for entry in found.entries:
-        if entry.unreadable is not None:  # nothing is written from an input that cannot be read whole
-            raise UnreadableInput(entry.unreadable, entry.path)
-        if entry.kind in _INDEX_CLASSES:
+        if entry.unreadable is not None:  # named in the report; the rest is trimmed (exit 2)
+            unreadable.append({"path": entry.path, "reason": entry.unreadable})
+        elif entry.kind in _INDEX_CLASSES:
             indexes.append(entry)
         elif entry.path in paths:
             raise UnreadableInput(_NOT_AN_INDEX, entry.path)
@@ -45,4 +45,4 @@ def trim(paths: list[str], out_dir: str | None = None, in_place: bool = False, d
         if not dry_run:
             result["written"] = write_atomically(targets[number], data, replace=in_place or force)
         results.append(result)
-    return {"files": results, "skipped": skipped, "bytes_reclaimed": sum(r["bytes_reclaimed"] for r in results)}
+    return {"files": results, "skipped": skipped, "unreadable": unreadable, "bytes_reclaimed": sum(r["bytes_reclaimed"] for r in results)}

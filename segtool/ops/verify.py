@@ -255,7 +255,12 @@ def verify_index(path: str, time_index: bool) -> dict:
                                 "(preallocated file of a hot copy; `segtool trim` shrinks it)", info=True))
     problems.extend(_monotonicity(index, valid, time_index))
     log = path.rsplit(".", 1)[0] + ".log"
-    if os.path.exists(log):
+    offset_index = path.rsplit(".", 1)[0] + ".index"
+    if time_index and os.path.exists(log) and not os.path.exists(offset_index):
+        problems.append(finding(FindingKind.MISSING_INDEX, None,
+                                f"{offset_index} does not exist, so this time index is not checked against the log "
+                                "(its entries are found through the offset index); the broker rebuilds both"))
+    elif os.path.exists(log):
         checks = _index_vs_log(path, time_index)
         if valid == 1 and index.entries > 1 and not any(open_buffer(path)[:index.entry_size]):
             # a hot copy whose only "entry" is the first preallocated zero slot
@@ -340,7 +345,7 @@ def verify_leader_epochs(path: str) -> dict:
                 if i >= 0 and entries[i].epoch != epoch and i not in contradicted and not (
                         epoch not in known and epoch > newest):
                     contradicted[i] = (batch.base_offset, epoch)
-        except CorruptData:
+        except (CorruptData, UnreadableInput):  # that .log's own entry reports it
             continue
     problems = []
     for i, (offset, epoch) in sorted(contradicted.items()):

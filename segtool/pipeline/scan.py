@@ -161,13 +161,16 @@ def scan(paths: list[str], out: str, engine, split_bytes: int = DEFAULT_SPLIT_BY
         import pyarrow  # noqa: F401
     except ImportError:
         raise SegtoolError("segtool scan writes Parquet with pyarrow: pip install 'segtool[spark]'") from None
+    began = time.perf_counter()
+    inputs = discover(paths)
     if not storage.is_uri(out):
         from segtool.engine.safe_write import refuse_inside_inputs
 
-        refuse_inside_inputs([os.path.join(out, REPORT_NAME)], [p for p in paths if not storage.is_uri(p)])
+        # nor into a log dir or store root: a broker takes a foreign folder there for a broken partition
+        homes = [p.source_dir for p in inputs.kafka] + [st.source_dir for st in inputs.rocketmq]
+        refuse_inside_inputs([os.path.join(out, REPORT_NAME)],
+                             [p for p in paths + homes if not storage.is_uri(p)])
         out = storage.absolute(out)  # tasks run elsewhere (executors have their own working directory)
-    began = time.perf_counter()
-    inputs = discover(paths)
     kinds = [kind for kind, found in zip(KINDS, (inputs.kafka, inputs.rocketmq)) if found]
     _check_outputs(out, kinds, force)
     staging = _staging_dir(out)

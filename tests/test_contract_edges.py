@@ -1,0 +1,123 @@
+"""Edges of the one contract found by trying segtool as a new user would: several RocketMQ stores in
+one rebuild, stores below a directory, unreadable entries in writing commands, conflicting flags,
+paths that do not exist, a missing .index, a named key index that is not there.  Real corpus data."""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+import pytest
+
+from tests.conftest import corpus_path, segtool
+
+
+def _store_copy(tmp_path, case: str, name: str):
+    target = tmp_path / name
+    shutil.copytree(corpus_path("rocketmq", case, "store"), target)
+    return target
+
+
+def _partition_copy(tmp_path, case: str = "c01-multiseg-clean"):
+    source = next(p for p in sorted(corpus_path("kafka", case, "data").iterdir()) if p.is_dir())
+    target = tmp_path / "logs" / source.name
+    shutil.copytree(source, target)
+    return target
+
+
+def _files_below(path) -> list[str]:
+    return sorted(os.path.join(d, n) for d, _, names in os.walk(path) for n in names)
+
+
+def test_several_stores_get_one_output_directory_each(tmp_path):
+    first, second = _store_copy(tmp_path, "clean-multi", "s1"), _store_copy(tmp_path, "kill9-abort", "s2")
+    run = segtool("rebuild-index", first, second, "--out", tmp_path / "out", "--json")
+    assert run.returncode == 0, run.stderr
+    written = _files_below(tmp_path / "out")
+    assert written and all(os.path.dirname(p) in (str(tmp_path / "out" / "s1" / "index"),
+                                                  str(tmp_path / "out" / "s2" / "index")) for p in written)
+    assert {os.path.basename(os.path.dirname(os.path.dirname(p))) for p in written} == {"s1", "s2"}
+
+
+def test_stores_whose_outputs_would_meet_are_refused_before_anything_is_written(tmp_path):
+    first = _store_copy(tmp_path / "a", "clean-multi", "store")
+    second = _store_copy(tmp_path / "b", "corrupt-body-crc", "store")
+    run = segtool("rebuild-index", first, second, "--out", tmp_path / "out")
+    assert run.returncode == 2 and "would both write" in run.stderr
+    assert _files_below(tmp_path / "out") == []
+
+
+def test_a_store_below_a_directory_is_rebuilt_not_skipped(tmp_path):
+    _store_copy(tmp_path / "evidence" / "host1", "clean-multi", "store")
+    run = segtool("rebuild-index", tmp_path / "evidence", "--out", tmp_path / "out")
+    assert run.returncode == 0, run.stderr
+    assert _files_below(tmp_path / "out" / "index")
+
+
+def test_writing_commands_name_an_unreadable_entry_and_do_the_rest(tmp_path):
+    partition = _partition_copy(tmp_path)
+    os.symlink("/nonexistent/segtool-test", partition / "dangling")
+    os.symlink("..", partition / "loop")
+    for command, extra in (("trim", ["--dry-run"]), ("rebuild-index", ["--out", str(tmp_path / "rebuilt")])):
+        run = segtool(command, partition, *extra)
+        assert run.returncode == 2, (command, run.stderr)
+        assert "dangling" in run.stderr and "loop" in run.stderr and "Traceback" not in run.stderr
+        assert "00000000000000000000" in run.stdout  # the readable files were processed
+    assert _files_below(tmp_path / "rebuilt")
+
+
+def test_out_and_in_place_together_are_a_usage_error(tmp_path):
+    partition = _partition_copy(tmp_path)
+    before = {p: os.path.getmtime(p) for p in _files_below(partition)}
+    for command in ("trim", "rebuild-index"):
+        run = segtool(command, partition, "--out", tmp_path / "out", "--in-place")
+        assert run.returncode == 2 and "not both" in run.stderr
+    assert {p: os.path.getmtime(p) for p in _files_below(partition)} == before
+
+
+@pytest.mark.parametrize("args", [["rebuild-index", "/nonexistent/x.log", "--out", "/tmp/segtool-nowhere"],
+                                  ["index-keys", "/nonexistent/orders-0"],
+                                  ["verify", "/nonexistent/orders-0"],
+                                  ["lookup", "/nonexistent/orders-0", "--offset", "0"]])
+def test_a_path_that_does_not_exist_says_so(args):
+    run = segtool(*args)
+    assert run.returncode == 2 and "no such file or directory" in run.stderr, run.stderr
+
+
+def test_a_missing_offset_index_is_named_and_no_false_error_on_its_time_index(tmp_path):
+    partition = _partition_copy(tmp_path)
+    index = sorted(partition.glob("*.index"))[-1]
+    index.unlink()
+    report = segtool("verify", partition, "--json")
+    import json
+
+    items = {os.path.basename(i["path"]): i for i in json.loads(report.stdout)["files"]}
+    timeindex = items[index.name.replace(".index", ".timeindex")]
+    assert timeindex["status"] == "ok", timeindex["problems"]
+    assert [p["kind"] for p in timeindex["problems"]] == ["missing_index"]
+    assert str(index) in timeindex["problems"][0]["message"]
+    floor = segtool("lookup", partition, "--offset", index.name.split(".")[0], "--floor", "--json")
+    assert "does not exist" in json.loads(floor.stdout)["notes"][0]
+
+
+def test_a_named_key_index_must_be_there(tmp_path):
+    partition = _partition_copy(tmp_path)
+    run = segtool("lookup", partition, "--key", "x", "--key-index", tmp_path / "nowhere")
+    assert run.returncode == 2 and "no such file or directory" in run.stderr
+    (tmp_path / "empty").mkdir()
+    run = segtool("lookup", partition, "--key", "x", "--key-index", tmp_path / "empty")
+    assert run.returncode == 2 and "not a key index" in run.stderr
+
+
+def test_lookup_flags_that_do_not_fit_are_usage_errors(tmp_path):
+    partition = corpus_path("kafka", "c07-compacted", "data", "c07-compact-0")
+    assert segtool("lookup", partition, "--offset", "5", "--floor", "--ceiling").returncode == 2
+    assert segtool("lookup", partition, "--offset", "5", "--topic", "T").returncode == 2
+
+
+def test_scan_refuses_to_write_into_the_log_dir_of_its_input(tmp_path):
+    pytest.importorskip("pyarrow")
+    partition = _partition_copy(tmp_path)
+    run = segtool("scan", partition, "--out", partition.parent, "--engine", "local")
+    assert run.returncode == 2 and "inside the input directory" in run.stderr
+    assert sorted(os.listdir(partition.parent)) == [partition.name]
