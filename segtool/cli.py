@@ -180,13 +180,14 @@ def dump(
     out = _LineWriter() if format == "json" or not sys.stdout.isatty() else _ColourWriter()
     note = _err_line_after(out)
     several = len(named) > 1 or os.path.isdir(named[0])
-    problems = unreadable = False
+    problems = unreadable = skipped = False
     recognised = 0
     current = None
     for item in dump_paths(named, deep=not shallow, cap=decompress_cap):
         kind = item["kind"]
         if kind == "skipped":
             note(f"segtool: skipped {item['file']}: {item['reason']}")
+            skipped = True
             continue
         if kind == "unreadable":
             note(f"segtool: {item['file']}: {item['reason']}")
@@ -208,7 +209,7 @@ def dump(
     out.flush()
     if unreadable:
         raise typer.Exit(EXIT_UNREADABLE)
-    if not recognised:
+    if not recognised and not skipped:  # a skipped file was named with its reason already
         sys.stderr.write(f"segtool: nothing to dump: no batch, record or entry in {', '.join(named)}\n")
     raise typer.Exit(EXIT_PROBLEMS if problems or not recognised else EXIT_CLEAN)
 
