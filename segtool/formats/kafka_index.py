@@ -561,11 +561,6 @@ class TimeIndex(AbstractIndex):
                 shown, self.length - self.trailing_bytes)
 
 
-# Names the kafka-dump-log renderer uses.
-OffsetIndexFile = OffsetIndex
-TimeIndexFile = TimeIndex
-
-
 def open_index(path, base_offset: int | None = None) -> AbstractIndex:
     """``OffsetIndex`` for ``*.index``, ``TimeIndex`` for ``*.timeindex`` (by suffix)."""
     name = Path(path).name

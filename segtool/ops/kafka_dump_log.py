@@ -294,7 +294,7 @@ class KafkaDumpLog:
 
     def dump_offset_index(self, path: str) -> None:
         opts = self.options
-        index = kafka_index.OffsetIndexFile(path)
+        index = kafka_index.OffsetIndex(path)
         log_buf = open_buffer(sibling(path, ".log"))
         if index.entries == 0:
             self.emit(f"{path} is empty.")
@@ -328,8 +328,8 @@ class KafkaDumpLog:
     def dump_time_index(self, path: str) -> None:
         opts = self.options
         log_buf = open_buffer(sibling(path, ".log"))
-        offset_index = kafka_index.OffsetIndexFile(sibling(path, ".index"))
-        time_index = kafka_index.TimeIndexFile(path)
+        offset_index = kafka_index.OffsetIndex(sibling(path, ".index"))
+        time_index = kafka_index.TimeIndex(path)
         if opts.index_sanity_check:
             time_index.sanity_check()
             self.emit(f"{path} passed sanity check.")
