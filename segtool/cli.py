@@ -680,9 +680,20 @@ def _hoist_global_flags(args: list[str]) -> list[str]:
     return flags + [a for a in args[:end] if a not in _GLOBAL_FLAGS] + args[end:]
 
 
+class _Terminated(BaseException):
+    """SIGTERM, raised in the main thread so that running work (a worker pool) is stopped cleanly."""
+
+
+def _on_sigterm(signum, frame) -> None:
+    raise _Terminated()
+
+
 def main() -> None:
     """Console entry point: one-line errors, the exit-code contract, quiet on a closed pipe."""
+    import signal
+
     sys.stdout = _GuardedStdout(sys.stdout)
+    signal.signal(signal.SIGTERM, _on_sigterm)
     try:
         # without standalone mode the parser returns the command's exit code
         sys.exit(app(args=_hoist_global_flags(sys.argv[1:]), prog_name="segtool", standalone_mode=False) or 0)
@@ -703,6 +714,8 @@ def main() -> None:
         sys.exit(EXIT_UNREADABLE)
     except (KeyboardInterrupt, typer.Abort):
         sys.exit(130)
+    except _Terminated:
+        sys.exit(143)
     except Exception as exc:  # the last line of defence: never a traceback unless asked
         if hasattr(exc, "show") and hasattr(exc, "exit_code"):
             exc.show()  # a usage error from the argument parser

@@ -149,3 +149,29 @@ def test_a_missing_index_names_the_file(tmp_path):
     log = next(f for f in report["files"] if f["path"].endswith("00000000000000000000.log"))
     missing = [p for p in log["problems"] if p["kind"] == "missing_index"]
     assert missing and str(partition / "00000000000000000000.index") in missing[0]["message"]
+
+
+def test_a_terminated_scan_stops_at_once_and_leaves_no_worker(tmp_path):
+    """SIGTERM (or Ctrl-C) during a scan on the process pool: it ends within seconds, not after
+    every queued task, and kills its workers instead of leaving them running."""
+    import os
+    import signal
+    import time
+
+    proc = subprocess.Popen([sys.executable, "-m", "segtool.cli", "-q", "scan", corpus_path(), "--out",
+                             tmp_path / "scan", "--engine", "local", "--workers", "2", "--split-size", "64KiB"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    children: set[int] = set()
+    deadline = time.monotonic() + 120
+    while not children and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.2)
+        with open(f"/proc/{proc.pid}/task/{proc.pid}/children") as handle:
+            children = {int(pid) for pid in handle.read().split()}
+    assert children, "the scan started no worker pool"
+    time.sleep(1)
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=15) == 143
+    assert proc.stderr.read() == b""
+    time.sleep(0.5)
+    assert not [pid for pid in children if os.path.exists(f"/proc/{pid}")], "workers left running"
+    assert not list((tmp_path / "scan").glob("*/_SUCCESS"))

@@ -70,7 +70,8 @@ class LocalEngine:
         from concurrent.futures import ProcessPoolExecutor, as_completed
 
         outcomes: list = [None] * n
-        with ProcessPoolExecutor(max_workers=workers) as pool:
+        pool = ProcessPoolExecutor(max_workers=workers)
+        try:
             futures = {pool.submit(guarded, fn, items[i]): i for i in order_by_cost(costs, n)}
             for future in as_completed(futures):
                 i = futures[future]
@@ -78,6 +79,14 @@ class LocalEngine:
                 if advance is not None:
                     done += weights[i]
                     advance(done)
+        except BaseException:
+            # interrupted (Ctrl-C, SIGTERM): stop now, leaving no worker behind, instead of
+            # waiting for every queued task as the executor's own exit would
+            for process in list((pool._processes or {}).values()):  # the executor offers no terminate()
+                process.kill()  # a worker would take SIGTERM for a task's exception and go on
+            pool.shutdown(wait=True, cancel_futures=True)  # returns at once: the pool is broken now
+            raise
+        pool.shutdown()
         return [unwrap(outcome) for outcome in outcomes]
 
 
