@@ -611,3 +611,110 @@ def test_errors_and_offsets() -> None:
     assert decompress(CODEC_NONE, b"abc") == b"abc"
     with pytest.raises(ValueError):
         compress(9, b"")
+
+
+# --------------------------------------------------------------------------
+# the framing declarations and the readers compiled from them agree
+# --------------------------------------------------------------------------
+
+
+def _check_xerial(payload: bytes, info) -> None:
+    header = C.XERIAL_HEADER.parse(payload)
+    assert C.XERIAL_HEADER_FAST.unpack_from(payload) == (header.magic, header.version, header.compatible_version)
+    assert info.xerial_version == (header.version, header.compatible_version)
+    pos, chunks = C.XERIAL_HEADER_FAST.size, 0
+    while pos < len(payload):
+        (length,) = C.XERIAL_CHUNK_HEADER_FAST.unpack_from(payload, pos)
+        assert length == C.XERIAL_CHUNK_HEADER.parse(payload[pos:]).length
+        pos += C.XERIAL_CHUNK_HEADER_FAST.size + length
+        chunks += 1
+    assert pos == len(payload) and chunks == info.units
+
+
+def _check_lz4(payload: bytes, info) -> int:
+    """Walk one frame with the compiled readers, checking each field against construct; its end."""
+    header = C.LZ4_FRAME_HEADER.parse(payload)
+    assert C.FRAME_MAGIC_FAST.unpack_from(payload) == (header.magic,) == (C.LZ4_MAGIC,)
+    size = len(C.LZ4_FRAME_HEADER.build(header))
+    assert C.LZ4_FRAME_HEADER.build(header) == payload[:size]
+    if header.content_size is not None:
+        assert C.LZ4_CONTENT_SIZE_FAST.unpack_from(payload, 6) == (header.content_size,)
+        assert info.content_size == header.content_size
+    pos, blocks = size, 0
+    while True:
+        (word,) = C.LZ4_BLOCK_HEADER_FAST.unpack_from(payload, pos)
+        assert word == C.LZ4_BLOCK_HEADER.parse(payload[pos:]).block_size
+        pos += C.LZ4_BLOCK_HEADER_FAST.size
+        if word == 0:
+            break
+        pos += word & ~C.LZ4_INCOMPRESSIBLE
+        if header.flg & 0x10:
+            assert C.LZ4_CHECKSUM_FAST.unpack_from(payload, pos) == (C.LZ4_CHECKSUM.parse(payload[pos:]).checksum,)
+            pos += C.LZ4_CHECKSUM_FAST.size
+        blocks += 1
+    if header.flg & 0x04:
+        (checksum,) = C.LZ4_CHECKSUM_FAST.unpack_from(payload, pos)
+        assert checksum == C.LZ4_CHECKSUM.parse(payload[pos:]).checksum
+        pos += C.LZ4_CHECKSUM_FAST.size
+    assert blocks == info.units
+    return pos
+
+
+def _check_zstd(payload: bytes) -> None:
+    header = C.ZSTD_FRAME_HEADER.parse(payload)
+    assert C.FRAME_MAGIC_FAST.unpack_from(payload) == (header.magic,) == (C.ZSTD_MAGIC,)
+    end, content_size, window = C._zstd_frame_end(memoryview(payload), 0, C._Ctx(CODEC_ZSTD, None, C.DEFAULT_CAP))
+    params = zstandard.get_frame_parameters(payload)
+    assert content_size == header.content_size
+    assert (params.content_size == zstandard.CONTENTSIZE_UNKNOWN) == (header.content_size is None)
+    assert window == params.window_size
+    assert (header.dict_id or 0) == params.dict_id
+    assert bool(header.descriptor & 0x04) == params.has_checksum
+    assert C.ZSTD_FRAME_HEADER.build(header) == payload[:zstandard.frame_header_size(payload)]
+
+
+def test_framing_declarations_match_the_compiled_readers() -> None:
+    """On every compressed corpus payload, construct's parse of each declaration equals what the
+    readers derived from it (the compiled table) read."""
+    sources = [("c03-codecs", p) for p in C03_PARTITIONS] + [("c08-legacy-formats", p) for p in C08_PARTITIONS]
+    seen = set()
+    for codec, payload, legacy, label in _payloads(*sources):
+        info = decompress_ex(codec, payload, legacy_lz4=legacy)[1]
+        if len(payload) >= 16:
+            stripe = C.XXH32_STRIPE.parse(payload)
+            assert C.XXH32_STRIPE_FAST.unpack_from(payload) == tuple(stripe[f"lane{i}"] for i in range(1, 5))
+        if info.framing == "snappy-xerial":
+            _check_xerial(payload, info)
+        elif codec == CODEC_LZ4:
+            assert _check_lz4(payload, info) == len(payload) - info.trailing_bytes, label
+        elif codec == CODEC_ZSTD:
+            _check_zstd(payload)
+        else:
+            continue
+        seen.add(info.framing)
+    assert seen == {"snappy-xerial", "lz4-frame", "zstd"}
+
+
+def test_framing_declarations_optional_fields() -> None:
+    """The fields Kafka's producers leave out: lz4 content size, dictionary id and checksums,
+    zstd content sizes of every width, skippable frames."""
+    data = ROUND_TRIP_DATA["text"]
+    blob = lz4.frame.compress(data, content_checksum=True, block_checksum=True, store_size=True)
+    info = decompress_ex(CODEC_LZ4, blob)[1]
+    assert _check_lz4(blob, info) == len(blob) and C.LZ4_FRAME_HEADER.parse(blob).content_size == len(data)
+    header = dict(magic=C.LZ4_MAGIC, flg=0x61, bd=0x40, content_size=None, dict_id=1234, header_checksum=0)
+    descriptor = C.LZ4_FRAME_HEADER.build(header)[4:-1]
+    header["header_checksum"] = C._lz4_hc(descriptor, False)
+    with_dict = C.LZ4_FRAME_HEADER.build(header)
+    assert C.LZ4_DICT_ID_FAST.unpack_from(descriptor, len(descriptor) - 4) == (1234,)
+    with pytest.raises(CorruptData, match="dictionary id 1234"):
+        decompress(CODEC_LZ4, with_dict + bytes(4))
+    for n in (10, 300, 70_000):  # 1-byte (single segment), 2-byte (+256) and 4-byte content sizes
+        _check_zstd(zstandard.ZstdCompressor(write_content_size=True, write_checksum=True).compress(data[:n]))
+    skip = C.SKIPPABLE_FRAME_HEADER.build(dict(magic=0x184D2A5F, frame_size=3))
+    assert skip == C.SKIPPABLE_FRAME_HEADER_FAST.pack(0x184D2A5F, 3)
+    assert decompress_ex(CODEC_ZSTD, skip + b"abc" + compress(CODEC_ZSTD, data))[0] == data
+    # what compress writes is what the declarations build
+    assert compress(CODEC_SNAPPY, b"x")[:16] == C.XERIAL_HEADER.build(dict(version=1, compatible_version=1))
+    assert compress(CODEC_LZ4, b"x")[:7] == C.LZ4_FRAME_HEADER.build(dict(
+        magic=C.LZ4_MAGIC, flg=0x60, bd=0x40, content_size=None, dict_id=None, header_checksum=0x82))

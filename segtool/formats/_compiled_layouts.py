@@ -13,4 +13,13 @@ LAYOUTS = {
     'OFFSET_INDEX_ENTRY': ('>ii', ('relative_offset', 'position')),
     'TIME_INDEX_ENTRY': ('>qi', ('timestamp', 'relative_offset')),
     'TXN_INDEX_ENTRY': ('>hqqqq', ('version', 'producer_id', 'first_offset', 'last_offset', 'last_stable_offset')),
+    'LEGACY_BYTES_LENGTH': ('>i', ('key_length',)),
+    'XERIAL_HEADER': ('>8sii', ('magic', 'version', 'compatible_version')),
+    'XERIAL_CHUNK_HEADER': ('>i', ('length',)),
+    'SKIPPABLE_FRAME_HEADER': ('<II', ('magic', 'frame_size')),
+    'LZ4_CONTENT_SIZE': ('<Q', ('content_size',)),
+    'LZ4_DICT_ID': ('<I', ('dict_id',)),
+    'LZ4_BLOCK_HEADER': ('<I', ('block_size',)),
+    'LZ4_CHECKSUM': ('<I', ('checksum',)),
+    'XXH32_STRIPE': ('<IIII', ('lane1', 'lane2', 'lane3', 'lane4')),
 }

@@ -29,13 +29,18 @@ What the producers actually write (seen in the Kafka 3.9 conformance corpus):
 ``compress`` exists so segtool can build test data; it writes what the Java
 producer writes (snappy: xerial framing unless ``snappy_raw``; lz4: Kafka's
 frame with the standard or, with ``legacy_lz4``, the broken header checksum).
+
+The framing layouts are declared once, as construct schemas (``XERIAL_HEADER``,
+``LZ4_FRAME_HEADER``, ``ZSTD_FRAME_HEADER``, ...; see ``_declarations``); the
+readers use the layouts ``fastdecode`` compiled from them into its generated
+table, so decompressing a batch does not import construct.
 """
 
 from __future__ import annotations
 
-import struct
 import zlib
 from dataclasses import dataclass, field
+from functools import cache
 
 import cramjam
 import lz4.block
@@ -43,6 +48,7 @@ import lz4.frame
 import zstandard
 
 from segtool.errors import CorruptData, LimitExceeded, SegtoolError
+from segtool.formats.fastdecode import compiled
 
 CODEC_NONE = 0
 CODEC_GZIP = 1
@@ -67,7 +73,6 @@ _STEP = 1 << 20
 _GZIP_IN_STEP = 64 * 1024
 
 XERIAL_MAGIC = b"\x82SNAPPY\x00"
-XERIAL_HEADER_LEN = 16  # magic + int32 version + int32 compatible version
 XERIAL_BLOCK = 32 * 1024  # snappy-java's default block size
 SNAPPY_FRAMING_ID = b"\xff\x06\x00\x00sNaPpY"  # the official framing format (not used by Kafka)
 
@@ -78,6 +83,93 @@ LZ4_KAFKA_BD = 4  # 64 KiB blocks
 
 ZSTD_MAGIC = 0xFD2FB528
 ZSTD_BLOCK_MAX = 128 * 1024
+
+
+# --------------------------------------------------------------------------
+# Layouts
+# --------------------------------------------------------------------------
+
+_DECLARED = frozenset({
+    "XERIAL_HEADER", "XERIAL_CHUNK_HEADER", "SKIPPABLE_FRAME_HEADER", "LZ4_FRAME_HEADER",
+    "LZ4_BLOCK_HEADER", "LZ4_CHECKSUM", "ZSTD_FRAME_HEADER", "XXH32_STRIPE",
+})
+
+
+@cache
+def _declarations() -> dict:
+    """The construct declarations, built on first use (module ``__getattr__``): the readers
+    below use their compiled form, and this module must stay cheap to import."""
+    import construct as cs
+
+    frame_magic = "magic" / cs.Int32ul  # LZ4 and zstd frames start with a little-endian magic number
+    return {
+        # snappy-java's stream header: the version that wrote it, the oldest that can read it
+        "XERIAL_HEADER": cs.Struct(
+            "magic" / cs.Const(XERIAL_MAGIC), "version" / cs.Int32sb, "compatible_version" / cs.Int32sb,
+        ),
+        # in front of every xerial chunk: the length of the raw snappy block that follows
+        "XERIAL_CHUNK_HEADER": cs.Struct("length" / cs.Int32sb),
+        # both LZ4 and zstd readers skip a frame whose magic is 0x184D2A50..0x184D2A5F
+        "SKIPPABLE_FRAME_HEADER": cs.Struct(frame_magic, "frame_size" / cs.Int32ul),
+        "LZ4_FRAME_HEADER": cs.Struct(
+            frame_magic,  # LZ4_MAGIC
+            # version(7-6) independent blocks(5) block checksums(4) content size(3) content checksum(2) dict id(0)
+            "flg" / cs.Int8ub,
+            "bd" / cs.Int8ub,  # block maximum size id (6-4)
+            "content_size" / cs.If(cs.this.flg & 0x08, cs.Int64ul),
+            "dict_id" / cs.If(cs.this.flg & 0x01, cs.Int32ul),
+            # (xxh32(FLG .. dict_id) >> 8) & 0xFF; Kafka's magic-0 variant hashes the magic too
+            "header_checksum" / cs.Int8ub,
+        ),
+        # in front of every block: its size, the high bit set when stored uncompressed; 0 ends the frame
+        "LZ4_BLOCK_HEADER": cs.Struct("block_size" / cs.Int32ul),
+        # xxh32 after each block (FLG bit 4) and after the end mark (FLG bit 2)
+        "LZ4_CHECKSUM": cs.Struct("checksum" / cs.Int32ul),
+        # RFC 8878 3.1.1; the reader walks it with int.from_bytes (its fields vary in size)
+        "ZSTD_FRAME_HEADER": cs.Struct(
+            frame_magic,  # ZSTD_MAGIC
+            # content size flag(7-6) single segment(5) reserved(3) checksum(2) dict id flag(1-0)
+            "descriptor" / cs.Int8ub,
+            "window_descriptor" / cs.If(lambda this: not this.descriptor & 0x20, cs.Int8ub),
+            "dict_id" / cs.Switch(lambda this: this.descriptor & 3,
+                                  {1: cs.Int8ul, 2: cs.Int16ul, 3: cs.Int32ul}, cs.Pass),
+            "content_size" / cs.Switch(lambda this: this.descriptor >> 6, {
+                0: cs.If(lambda this: this.descriptor & 0x20, cs.Int8ul),  # only single-segment frames
+                1: cs.ExprAdapter(cs.Int16ul, lambda obj, ctx: obj + 256, lambda obj, ctx: obj - 256),
+                2: cs.Int32ul,
+                3: cs.Int64ul,
+            }),
+        ),
+        # xxHash32 reads its input as little-endian 32-bit words, four per stripe
+        "XXH32_STRIPE": cs.Struct(*(f"lane{i}" / cs.Int32ul for i in range(1, 5))),
+    }
+
+
+def __getattr__(name: str):
+    if name in _DECLARED:
+        return _declarations()[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+XERIAL_HEADER_FAST = compiled("XERIAL_HEADER")
+XERIAL_HEADER_LEN = XERIAL_HEADER_FAST.size
+XERIAL_CHUNK_HEADER_FAST = compiled("XERIAL_CHUNK_HEADER")
+SKIPPABLE_FRAME_HEADER_FAST = compiled("SKIPPABLE_FRAME_HEADER")
+FRAME_MAGIC_FAST = SKIPPABLE_FRAME_HEADER_FAST.field("magic")  # the first field of every frame
+LZ4_CONTENT_SIZE_FAST = compiled("LZ4_CONTENT_SIZE")
+LZ4_DICT_ID_FAST = compiled("LZ4_DICT_ID")
+LZ4_BLOCK_HEADER_FAST = compiled("LZ4_BLOCK_HEADER")
+LZ4_CHECKSUM_FAST = compiled("LZ4_CHECKSUM")
+XXH32_STRIPE_FAST = compiled("XXH32_STRIPE")
+
+# bound once: the xxh32 and block loops call them per word / block
+_unpack_stripe = XXH32_STRIPE_FAST.unpack_from
+_unpack_word = XXH32_STRIPE_FAST.field("lane1").unpack_from  # the tail, word by word
+_unpack_magic = FRAME_MAGIC_FAST.unpack_from
+_unpack_skippable = SKIPPABLE_FRAME_HEADER_FAST.unpack_from
+_unpack_block_header = LZ4_BLOCK_HEADER_FAST.unpack_from
+_unpack_checksum = LZ4_CHECKSUM_FAST.unpack_from
+_unpack_chunk_length = XERIAL_CHUNK_HEADER_FAST.unpack_from
 
 
 @dataclass
@@ -126,7 +218,7 @@ def _xxh32_py(data: bytes, seed: int = 0) -> int:
         v4 = (seed - _P1) & _M32
         limit = n - 16
         while pos <= limit:
-            a, b, c, d = struct.unpack_from("<4I", data, pos)
+            a, b, c, d = _unpack_stripe(data, pos)
             v1 = (_rotl((v1 + a * _P2) & _M32, 13) * _P1) & _M32
             v2 = (_rotl((v2 + b * _P2) & _M32, 13) * _P1) & _M32
             v3 = (_rotl((v3 + c * _P2) & _M32, 13) * _P1) & _M32
@@ -137,7 +229,7 @@ def _xxh32_py(data: bytes, seed: int = 0) -> int:
         h = (seed + _P5) & _M32
     h = (h + n) & _M32
     while pos + 4 <= n:
-        (w,) = struct.unpack_from("<I", data, pos)
+        (w,) = _unpack_word(data, pos)
         h = (_rotl((h + w * _P3) & _M32, 17) * _P4) & _M32
         pos += 4
     while pos < n:
@@ -160,7 +252,7 @@ def xxh32(data: bytes | bytearray | memoryview, seed: int = 0) -> int:
     """
     if seed == 0 and len(data) > 256:
         frame = lz4.frame.compress(data, compression_level=0, content_checksum=True, store_size=False)
-        return struct.unpack_from("<I", frame, len(frame) - 4)[0]
+        return _unpack_checksum(frame, len(frame) - LZ4_CHECKSUM_FAST.size)[0]
     return _xxh32_py(bytes(data), seed)
 
 
@@ -343,7 +435,7 @@ def _unsnappy(mv: memoryview, out: _Out, info: DecompressInfo, ctx: _Ctx) -> Non
     info.framing = "snappy-xerial"
     if n < XERIAL_HEADER_LEN:
         raise ctx.corrupt(0, "truncated xerial snappy header")
-    info.xerial_version = struct.unpack_from(">ii", mv, 8)
+    info.xerial_version = XERIAL_HEADER_FAST.unpack_from(mv, 0)[1:]
     pos = XERIAL_HEADER_LEN
     while pos < n:
         if n - pos < 4:
@@ -356,7 +448,7 @@ def _unsnappy(mv: memoryview, out: _Out, info: DecompressInfo, ctx: _Ctx) -> Non
             info.notes.append(f"another xerial header at byte {pos} (concatenated stream)")
             pos += XERIAL_HEADER_LEN
             continue
-        (length,) = struct.unpack_from(">i", mv, pos)
+        (length,) = _unpack_chunk_length(mv, pos)
         if length < 0:
             raise ctx.corrupt(pos, f"negative xerial chunk length {length}")
         if length == 0:
@@ -371,10 +463,10 @@ def _unsnappy(mv: memoryview, out: _Out, info: DecompressInfo, ctx: _Ctx) -> Non
 def _snappy_compress(data: bytes, raw: bool) -> bytes:
     if raw:
         return bytes(cramjam.snappy.compress_raw(data))
-    parts = [XERIAL_MAGIC, struct.pack(">ii", 1, 1)]
+    parts = [XERIAL_HEADER_FAST.pack(XERIAL_MAGIC, 1, 1)]
     for i in range(0, len(data), XERIAL_BLOCK):
         block = bytes(cramjam.snappy.compress_raw(data[i : i + XERIAL_BLOCK]))
-        parts.append(struct.pack(">i", len(block)))
+        parts.append(XERIAL_CHUNK_HEADER_FAST.pack(len(block)))
         parts.append(block)
     return b"".join(parts)
 
@@ -386,7 +478,7 @@ def _snappy_compress(data: bytes, raw: bool) -> bytes:
 
 def _lz4_hc(descriptor: bytes, legacy: bool) -> int:
     """Header checksum byte: standard over FLG..(content size), Kafka-legacy over magic too."""
-    src = struct.pack("<I", LZ4_MAGIC) + descriptor if legacy else descriptor
+    src = FRAME_MAGIC_FAST.pack(LZ4_MAGIC) + descriptor if legacy else descriptor
     return (_xxh32_py(src) >> 8) & 0xFF
 
 
@@ -402,11 +494,11 @@ def _unlz4(mv: memoryview, out: _Out, info: DecompressInfo, ctx: _Ctx, legacy_lz
             if frames:
                 break
             raise ctx.corrupt(pos, "truncated frame magic")
-        (magic,) = struct.unpack_from("<I", mv, pos)
+        (magic,) = _unpack_magic(mv, pos)
         if 0x184D2A50 <= magic <= 0x184D2A5F:
             if n - pos < 8:
                 raise ctx.corrupt(pos, "truncated skippable frame header")
-            (size,) = struct.unpack_from("<I", mv, pos + 4)
+            size = _unpack_skippable(mv, pos)[1]
             if pos + 8 + size > n:
                 raise ctx.corrupt(pos, "truncated skippable frame")
             info.notes.append(f"skippable frame of {size} bytes at byte {pos}")
@@ -470,11 +562,11 @@ def _lz4_frame(mv: memoryview, start: int, out: _Out, info: DecompressInfo, ctx:
         )
     content_size = None
     if has_size:
-        (content_size,) = struct.unpack_from("<Q", descriptor, 2)
+        (content_size,) = LZ4_CONTENT_SIZE_FAST.unpack_from(descriptor, 2)
         info.content_size = (info.content_size or 0) + content_size
         out.need(content_size, pos + 2, "frame content size")
     if has_dict:
-        (dict_id,) = struct.unpack_from("<I", descriptor, desc_len - 4)
+        (dict_id,) = LZ4_DICT_ID_FAST.unpack_from(descriptor, desc_len - 4)
         raise ctx.corrupt(pos, f"frame needs external dictionary id {dict_id}")
     if not independent:
         info.notes.append("lz4 frame uses linked (dependent) blocks, which Kafka's reader rejects")
@@ -486,7 +578,7 @@ def _lz4_frame(mv: memoryview, start: int, out: _Out, info: DecompressInfo, ctx:
     while True:
         if n - pos < 4:
             raise ctx.corrupt(pos, "truncated: missing block header or end mark")
-        (word,) = struct.unpack_from("<I", mv, pos)
+        (word,) = _unpack_block_header(mv, pos)
         block_pos = pos
         pos += 4
         if word == 0:
@@ -499,7 +591,7 @@ def _lz4_frame(mv: memoryview, start: int, out: _Out, info: DecompressInfo, ctx:
             raise ctx.corrupt(block_pos, f"truncated block: declares {size} bytes, {n - pos} remain")
         block = mv[pos : pos + size]
         if block_checksum:
-            (want,) = struct.unpack_from("<I", mv, pos + size)
+            (want,) = _unpack_checksum(mv, pos + size)
             got = xxh32(block)
             if got != want:
                 raise ctx.corrupt(block_pos, f"block checksum mismatch (stored 0x{want:08x}, computed 0x{got:08x})")
@@ -526,7 +618,7 @@ def _lz4_frame(mv: memoryview, start: int, out: _Out, info: DecompressInfo, ctx:
     if content_checksum:
         if n - pos < 4:
             raise ctx.corrupt(pos, "truncated: missing content checksum")
-        (want,) = struct.unpack_from("<I", mv, pos)
+        (want,) = _unpack_checksum(mv, pos)
         got = xxh32(b"".join(out.chunks[first_chunk:]))
         if got != want:
             raise ctx.corrupt(pos, f"content checksum mismatch (stored 0x{want:08x}, computed 0x{got:08x})")
@@ -537,15 +629,15 @@ def _lz4_frame(mv: memoryview, start: int, out: _Out, info: DecompressInfo, ctx:
 def _lz4_compress(data: bytes, legacy: bool) -> bytes:
     max_block = 1 << (2 * LZ4_KAFKA_BD + 8)
     descriptor = bytes([0x60, LZ4_KAFKA_BD << 4])  # version 1, independent blocks; 64 KiB
-    parts = [struct.pack("<I", LZ4_MAGIC), descriptor, bytes([_lz4_hc(descriptor, legacy)])]
+    parts = [FRAME_MAGIC_FAST.pack(LZ4_MAGIC), descriptor, bytes([_lz4_hc(descriptor, legacy)])]
     for i in range(0, len(data), max_block):
         chunk = data[i : i + max_block]
         comp = lz4.block.compress(chunk, store_size=False)
         if len(comp) >= len(chunk):
-            parts.append(struct.pack("<I", len(chunk) | LZ4_INCOMPRESSIBLE))
+            parts.append(LZ4_BLOCK_HEADER_FAST.pack(len(chunk) | LZ4_INCOMPRESSIBLE))
             parts.append(chunk)
         else:
-            parts.append(struct.pack("<I", len(comp)))
+            parts.append(LZ4_BLOCK_HEADER_FAST.pack(len(comp)))
             parts.append(comp)
     parts.append(b"\x00\x00\x00\x00")
     return b"".join(parts)
@@ -631,11 +723,11 @@ def _unzstd(mv: memoryview, out: _Out, info: DecompressInfo, ctx: _Ctx) -> None:
     while pos < n:
         if n - pos < 4:
             raise ctx.corrupt(pos, f"{n - pos} trailing bytes after the last frame")
-        (magic,) = struct.unpack_from("<I", mv, pos)
+        (magic,) = _unpack_magic(mv, pos)
         if 0x184D2A50 <= magic <= 0x184D2A5F:
             if n - pos < 8:
                 raise ctx.corrupt(pos, "truncated skippable frame header")
-            (size,) = struct.unpack_from("<I", mv, pos + 4)
+            size = _unpack_skippable(mv, pos)[1]
             if pos + 8 + size > n:
                 raise ctx.corrupt(pos, "truncated skippable frame")
             info.notes.append(f"skippable frame of {size} bytes at byte {pos}")

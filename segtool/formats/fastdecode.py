@@ -27,7 +27,9 @@ _INT_CODES = {
     (8, False): "Q", (8, True): "q",
 }
 
-# Schemas whose compiled form is kept in the generated table: name -> (module, attribute)
+# Schemas whose compiled form is kept in the generated table: name -> (module, attribute),
+# or (module, attribute, field) for one field of a Struct that is not fixed as a whole
+# (see ``compile_field``).
 TABLE_SCHEMAS = {
     "LOG_ENTRY_HEADER": ("segtool.formats.kafka_schemas", "LOG_ENTRY_HEADER"),
     "BATCH_HEADER_V2": ("segtool.formats.kafka_schemas", "BATCH_HEADER_V2"),
@@ -38,6 +40,16 @@ TABLE_SCHEMAS = {
     "OFFSET_INDEX_ENTRY": ("segtool.formats.kafka_schemas", "OFFSET_INDEX_ENTRY"),
     "TIME_INDEX_ENTRY": ("segtool.formats.kafka_schemas", "TIME_INDEX_ENTRY"),
     "TXN_INDEX_ENTRY": ("segtool.formats.kafka_schemas", "TXN_INDEX_ENTRY"),
+    # a legacy message's key and value lengths (declared alike; the reader uses one layout for both)
+    "LEGACY_BYTES_LENGTH": ("segtool.formats.kafka_schemas", "LEGACY_MESSAGE_V0", "key"),
+    "XERIAL_HEADER": ("segtool.formats.compression", "XERIAL_HEADER"),
+    "XERIAL_CHUNK_HEADER": ("segtool.formats.compression", "XERIAL_CHUNK_HEADER"),
+    "SKIPPABLE_FRAME_HEADER": ("segtool.formats.compression", "SKIPPABLE_FRAME_HEADER"),
+    "LZ4_CONTENT_SIZE": ("segtool.formats.compression", "LZ4_FRAME_HEADER", "content_size"),
+    "LZ4_DICT_ID": ("segtool.formats.compression", "LZ4_FRAME_HEADER", "dict_id"),
+    "LZ4_BLOCK_HEADER": ("segtool.formats.compression", "LZ4_BLOCK_HEADER"),
+    "LZ4_CHECKSUM": ("segtool.formats.compression", "LZ4_CHECKSUM"),
+    "XXH32_STRIPE": ("segtool.formats.compression", "XXH32_STRIPE"),
 }
 
 
@@ -80,14 +92,11 @@ class FixedLayout:
     schema: object = field(default=None, compare=False, repr=False)
 
     def __post_init__(self):
-        # the packer's own methods, bound once: hot loops call them per entry (writers too)
+        # the packer's own methods and size, bound once: hot loops use them per entry (writers too)
         object.__setattr__(self, "unpack_from", self.packer.unpack_from)
         object.__setattr__(self, "pack", self.packer.pack)
         object.__setattr__(self, "pack_into", self.packer.pack_into)
-
-    @property
-    def size(self) -> int:
-        return self.packer.size
+        object.__setattr__(self, "size", self.packer.size)
 
     def as_dict(self, buffer, offset: int = 0) -> dict:
         return dict(zip(self.names, self.packer.unpack_from(buffer, offset)))
@@ -98,6 +107,12 @@ class FixedLayout:
         codes = _split_codes(self.packer.format)
         index = self.names.index(name)
         return struct.calcsize(order + "".join(codes[:index]))
+
+    def field(self, name: str) -> "FixedLayout":
+        """A layout of one field alone (its code and byte order), for loops that read just that
+        field: unpack it at ``field_offset(name)`` past the start of the whole layout."""
+        code = _split_codes(self.packer.format)[self.names.index(name)]
+        return FixedLayout((name,), struct.Struct(self.packer.format[0] + code))
 
     def numpy_dtype(self):
         """A structured dtype with the same layout, for views over index files."""
@@ -131,19 +146,46 @@ def compile_fixed(schema) -> FixedLayout:
     return FixedLayout(tuple(names), packer, schema)
 
 
+def compile_field(schema, name: str, branch: bool = True) -> FixedLayout:
+    """One field of a Struct whose layout is not fixed as a whole, as a one-field layout.
+
+    A conditional field compiles to its ``branch`` (then / else) subcon; a
+    length-prefixed field (one with a ``lengthfield``) to its length prefix,
+    named ``<name>_length``.
+    """
+    import construct as cs
+
+    sub = next(s.subcon for s in schema.subcons if s.name == name)
+    if isinstance(sub, cs.IfThenElse):
+        sub = sub.thensubcon if branch else sub.elsesubcon
+    if hasattr(sub, "lengthfield"):
+        name, sub = f"{name}_length", sub.lengthfield
+    return compile_fixed(cs.Struct(name / sub))
+
+
 def compiled(name: str) -> FixedLayout:
     """The compiled layout of a registered schema, from the generated table."""
     from segtool.formats._compiled_layouts import LAYOUTS
 
+    if name not in LAYOUTS:
+        # registered after the table was generated: compile it here, or the generator, which
+        # imports the modules that load their layouts from the table, could not add it
+        return _compile_registered(name)
     fmt, names = LAYOUTS[name]
     return FixedLayout(tuple(names), struct.Struct(fmt))
+
+
+def _compile_registered(name: str) -> FixedLayout:
+    module, attribute, *field_name = TABLE_SCHEMAS[name]
+    schema = getattr(importlib.import_module(module), attribute)
+    return compile_field(schema, *field_name) if field_name else compile_fixed(schema)
 
 
 def compile_table() -> dict[str, tuple[str, tuple[str, ...]]]:
     """Compile every registered schema afresh (what the generated table must hold)."""
     table = {}
-    for name, (module, attribute) in TABLE_SCHEMAS.items():
-        layout = compile_fixed(getattr(importlib.import_module(module), attribute))
+    for name in TABLE_SCHEMAS:
+        layout = _compile_registered(name)
         table[name] = (layout.packer.format, layout.names)
     return table
 

@@ -15,7 +15,6 @@ rest are "invalid bytes at the end").
 from __future__ import annotations
 
 import mmap
-import struct
 from array import array
 from dataclasses import dataclass, field
 from functools import cache
@@ -31,8 +30,7 @@ from segtool.formats.fastdecode import compiled
 # --------------------------------------------------------------------------
 
 # The construct declarations live in ``kafka_schemas``; the hot path uses their
-# compiled form (see ``fastdecode``).  ``kafka_log.BATCH_HEADER_V2`` etc. still
-# resolve, lazily, for builders, tests and documentation.
+# compiled form (see ``fastdecode``) and never imports construct.
 LOG_ENTRY_HEADER_FAST = compiled("LOG_ENTRY_HEADER")
 BATCH_HEADER_V2_FAST = compiled("BATCH_HEADER_V2")
 LEGACY_HEADER_V0_FAST = compiled("LEGACY_HEADER_V0")
@@ -48,24 +46,16 @@ BATCH_V2_OVERHEAD = BATCH_HEADER_V2_FAST.size
 CRC_V2_START = BATCH_HEADER_V2_FAST.field_offset("attributes")  # CRC-32C covers attributes .. end of batch
 RECORD_COUNT_AT = BATCH_HEADER_V2_FAST.field_offset("record_count")
 
-_SCHEMA_NAMES = {
-    "BATCH_HEADER_V2", "LEGACY_HEADER_V0", "LEGACY_HEADER_V1", "LEGACY_MESSAGE_V0", "LEGACY_MESSAGE_V1",
-    "RECORD_HEADER_V2", "RECORD_V2_BODY", "RECORD_V2", "CONTROL_KEY", "END_TXN_MARKER",
-}
-
-
-def __getattr__(name: str):
-    if name in _SCHEMA_NAMES:
-        from segtool.formats import kafka_schemas
-
-        return getattr(kafka_schemas, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-_INT32 = struct.Struct(">i")
-_INT64 = struct.Struct(">q")
+# single header fields, for the loops that step over batches reading one field of each
+_SIZE = LOG_ENTRY_HEADER_FAST.field("size")
+_SIZE_AT = LOG_ENTRY_HEADER_FAST.field_offset("size")
+_LAST_OFFSET_DELTA = BATCH_HEADER_V2_FAST.field("last_offset_delta")
 _LAST_OFFSET_DELTA_AT = BATCH_HEADER_V2_FAST.field_offset("last_offset_delta")
+_MAX_TIMESTAMP = BATCH_HEADER_V2_FAST.field("max_timestamp")
 _MAX_TIMESTAMP_AT = BATCH_HEADER_V2_FAST.field_offset("max_timestamp")
+# a legacy message's key / value length (-1: null), bound once: read twice per message
+_LEGACY_LENGTH = compiled("LEGACY_BYTES_LENGTH")
+_unpack_legacy_length, _LEGACY_LENGTH_SIZE = _LEGACY_LENGTH.unpack_from, _LEGACY_LENGTH.size
 
 CODEC_NAMES = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
 CONTROL_TYPES = {
@@ -276,7 +266,7 @@ def seek_offset_position(buf, pos: int, end: int, target: int) -> tuple[int, boo
     This is how Kafka's ``searchForOffsetWithSize`` walks from an index position
     (it looks at no more than offset, size, magic and last offset delta).
     """
-    unpack_head, unpack_int = LOG_ENTRY_HEADER_FAST.unpack_from, _INT32.unpack_from
+    unpack_head, unpack_int = LOG_ENTRY_HEADER_FAST.unpack_from, _LAST_OFFSET_DELTA.unpack_from
     while pos + HEADER_SIZE_UP_TO_MAGIC < end:
         base_offset, size = unpack_head(buf, pos)
         if size < RECORD_OVERHEAD_V0 or pos + LOG_OVERHEAD + size > end:
@@ -300,9 +290,9 @@ def seek_timestamp_position(buf, pos: int, end: int, timestamp: int) -> tuple[in
     It stops, answering False, at anything else (a legacy message, a damaged or
     missing batch): iteration from that position takes over.
     """
-    unpack_size, unpack_ts = _INT32.unpack_from, _INT64.unpack_from
+    unpack_size, unpack_ts, size_at = _SIZE.unpack_from, _MAX_TIMESTAMP.unpack_from, _SIZE_AT
     while pos + HEADER_SIZE_UP_TO_MAGIC < end:
-        size = unpack_size(buf, pos + 8)[0]
+        size = unpack_size(buf, pos + size_at)[0]
         if (size + LOG_OVERHEAD < BATCH_V2_OVERHEAD or pos + LOG_OVERHEAD + size > end
                 or not 2 <= buf[pos + 16] < 0x80):
             break
@@ -345,7 +335,7 @@ def frame_batches(buf, pos: int, end: int, most: int, until: int | None = None) 
     """
     positions = []
     append = positions.append
-    unpack_size = _INT32.unpack_from
+    unpack_size, size_at = _SIZE.unpack_from, _SIZE_AT
     # one comparison per test in the loop (it runs once per batch of every scan);
     # which rule stopped it is worked out after
     header_room = end - HEADER_SIZE_UP_TO_MAGIC  # a batch must start before this
@@ -356,7 +346,7 @@ def frame_batches(buf, pos: int, end: int, most: int, until: int | None = None) 
             if pos >= header_room:
                 return positions, pos, ("truncated" if pos < end else "end")
             break  # reached ``until``
-        size = unpack_size(buf, pos + 8)[0]
+        size = unpack_size(buf, pos + size_at)[0]
         after = pos + overhead + size
         if size < smallest or after > end:
             return positions, pos, ("corrupt" if size < smallest else "truncated")
@@ -367,7 +357,7 @@ def frame_batches(buf, pos: int, end: int, most: int, until: int | None = None) 
 
 def undersized_batch(buf, pos: int, path) -> CorruptData:
     """The error for a size field below the smallest legal message, in Kafka's words."""
-    size = _INT32.unpack_from(buf, pos + 8)[0]
+    size = _SIZE.unpack_from(buf, pos + _SIZE_AT)[0]
     return CorruptData(f"Found record size {size} smaller than minimum record overhead ({RECORD_OVERHEAD_V0})",
                        path, pos)
 
@@ -518,14 +508,15 @@ def _legacy_message(buf, pos: int, size: int, magic: int, path) -> RecordBatch:
 
 
 def _legacy_bytes(buf, p: int, end: int, path):
-    if p + 4 > end:
+    if p + _LEGACY_LENGTH_SIZE > end:
         raise TruncatedData("legacy message ends inside a length field", path, p)
-    (length,) = _INT32.unpack_from(buf, p)
-    p += 4
+    (length,) = _unpack_legacy_length(buf, p)
+    p += _LEGACY_LENGTH_SIZE
     if length < 0:
         return None, p
     if p + length > end:
-        raise TruncatedData(f"legacy message field of {length} bytes runs past the message end", path, p - 4)
+        raise TruncatedData(f"legacy message field of {length} bytes runs past the message end", path,
+                            p - _LEGACY_LENGTH_SIZE)
     return bytes(buf[p:p + length]), p + length
 
 

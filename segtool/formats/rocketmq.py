@@ -29,7 +29,7 @@ import hashlib
 import ipaddress
 import mmap
 import os
-import struct
+import sys
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,7 +40,7 @@ import numpy as np
 
 from segtool.errors import CorruptData, LimitExceeded, SegtoolError, TruncatedData, UnreadableInput
 from segtool.formats import compression
-from segtool.formats.fastdecode import FixedLayout, compile_fixed
+from segtool.formats.fastdecode import FixedLayout, compile_field, compile_fixed
 
 # --------------------------------------------------------------------------
 # Constants (MessageDecoder / MessageSysFlag / MessageConst)
@@ -156,6 +156,12 @@ CHECKPOINT = cs.Struct(
     "indexMsgTimestamp" / cs.Int64sb,  # ... last flushed IndexFile
 )
 
+# MessageDecoder.createMessageId: offsetMsgId is the hex of the store host's address
+# (4 or 16 bytes) followed by these two fields of the message.
+OFFSET_MSG_ID_TAIL = cs.Struct(*(
+    next(sub for sub in COMMITLOG_MESSAGE.subcons if sub.name == name) for name in ("storePort", "physicalOffset")
+))
+
 
 def _message_header_schema(born_v6: bool, store_v6: bool) -> cs.Struct:
     """The fixed part of COMMITLOG_MESSAGE (up to bodyLength) for one host-address variant."""
@@ -192,15 +198,20 @@ CHECKPOINT_FAST = compile_fixed(CHECKPOINT)
 
 CONSUME_QUEUE_DTYPE = CONSUME_QUEUE_UNIT_FAST.numpy_dtype()
 INDEX_ENTRY_DTYPE = INDEX_ENTRY_FAST.numpy_dtype()
-INDEX_SLOT_DTYPE = np.dtype(">i4")
+INDEX_SLOT_DTYPE = INDEX_SLOT_FAST.numpy_dtype()["entry"]  # a plain int32 array of slots
 
 _SYSFLAG_POSITION = MESSAGE_PREFIX_FAST.field_offset("sysFlag")
-_INT8 = struct.Struct(">b")
-_INT16 = struct.Struct(">h")
-_INT32 = struct.Struct(">i")
+_SYSFLAG = MESSAGE_PREFIX_FAST.field("sysFlag")  # read first, to choose the host-address variant
+# the length fields after the body (no fixed position); topicLength: a short in v2, a byte in v1
+TOPIC_LENGTH_FAST = {2: compile_field(COMMITLOG_MESSAGE, "topicLength", branch=True),
+                     1: compile_field(COMMITLOG_MESSAGE, "topicLength", branch=False)}
+PROPERTIES_LENGTH_FAST = compile_field(COMMITLOG_MESSAGE, "propertiesLength")
+OFFSET_MSG_ID_TAIL_FAST = compile_fixed(OFFSET_MSG_ID_TAIL)
+# String.hashCode runs over UTF-16 code units: encoded in the machine's byte order, they cast to 'H'
+_UTF16_NATIVE = "utf-16-le" if sys.byteorder == "little" else "utf-16-be"
 
 # smallest record: IPv4 hosts, empty body/topic/properties, 1-byte topic length
-MIN_MESSAGE_SIZE = MESSAGE_HEADER_FAST[0].size + 1 + 2
+MIN_MESSAGE_SIZE = MESSAGE_HEADER_FAST[0].size + TOPIC_LENGTH_FAST[1].size + PROPERTIES_LENGTH_FAST.size
 
 
 # --------------------------------------------------------------------------
@@ -211,8 +222,7 @@ MIN_MESSAGE_SIZE = MESSAGE_HEADER_FAST[0].size + 1 + 2
 def java_string_hashcode(s: str) -> int:
     """``String.hashCode()``: 31-polynomial over UTF-16 code units, as a signed int32."""
     h = 0
-    data = s.encode("utf-16-be", "surrogatepass")
-    for (unit,) in struct.iter_unpack(">H", data):
+    for unit in memoryview(s.encode(_UTF16_NATIVE, "surrogatepass")).cast("H"):
         h = (31 * h + unit) & 0xFFFFFFFF
     return h - 0x100000000 if h & 0x80000000 else h
 
@@ -359,7 +369,7 @@ def message_header(buf, pos: int = 0) -> dict | None:
         return None
     if BLANK_RECORD_FAST.unpack_from(buf, pos)[1] not in MESSAGE_VERSIONS:
         return None
-    (sys_flag,) = _INT32.unpack_from(buf, pos + _SYSFLAG_POSITION)
+    (sys_flag,) = _SYSFLAG.unpack_from(buf, pos + _SYSFLAG_POSITION)
     layout = MESSAGE_HEADER_FAST[(sys_flag >> 4) & 3]
     if pos + layout.size > len(buf):
         return None
@@ -396,7 +406,7 @@ def decode_message(
         raise TruncatedData(
             f"message of totalSize {total_size} runs past the end of the file "
             f"({end - pos} bytes left, phyOffset {phy})", path, pos)
-    (sys_flag,) = _INT32.unpack_from(buf, pos + _SYSFLAG_POSITION)
+    (sys_flag,) = _SYSFLAG.unpack_from(buf, pos + _SYSFLAG_POSITION)
     layout = MESSAGE_HEADER_FAST[(sys_flag >> 4) & 3]
     record_end = pos + total_size
     if pos + layout.size > record_end:
@@ -411,20 +421,20 @@ def decode_message(
     body_offset = q
     q += body_len
 
-    tl_struct = _INT16 if version == 2 else _INT8
-    if q + tl_struct.size > record_end:
+    topic_length = TOPIC_LENGTH_FAST[version]
+    if q + topic_length.size > record_end:
         raise CorruptData("message ends before its topic length", path, pos)
-    (topic_len,) = tl_struct.unpack_from(buf, q)
-    q += tl_struct.size
+    (topic_len,) = topic_length.unpack_from(buf, q)
+    q += topic_length.size
     if topic_len < 0 or q + topic_len > record_end:
         raise CorruptData(f"topic length {topic_len} does not fit in totalSize {total_size}", path, pos)
     topic = _java_utf8(bytes(buf[q:q + topic_len]))
     q += topic_len
 
-    if q + 2 > record_end:
+    if q + PROPERTIES_LENGTH_FAST.size > record_end:
         raise CorruptData("message ends before its properties length", path, pos)
-    (props_len,) = _INT16.unpack_from(buf, q)
-    q += 2
+    (props_len,) = PROPERTIES_LENGTH_FAST.unpack_from(buf, q)
+    q += PROPERTIES_LENGTH_FAST.size
     if props_len > 0 and q + props_len > record_end:
         raise CorruptData(f"properties length {props_len} does not fit in totalSize {total_size}", path, pos)
     properties = parse_properties(_java_utf8(bytes(buf[q:q + props_len]))) if props_len > 0 else None
@@ -465,7 +475,7 @@ def decode_message(
         "topic": topic,
         "properties": props,
         # MessageDecoder.createMessageId: store address + port + PHYSICALOFFSET field, upper hex
-        "offsetMsgId": (store_addr + struct.pack(">iq", store_port, physical_offset)).hex().upper(),
+        "offsetMsgId": (store_addr + OFFSET_MSG_ID_TAIL_FAST.pack(store_port, physical_offset)).hex().upper(),
         "UNIQ_KEY": props.get(PROPERTY_UNIQ_KEY),
         "KEYS": props.get(PROPERTY_KEYS),
         "TAGS": props.get(PROPERTY_TAGS),
@@ -1022,7 +1032,8 @@ def _geometry_candidates(buf, size: int, header: dict, chunk: int = 1 << 18) -> 
 
     Vectorised over all entry counts, in chunks, on an int32 view of the file.
     """
-    words = np.frombuffer(buf, dtype=">i4", count=size // 4)
+    # every header, slot and entry field is one or two big-endian int32 words, a slot's type
+    words = np.frombuffer(buf, dtype=INDEX_SLOT_DTYPE, count=size // 4)
     max_entries = (size - INDEX_HEADER_SIZE - INDEX_SLOT_SIZE) // INDEX_ENTRY_SIZE
     begin = header["beginPhyOffset"]
     for lo in range(2, max_entries + 1, chunk):
