@@ -493,7 +493,9 @@ def _name_unreadable(entries: list[dict]) -> None:
 
 
 def _say_replaced(written: dict) -> None:
-    if written.get("replaced_sha256"):
+    if written.get("unchanged"):
+        sys.stdout.write("    it held these very bytes already: left as it was, no backup made\n")
+    elif written.get("replaced_sha256"):
         where = f"kept as {written['backup']}" if written.get("backup") else "backed up with its directory"
         sys.stdout.write(f"    replaced a file with sha256 {written['replaced_sha256']}, {where}\n")
 

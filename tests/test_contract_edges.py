@@ -121,3 +121,19 @@ def test_scan_refuses_to_write_into_the_log_dir_of_its_input(tmp_path):
     run = segtool("scan", partition, "--out", partition.parent, "--engine", "local")
     assert run.returncode == 2 and "inside the input directory" in run.stderr
     assert sorted(os.listdir(partition.parent)) == [partition.name]
+
+
+def test_a_rerun_that_writes_the_same_bytes_leaves_files_alone(tmp_path):
+    import json
+
+    partition = _partition_copy(tmp_path)
+    first = json.loads(segtool("rebuild-index", partition, "--in-place", "--index-interval-bytes", "1024",
+                               "--json").stdout)
+    changed = [w for s in first["segments"] for w in s["written"] if not w["unchanged"]]
+    assert changed and all(w["backup"] and os.path.exists(w["backup"]) for w in changed)
+    backups = sorted(p for p in os.listdir(partition) if "segtool-backup" in p)
+    again = json.loads(segtool("rebuild-index", partition, "--in-place", "--index-interval-bytes", "1024",
+                               "--json").stdout)
+    written = [w for s in again["segments"] for w in s["written"]]
+    assert written and all(w["unchanged"] and w["backup"] is None and w["replaced_sha256"] is None for w in written)
+    assert sorted(p for p in os.listdir(partition) if "segtool-backup" in p) == backups

@@ -101,6 +101,12 @@ def write_atomically(target: str, data, replace: bool = False, backup: bool = Tr
     if exists and not replace:
         raise SegtoolError("already exists: segtool never overwrites a file; give --force to replace it "
                            "(a backup is kept) or choose another --out", target)
+    expected = hashlib.sha256(data).hexdigest()
+    if exists and os.path.isfile(target) and _sha256_file(target) == expected:
+        # the same bytes are there already: nothing replaced, no backup piled up by a rerun
+        return {"path": target, "size": len(memoryview(data).cast("B")),
+                "allocated_bytes": os.stat(target).st_blocks * 512, "sha256": expected, "backup": None,
+                "replaced_sha256": None, "unchanged": True}
     temp = os.path.join(directory, f".{os.path.basename(target)}{TEMP_MARK}-{os.getpid()}")
     replaced = {"backup": None, "replaced_sha256": None}
     try:
@@ -110,7 +116,6 @@ def write_atomically(target: str, data, replace: bool = False, backup: bool = Tr
             os.fsync(fd)
         finally:
             os.close(fd)
-        expected = hashlib.sha256(data).hexdigest()
         if _sha256_file(temp) != expected:
             raise SegtoolError("the written file does not read back identically; target left untouched", target)
         if exists:
@@ -124,7 +129,7 @@ def write_atomically(target: str, data, replace: bool = False, backup: bool = Tr
             os.unlink(temp)
     allocated = os.stat(target).st_blocks * 512
     return {"path": target, "size": len(memoryview(data).cast("B")), "allocated_bytes": allocated,
-            "sha256": expected, **replaced}
+            "sha256": expected, **replaced, "unchanged": False}
 
 
 def _tree_of(path: str) -> str:

@@ -46,6 +46,7 @@ class Written(TypedDict):
     sha256: str
     backup: str | None
     replaced_sha256: str | None
+    unchanged: bool  # the file held these very bytes already: left as it was, no backup
 
 
 class PathReason(TypedDict):
@@ -212,6 +213,7 @@ class RebuiltIndexFile(TypedDict):
     sha256: str
     backup: str | None
     replaced_sha256: str | None
+    unchanged: bool  # the file held these very bytes already: left as it was, no backup
     entries: int
     index_count: int
     hash_slot_count: int

@@ -166,6 +166,7 @@ def rebuild_rocketmq_index(store_dir, out_dir=None, in_place: bool = False, hash
                 "path": written["path"], "name": view.name, "size": written["size"],
                 "allocated_bytes": written["allocated_bytes"], "sha256": written["sha256"],
                 "backup": written["backup"], "replaced_sha256": written["replaced_sha256"],
+                "unchanged": written["unchanged"],
                 "entries": header["indexCount"] - 1, "index_count": header["indexCount"],
                 "hash_slot_count": header["hashSlotCount"],
                 "begin_timestamp": header["beginTimestamp"], "end_timestamp": header["endTimestamp"],
