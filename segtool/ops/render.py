@@ -57,14 +57,22 @@ def render_text_item(item: dict) -> str:
 # -- answers and records for people (lookup, verify) ---------------------------------
 
 VALUE_LIMIT = 200  # characters of a key or value shown before it is cut (``--full`` shows all)
+LIST_LIMIT = 20  # items of a list of offsets shown before it is cut (``--full`` shows all)
+INLINE_LIMIT = 100  # a nested object of plain fields up to this width is shown on one line
+NONE = "-"  # a field without a value
+_NO_LIMIT = 2**63 - 1  # Long.MAX_VALUE: an open end of a time window
+_SPECIAL_TIMES = {-1: "latest", -2: "earliest", -3: "max-timestamp"}  # ListOffsets' special timestamps
+_SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"  # its ConsumeQueue's tags code is the delivery time
 
 
 def iso_time(ms: int | None) -> str:
-    """Epoch milliseconds as ISO-8601 UTC; Kafka's -1 (no timestamp) as "none"."""
+    """Epoch milliseconds as ISO-8601 UTC; Kafka's -1 as "no timestamp", no value as "-"."""
     import datetime as dt
 
-    if ms is None or ms < 0:
-        return "none"
+    if ms is None:
+        return NONE
+    if ms < 0:
+        return "no timestamp"
     try:
         moment = dt.datetime.fromtimestamp(ms / 1000, tz=dt.timezone.utc)
     except (OverflowError, OSError, ValueError):
@@ -73,7 +81,23 @@ def iso_time(ms: int | None) -> str:
 
 
 def _escaped(text: str) -> str:
-    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
+    """Text with every character a terminal would not print (control bytes, newlines) escaped."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() and c != "\\" else _escape_char(c) for c in text)
+
+
+def _escape_char(c: str) -> str:
+    if "\udc80" <= c <= "\udcff":  # a byte that is not UTF-8 (decoded with surrogateescape)
+        return f"\\x{ord(c) - 0xDC00:02x}"
+    return c.encode("unicode_escape").decode("ascii")  # a backslash too: \\ stays apart from \n
+
+
+def show_text(text: str | None) -> str:
+    """A string field for people: escaped, "-" when absent, "(empty)" when empty."""
+    if text is None:
+        return NONE
+    return _escaped(text) if text else "(empty)"
 
 
 def show_bytes(b64: str | None, full: bool = False, limit: int = VALUE_LIMIT) -> str:
@@ -84,84 +108,201 @@ def show_bytes(b64: str | None, full: bool = False, limit: int = VALUE_LIMIT) ->
     if b64 is None:
         return "null"
     data = base64.b64decode(b64)
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        text = None
-    if text is not None and text.isprintable():
+    if not data:
+        return "(empty)"
+    text = data.decode("utf-8", "surrogateescape")  # a byte that is not UTF-8 counts as unprintable
+    if text.isprintable():
         shown, how = text, ""
-    elif text is not None and sum(c.isprintable() for c in text) >= 0.75 * len(text):
-        shown, how = _escaped(text), " (escaped)"
+    elif sum(c.isprintable() for c in text) >= 0.75 * len(text):
+        shown, how = _escaped(text), "escaped"
     else:
-        shown, how = data.hex(" "), " (hex)"
+        shown, how = data.hex(" "), "hex"
     if not full and len(shown) > limit:
-        return f"{shown[:limit]}… ({len(data)} bytes{how}; --full shows all)"
-    return shown + how
+        return f"{shown[:limit]}… ({len(data)} bytes{', ' + how if how else ''}; --full shows all)"
+    return f"{shown} ({how})" if how else shown
+
+
+def show_time(ms: int | None) -> str:
+    """A timestamp field: ISO-8601 UTC with the epoch ms kept beside it."""
+    if ms is None:
+        return NONE
+    if ms == _NO_LIMIT:
+        return f"no limit  ({ms})"
+    if ms < 0:
+        return f"no timestamp  ({ms})"
+    return f"{iso_time(ms)}  ({ms} ms)"
 
 
 def record_lines(record: dict, full: bool = False) -> list[str]:
     """A Kafka record item (as ``dump --format json`` emits it) as labelled lines."""
     lines = [f"offset     {record['offset']}",
-             f"time       {iso_time(record['timestamp'])}  ({record['timestamp']} ms)",
+             f"time       {show_time(record['timestamp'])}",
              f"key        {show_bytes(record['key_b64'], full)}",
              f"value      {show_bytes(record['value_b64'], full)}"]
     for header in record.get("headers") or []:
-        lines.append(f"header     {header['key']} = {show_bytes(header['value_b64'], full)}")
+        lines.append(f"header     {show_text(header['key'])} = {show_bytes(header['value_b64'], full)}")
     if record.get("control_type"):
-        lines.append(f"control    {record['control_type']}")
-    lines.append(f"file       {record['file']} (batch at byte {record['batch_position']})")
+        lines.append(f"control    {show_text(record['control_type'])}")
+    if record.get("crc_valid") is False:
+        lines.append("crc        BAD")
+    lines.append(f"file       {show_text(record['file'])} (batch at byte {record['batch_position']})")
     return lines
 
 
 def message_lines(message: dict, full: bool = False) -> list[str]:
-    """A RocketMQ message item as labelled lines."""
-    lines = [f"topic      {message['topic']}  queue {message['queue_id']}  queue offset {message['queue_offset']}",
-             f"phy offset {message['phy_offset']}  ({message.get('file')})",
+    """A RocketMQ message item as labelled lines (or the offset and why it could not be read)."""
+    if "topic" not in message:  # an index entry whose message could not be read
+        return [f"phy offset {message.get('phy_offset')}",
+                f"not read   {show_text(message.get('error') or 'no message at this offset')}"]
+    lines = [f"topic      {show_text(message['topic'])}  queue {message['queue_id']}"
+             f"  queue offset {message['queue_offset']}",
+             f"phy offset {message['phy_offset']}  ({show_text(message.get('file'))})",
              f"stored     {iso_time(message['store_timestamp'])}  born {iso_time(message['born_timestamp'])}",
-             f"keys       {message.get('keys')}  tags {message.get('tags')}  uniq key {message.get('uniq_key')}"]
+             f"keys       {show_text(message.get('keys'))}  tags {show_text(message.get('tags'))}"
+             f"  uniq key {show_text(message.get('uniq_key'))}"]
+    if message.get("collision"):
+        lines.append("collision  yes: this message does not carry the key (its topic#key has the same hash)")
+    stored_crc, computed_crc = message.get("body_crc"), message.get("body_crc_computed")
+    if stored_crc is not None and computed_crc is not None and stored_crc != computed_crc:
+        lines.append(f"body crc   BAD: stored {stored_crc}, computed {computed_crc}")
+    dispatch = message.get("dispatch")
+    if isinstance(dispatch, dict) and dispatch.get("success") is False:
+        lines.append(f"dispatch   refused: {show_text(dispatch.get('reason') or 'no reason given')}")
     if "body_decompressed_b64" in message:
         lines.append(f"body       {show_bytes(message['body_decompressed_b64'], full)}  "
-                     f"(decompressed from {message.get('compression')})")
+                     f"(decompressed from {show_text(message.get('compression'))})")
     elif "body_b64" in message:
         lines.append(f"body       {show_bytes(message['body_b64'], full)}")
     for name, value in sorted((message.get("properties") or {}).items()):
-        lines.append(f"property   {name} = {value}")
+        lines.append(f"property   {show_text(name)} = {show_text(value)}")
     return lines
 
 
 def answer_lines(answer: dict, full: bool = False) -> list[str]:
-    """A lookup answer for people: its fields as ``name  value`` lines, times in ISO-8601,
-    then the record(s) or message(s) it found, never Python reprs."""
+    """A lookup answer for people: its fields as ``name  value`` lines (times in ISO-8601,
+    yes/no, lists comma-separated, nested objects as indented lines or tables), then the
+    record(s) or message(s) it found; never Python reprs, never a raw control byte."""
     nested = {"record", "records", "message", "messages"}
-    width = max((len(k) for k in answer if k not in nested), default=0)
-    lines = []
-    for key, value in answer.items():
-        if key in nested:
-            continue
-        if isinstance(value, list) and all(isinstance(v, str) for v in value):
-            text = ("\n" + " " * (width + 2)).join(value) if value else "none"
-        elif isinstance(value, (list, dict)):
-            text = _compact(value)
-        elif value is None:
-            text = "none"
-        elif "timestamp" in key and isinstance(value, int) and value >= 0:
-            text = f"{iso_time(value)}  ({value} ms)"
-        else:
-            text = str(value)
-        lines.append(f"{key.ljust(width)}  {text}")
-    records = answer.get("records") or ([answer["record"]] if answer.get("record") else [])
-    for record in records:
+    fields = {key: value for key, value in answer.items() if key not in nested}
+    record = answer.get("record")
+    if record and "key_b64" in record and "key" in fields:
+        fields["key"] = _Shown(show_bytes(record["key_b64"], full))  # the key's bytes, not a lossy decoding
+    if answer.get("topic") == _SCHEDULE_TOPIC and isinstance(fields.get("tags_code"), int):
+        fields["tags_code"] = _Shown(f"{fields['tags_code']}  (delivery time {iso_time(fields['tags_code'])})")
+    if fields.get("slot") == -1 and "mode" in fields:
+        fields["slot"] = _Shown("-1  (no index entry at or below the offset: the segment's start)")
+    if isinstance(fields.get("requested_timestamp"), int) and fields["requested_timestamp"] in _SPECIAL_TIMES:
+        code = fields["requested_timestamp"]
+        fields["requested_timestamp"] = _Shown(f"{_SPECIAL_TIMES[code]}  ({code})")
+    lines = _field_lines(fields, full, "")
+    records = answer.get("records") or ([record] if record else [])
+    for item in records:
         lines.append("")
-        lines.extend(record_lines(record, full))
+        lines.extend(record_lines(item, full))
     messages = answer.get("messages") or ([answer["message"]] if answer.get("message") else [])
-    for message in messages:
+    for item in messages:
         lines.append("")
-        lines.extend(message_lines(message, full))
+        lines.extend(message_lines(item, full))
     return lines
 
 
-def _compact(value) -> str:
-    """A nested list or object in one line of JSON (what a person can read and paste)."""
-    import json
+class _Shown(str):
+    """A value already rendered for people."""
 
-    return json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
+
+def _is_time(name: str) -> bool:
+    return "timestamp" in name or name in ("begin", "end") or name.endswith(("_time", "_time_ms"))
+
+
+def _scalar(name: str, value, full: bool) -> str:
+    if isinstance(value, _Shown):
+        return str(value)
+    if value is None:
+        return NONE
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int) and _is_time(name):
+        return show_time(value)
+    if isinstance(value, str):
+        return show_text(value)
+    return _escaped(str(value))
+
+
+def _plain(value) -> bool:
+    return value is None or isinstance(value, (str, int, float, bool))
+
+
+def _inline(name: str, value, full: bool) -> str | None:
+    """A scalar, a list of plain values or a small object of plain fields on one line; None when
+    it needs lines of its own."""
+    if _plain(value):
+        return _scalar(name, value, full)
+    if isinstance(value, list) and not value:
+        return NONE
+    if isinstance(value, list) and all(_plain(v) for v in value):
+        if any(isinstance(v, str) and (" " in v or len(v) > 40) for v in value):
+            return None  # sentences (notes): one a line
+        shown = value if full or len(value) <= LIST_LIMIT else value[:LIST_LIMIT]
+        text = ", ".join(_scalar(name, v, full) for v in shown)
+        if len(shown) < len(value):
+            text += f", … ({len(value)} in all; --full shows all)"
+        return text
+    if isinstance(value, dict) and not value:
+        return NONE
+    if isinstance(value, dict) and all(_plain(v) for v in value.values()):
+        text = ", ".join(f"{show_text(k)} {_scalar(k, v, full)}" for k, v in value.items())
+        return text if len(text) <= INLINE_LIMIT else None
+    return None
+
+
+def _field_lines(fields: dict, full: bool, indent: str) -> list[str]:
+    """``name  value`` lines of an object, names aligned; what does not fit a line goes below its name."""
+    names = {key: show_text(key) for key in fields}
+    width = max((len(name) for name in names.values()), default=0)
+    lines = []
+    for key, value in fields.items():
+        label = names[key].ljust(width)
+        text = _inline(key, value, full)
+        if text is not None:
+            lines.append(f"{indent}{label}  {text}".rstrip())
+            continue
+        lines.append(f"{indent}{names[key]}")
+        lines.extend(_block_lines(key, value, full, indent + "  "))
+    return lines
+
+
+def _block_lines(name: str, value, full: bool, indent: str) -> list[str]:
+    """A list or object that needs lines of its own, each line starting with ``indent``."""
+    if isinstance(value, dict):
+        return _field_lines(value, full, indent)
+    items = value if full or len(value) <= LIST_LIMIT else value[:LIST_LIMIT]
+    lines: list[str] = []
+    if all(isinstance(v, dict) and all(_plain(x) for x in v.values()) for v in items):
+        lines = _table_lines(items, full, indent)
+    else:
+        for item in items:
+            if isinstance(item, dict):
+                inner = _field_lines(item, full, indent + "  ")
+                lines.append(indent + "- " + inner[0][len(indent) + 2:] if inner else indent + "- " + NONE)
+                lines.extend(inner[1:])
+            elif isinstance(item, list):
+                inline = _inline(name, item, full)
+                lines.append(indent + "- " + (inline or f"list of {len(item)}"))
+                if inline is None:
+                    lines.extend(_block_lines(name, item, full, indent + "  "))
+            else:
+                lines.append(indent + _scalar(name, item, full))
+    if len(items) < len(value):
+        lines.append(f"{indent}… ({len(value)} in all; --full shows all)")
+    return lines
+
+
+def _table_lines(rows: list[dict], full: bool, indent: str) -> list[str]:
+    """Objects of plain fields as a table: a heading of field names, one row each, columns aligned."""
+    columns: list[str] = []
+    for row in rows:
+        columns.extend(key for key in row if key not in columns)
+    cells = [[show_text(c) for c in columns]]
+    cells += [[_scalar(c, row[c], full) if c in row else NONE for c in columns] for row in rows]
+    widths = [max(len(line[i]) for line in cells) for i in range(len(columns))]
+    return [(indent + "  ".join(cell.ljust(w) for cell, w in zip(line, widths))).rstrip() for line in cells]
