@@ -137,3 +137,20 @@ def test_a_rerun_that_writes_the_same_bytes_leaves_files_alone(tmp_path):
     written = [w for s in again["segments"] for w in s["written"]]
     assert written and all(w["unchanged"] and w["backup"] is None and w["replaced_sha256"] is None for w in written)
     assert sorted(p for p in os.listdir(partition) if "segtool-backup" in p) == backups
+
+
+def test_lookups_on_a_segment_with_a_zero_tail_answer_from_what_recovery_keeps():
+    """A hot copy's last segment ends in zeros: lookups answer from the batches before them, as the
+    broker does after its recovery truncates there, and say so."""
+    import json
+
+    partition = corpus_path("kafka", "c11c-zero-tail-64k", "data", "c01-plain-0")
+    log = json.loads(segtool("verify", partition, "--json", "--no-hash").stdout)["files"]
+    last_offset = next(f for f in log if f["path"].endswith(".log"))["last_offset"]
+    first = segtool("lookup", partition, "--offset", "0", "--json")
+    assert first.returncode == 0, first.stderr
+    latest = json.loads(segtool("lookup", partition, "--timestamp", "latest", "--json").stdout)
+    assert latest["offset"] == last_offset + 1
+    assert any("truncates" in note for note in latest["notes"])
+    beyond = segtool("lookup", partition, "--offset", str(last_offset + 1))
+    assert beyond.returncode == 1 and "Traceback" not in beyond.stderr

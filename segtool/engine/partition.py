@@ -16,7 +16,7 @@ from functools import cached_property
 from typing import Iterator
 
 from segtool.source import open_buffer
-from segtool.errors import UnreadableInput
+from segtool.errors import CorruptData, UnreadableInput
 from segtool.formats import kafka_names
 from segtool.formats.kafka_names import has_offset_name, offset_from_file_name
 from segtool.formats.kafka_index import NO_TIMESTAMP, OffsetIndex, TimeIndex
@@ -75,6 +75,7 @@ class Segment:
         self.index_path = stem + ".index" + suffix
         self.timeindex_path = stem + ".timeindex" + suffix
         self.txnindex_path = stem + ".txnindex" + suffix
+        self.damaged_at: CorruptData | None = None  # where reading the segment to its end failed
 
     def __repr__(self) -> str:
         return f"Segment({self.log_path!r})"
@@ -209,8 +210,13 @@ class Segment:
             if not 0 <= start <= self.size:
                 start = 0  # a damaged index entry: scan the whole segment
         last = None
-        for batch in self.batches_from(start):
-            last = batch
+        try:
+            for batch in self.batches_from(start):
+                last = batch
+        except CorruptData as exc:
+            # a torn or zero-filled tail: Kafka's recovery truncates the segment there, so the log
+            # ends with the last whole batch before it
+            self.damaged_at = exc
         return self.base_offset if last is None else last.last_offset + 1
 
 
@@ -304,7 +310,13 @@ class PartitionView:
 
     @cached_property
     def log_end_offset(self) -> int:
-        return self.segments[-1].next_offset()
+        last = self.segments[-1]
+        end = last.next_offset()
+        if last.damaged_at is not None:
+            self.notes.append(f"{os.path.basename(last.log_path)} cannot be read past byte {last.damaged_at.offset} "
+                              f"({last.damaged_at.message}): Kafka's recovery truncates it there, and the log ends "
+                              f"at offset {end}")
+        return end
 
     def read_at(self, offset: int) -> RecordHit | None:
         """The record a fetch at ``offset`` returns first: the first record with offset >= it."""
