@@ -125,6 +125,7 @@ def dump(
     max_bytes: int = typer.Option(2**31 - 1, "--max-bytes", min=0, help="kafka: read at most this many bytes of each .log.", metavar="BYTES"),
     max_message_size: int = typer.Option(5 * 1024 * 1024, "--max-message-size", min=1, help="kafka: largest batch an index entry may point to.", metavar="BYTES"),
     shallow: bool = typer.Option(False, "--shallow", help="text/json: batches only, no records."),
+    full: bool = typer.Option(False, "--full", help="text: keys and values whole (cut at 60 characters otherwise)."),
     decompress_cap: int = typer.Option(256 * 1024 * 1024, "--decompress-cap", min=1, help="Largest decompressed batch, bytes.", metavar="BYTES"),
 ):
     """Decode files: Kafka segments, indexes, snapshots, checkpoints; RocketMQ CommitLog, ConsumeQueue, IndexFile.
@@ -205,7 +206,7 @@ def dump(
         if format == "json":
             out(json.dumps(item, ensure_ascii=False))
         else:
-            out(render_text_item(item))
+            out(render_text_item(item, full))
     out.flush()
     if unreadable:
         raise typer.Exit(EXIT_UNREADABLE)

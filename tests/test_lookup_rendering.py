@@ -299,3 +299,17 @@ def test_show_bytes():
     assert long.startswith("x" * 200 + "…") and long.endswith("(500 bytes; --full shows all)")
     assert shown(b"x" * 500, full=True) == "x" * 500
     assert shown(b"\x00" * 300).endswith("(300 bytes, hex; --full shows all)")
+
+
+@pytest.mark.parametrize("path", [CONSUMER_OFFSETS, TXN, KILL9 / "commitlog"])
+def test_dump_text_shows_records_and_messages_as_people_read_them(path):
+    """dump's text lines too: ISO times, keys and values as text, escaped or hex, never a repr."""
+    run = segtool("dump", path)
+    assert run.returncode in (0, 1) and "Traceback" not in run.stderr
+    lines = [line for line in run.stdout.splitlines() if line.lstrip().startswith(("offset ", "message @"))]
+    assert lines
+    for line in lines:
+        assert not CONTROL.search(line) and not PY_REPR.search(line) and ISO.search(line), line
+        assert " ts " not in line and "binary>" not in line, line
+    full = segtool("dump", path, "--full").stdout
+    assert len(full) >= len(run.stdout) and "--full shows all" not in full

@@ -3,23 +3,15 @@
 from __future__ import annotations
 
 _SKIP = {"kind", "file"}
-_PREVIEW = 60
+_PREVIEW = 60  # characters of a key or value a dump line shows
 
 
-def _preview(text: str | None, size: int | None = None) -> str:
-    if text is None:
-        return "null" if size in (None, -1) else f"<{size} bytes, binary>"
-    if len(text) > _PREVIEW:
-        return repr(text[:_PREVIEW]) + f"… ({len(text)} chars)"
-    return repr(text)
-
-
-def render_text_item(item: dict) -> str:
+def render_text_item(item: dict, full: bool = False) -> str:
     kind = item["kind"]
     if kind == "batch":
         head = (
             f"batch @{item['position']} offsets {item['base_offset']}..{item['last_offset']}"
-            f" magic {item['magic']} {item['codec']} {item['timestamp_type']} {item['max_timestamp']}"
+            f" magic {item['magic']} {item['codec']} {item['timestamp_type']} {iso_time(item['max_timestamp'])}"
             f" size {item['size']} crc {'ok' if item['crc_valid'] else 'BAD'}"
         )
         if item.get("is_control"):
@@ -29,20 +21,21 @@ def render_text_item(item: dict) -> str:
         return head
     if kind == "record":
         text = (
-            f"  offset {item['offset']} ts {item['timestamp']}"
-            f" key {_preview(item['key'], item['key_size'])}"
-            f" value {_preview(item['value'], item['value_size'])}"
+            f"  offset {item['offset']} {iso_time(item['timestamp'])}"
+            f" key {show_bytes(item['key_b64'], full, _PREVIEW)}"
+            f" value {show_bytes(item['value_b64'], full, _PREVIEW)}"
         )
         if item.get("headers"):
-            text += " headers [" + ",".join(h["key"] for h in item["headers"]) + "]"
+            text += " headers [" + ",".join(show_text(h["key"]) for h in item["headers"]) + "]"
         if item.get("control_type"):
             text += f" control {item['control_type']}"
         return text
     if kind == "message":
         crc = "ok" if item.get("body_crc") == item.get("body_crc_computed") else "BAD"
         return (
-            f"message @{item['phy_offset']} {item.get('topic')} queue {item.get('queue_id')}/{item.get('queue_offset')}"
-            f" stored {item.get('store_timestamp')} keys {_preview(item.get('keys'))} tags {_preview(item.get('tags'))}"
+            f"message @{item['phy_offset']} {show_text(item.get('topic'))} queue {item.get('queue_id')}/"
+            f"{item.get('queue_offset')} stored {iso_time(item.get('store_timestamp'))}"
+            f" keys {show_text(item.get('keys'))} tags {show_text(item.get('tags'))}"
             f" body {item.get('body_length')} bytes crc {crc}"
         )
     if kind in ("error", "zero_tail", "trailing_bytes", "blank_end"):
