@@ -185,6 +185,10 @@ def _message_prefix_schema() -> cs.Struct:
 
 # what a reader needs to choose the variant, to check a split point or the PHYSICALOFFSET field
 MESSAGE_PREFIX_FAST = compile_fixed(_message_prefix_schema())
+# a message's first bytes after its totalSize, as they lie in the file (v1, v2): what a search for
+# message starts looks for
+MESSAGE_MAGIC_BYTES = tuple(MESSAGE_PREFIX_FAST.field("magicCode").pack(code)
+                            for code in (MESSAGE_MAGIC_CODE, MESSAGE_MAGIC_CODE_V2))
 # (born_v6, store_v6) -> fixed layout; indexed by (sysFlag >> 4) & 3
 MESSAGE_HEADER_FAST: tuple[FixedLayout, ...] = tuple(
     compile_fixed(_message_header_schema(bool(i & 1), bool(i & 2))) for i in range(4)

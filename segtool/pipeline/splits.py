@@ -34,7 +34,6 @@ from segtool.pipeline.inputs import Inputs
 DEFAULT_SPLIT_BYTES = 64 * 1024 * 1024
 _SLACK = 1.25  # a segment up to 1.25 x split_bytes stays whole: no sliver of a split
 _SEARCH_WINDOW = 8 * 1024 * 1024  # RocketMQ: how far past a target to look for a message start
-_COMMITLOG_MAGICS = (bytes.fromhex("daa320a7"), bytes.fromhex("daa320ab"))
 
 
 def _targets(size: int, split_bytes: int) -> list[int]:
@@ -162,6 +161,8 @@ def commitlog_boundaries(path: str, size: int, file_from_offset: int, split_byte
     targets = _targets(size, split_bytes)
     if not targets:
         return [0], []
+    from segtool.formats.rocketmq import MESSAGE_MAGIC_BYTES
+
     reader = _Reader(path)
     boundaries = [0]
     for target in targets:
@@ -171,7 +172,7 @@ def commitlog_boundaries(path: str, size: int, file_from_offset: int, split_byte
         found = None
         start = 4
         while found is None:
-            hits = [h for h in (window.find(m, start) for m in _COMMITLOG_MAGICS) if h >= 0]
+            hits = [h for h in (window.find(m, start) for m in MESSAGE_MAGIC_BYTES) if h >= 0]
             if not hits:
                 break
             hit = min(hits)
