@@ -96,26 +96,24 @@ def test_debug_shows_the_traceback_and_keeps_the_exit_code():
         assert run.stderr.rstrip().splitlines()[-1].startswith("segtool: timestamp 'yesterday'")
 
 
-def test_a_closed_pipe_ends_quietly():
-    big = _log("c01-multiseg-clean")
-    proc = subprocess.Popen([sys.executable, "-m", "segtool.cli", "dump", "--format", "json", big],
+def _read_one_line_and_close(*args) -> tuple[int, bytes]:
+    """Run segtool, read one line of its stdout and close the pipe (as `| head -1` does)."""
+    proc = subprocess.Popen([sys.executable, "-m", "segtool.cli", *map(str, args)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     assert proc.stdout.readline()
     proc.stdout.close()
-    assert proc.wait(timeout=120) == 0
-    assert proc.stderr.read() == b""
+    return proc.wait(timeout=120), proc.stderr.read()
+
+
+def test_a_closed_pipe_ends_quietly():
+    assert _read_one_line_and_close("dump", "--format", "json", _log("c01-multiseg-clean")) == (0, b"")
 
 
 def test_a_closed_pipe_keeps_the_problems_found_by_then():
     """`verify DAMAGED | head -1`: quiet, and still exit 1 (with pipefail a script sees the damage)."""
     damaged = corpus_path("kafka")  # its report (500 kB) outgrows the pipe's buffer
     assert segtool("verify", "--no-hash", damaged).returncode == 1
-    proc = subprocess.Popen([sys.executable, "-m", "segtool.cli", "verify", "--no-hash", damaged],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    assert proc.stdout.readline()
-    proc.stdout.close()
-    assert proc.wait(timeout=120) == 1
-    assert proc.stderr.read() == b""
+    assert _read_one_line_and_close("verify", "--no-hash", damaged) == (1, b"")
 
 
 def test_kafka_dump_log_command_line_as_operators_type_it():

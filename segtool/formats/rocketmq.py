@@ -698,20 +698,10 @@ class CommitLogFileScan:
 # --------------------------------------------------------------------------
 
 
-class MappedFile:
-    """A read-only mmap of one store file (empty files map to b"")."""
+class _MappedBuffer:
+    """A file's bytes in ``self.buf`` (a read-only map, or ``b""``), released by ``close``."""
 
-    def __init__(self, path):
-        from segtool.source import require_regular_file
-
-        self.path = Path(path)
-        require_regular_file(self.path)
-        try:
-            with open(self.path, "rb") as f:
-                self.size = os.fstat(f.fileno()).st_size
-                self.buf = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) if self.size else b""
-        except OSError as exc:
-            raise UnreadableInput(f"cannot read: {exc.strerror or exc}", str(path)) from exc
+    buf: "mmap.mmap | bytes"
 
     def close(self) -> None:
         buf, self.buf = self.buf, b""
@@ -726,6 +716,23 @@ class MappedFile:
 
     def __exit__(self, *exc):
         self.close()
+
+
+class MappedFile(_MappedBuffer):
+    """A read-only mmap of one store file (empty files map to b"")."""
+
+    def __init__(self, path):
+        from segtool.source import require_regular_file
+
+        self.path = Path(path)
+        require_regular_file(self.path)
+        try:
+            with open(self.path, "rb") as f:
+                self.size = os.fstat(f.fileno()).st_size
+                self.buf = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) if self.size else b""
+        except OSError as exc:
+            raise UnreadableInput(f"cannot read: {exc.strerror or exc}", str(path)) from exc
+
 
 
 def _store_subdir(path, name: str) -> Path:
@@ -1112,7 +1119,7 @@ def index_time_diff(store_timestamp: int, begin_timestamp: int) -> int:
     return min(max(seconds, 0), _INT32_MAX)
 
 
-class IndexFile:
+class IndexFile(_MappedBuffer):
     """One IndexFile as ``IndexService`` holds it: header, slot table and entries over a buffer.
 
     ``IndexFile(path)`` maps a file read-only (``copy_on_write`` maps it
@@ -1404,19 +1411,6 @@ class IndexFile:
             "lastEntry": self.entry(last) if last >= 1 else None,
         }
 
-    def close(self) -> None:
-        buf, self.buf = self.buf, b""
-        if isinstance(buf, mmap.mmap):
-            try:
-                buf.close()
-            except BufferError:
-                pass  # a caller still holds a view; the map is released when that is collected
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
 
 
 def list_index_files(path) -> list[Path]:

@@ -205,15 +205,8 @@ class KafkaRebuildReport(TypedDict):
     unreadable: list[PathReason]  # entries that cannot be read: named, the rest done (exit 2)
 
 
-class RebuiltIndexFile(TypedDict):
-    path: str
+class RebuiltIndexFile(Written):
     name: str
-    size: int
-    allocated_bytes: int
-    sha256: str
-    backup: str | None
-    replaced_sha256: str | None
-    unchanged: bool  # the file held these very bytes already: left as it was, no backup
     entries: int
     index_count: int
     hash_slot_count: int
