@@ -154,3 +154,21 @@ def test_lookups_on_a_segment_with_a_zero_tail_answer_from_what_recovery_keeps()
     assert any("truncates" in note for note in latest["notes"])
     beyond = segtool("lookup", partition, "--offset", str(last_offset + 1))
     assert beyond.returncode == 1 and "Traceback" not in beyond.stderr
+
+
+def test_forced_rocketmq_rebuild_keeps_its_backups_out_of_the_index_directory(tmp_path):
+    """A broker loads every file of index/: the replaced files are kept beside it, not in it."""
+    import json
+
+    store = corpus_path("rocketmq", "clean-multi", "store")
+    out = tmp_path / "out"
+    assert segtool("rebuild-index", store, "--out", out, "--index-num", "2000", "--hash-slot-num", "500").returncode == 0
+    first = {name: (out / "index" / name).read_bytes() for name in os.listdir(out / "index")}
+    run = segtool("rebuild-index", store, "--out", out, "--index-num", "2000", "--hash-slot-num", "500", "--force",
+                  "--json")
+    assert run.returncode == 0, run.stderr
+    report = json.loads(run.stdout)["stores"][0]
+    assert sorted(os.listdir(out / "index")) == sorted(f["name"] for f in report["files"])
+    backup = report["backup_dir"]
+    assert backup and os.path.dirname(backup) == str(out)
+    assert {name: (out / backup / name).read_bytes() for name in os.listdir(backup)} == first

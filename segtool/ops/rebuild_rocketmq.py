@@ -153,12 +153,16 @@ def rebuild_rocketmq_index(store_dir, out_dir=None, in_place: bool = False, hash
         if in_place:
             report["backup_dir"] = _backup_index_dir(index_dir)
             index_dir.mkdir(exist_ok=True)
+        elif any(os.path.lexists(target) for target in targets):
+            # --force over an earlier output: the old index/ is copied beside it, not into it, where
+            # a broker given the directory would load the copies as index files
+            report["backup_dir"] = _backup_index_dir(Path(target_dir))
         size = rmq.index_file_size(hs, n)
         for view, target in zip(build.created, targets):
             data = memoryview(view.buf)[:size]
             try:
-                # in place the whole index/ was copied to backup_dir first
-                written = write_atomically(target, data, replace=in_place or force, backup=not in_place)
+                # whatever it replaces, the whole index/ was copied to backup_dir first
+                written = write_atomically(target, data, replace=in_place or force, backup=False)
             finally:
                 data.release()
             header = view.header
