@@ -124,17 +124,19 @@ def lookup_index_entry(directory: str, offset: int, ceiling: bool) -> LookupAnsw
 
 
 def lookup_key(path: str, key: str, *, topic: str | None = None, begin: int = 0, end: int = 2**63 - 1,
-               max_num: int = 64, include_collisions: bool = False, key_index: str | None = None) -> LookupAnswer:
+               max_num: int = 64, include_collisions: bool = False, key_index: str | None = None,
+               kind: str | None = None) -> LookupAnswer:
     """RocketMQ key lookup (``IndexService.queryOffset`` resolved in the CommitLog), or a Kafka
     partition's records by key (through the key index at ``key_index`` or its default place).
 
     ``path`` is a store root.  After an unclean shutdown (``abort`` file) the
     index is first recovered in memory as RocketMQ's abnormal recovery does.
     ``phy_offsets`` drops hash collisions unless ``include_collisions``.
+    ``kind`` is ``directory_kind(path)`` when the caller has it already.
     """
     from segtool.engine.rocketmq_store import StoreView
 
-    if directory_kind(path) == KAFKA_PARTITION:
+    if (kind or directory_kind(path)) == KAFKA_PARTITION:
         from segtool.ops.keyindex import lookup_kafka_key
 
         return lookup_kafka_key(path, key, max_num=max_num if max_num != 64 else 1000, key_index=key_index)
@@ -209,7 +211,7 @@ def lookup(path: str, request: LookupRequest) -> tuple[LookupAnswer, bool]:
             raise UsageError("--begin and --end take epoch ms or ISO-8601 times")
         answer = lookup_key(path, request.key, topic=request.topic, begin=window[0], end=window[1],
                             max_num=request.max_num, include_collisions=request.include_collisions,
-                            key_index=request.key_index)
+                            key_index=request.key_index, kind=kind)
         return answer, bool(answer.get("phy_offsets") or answer.get("offsets"))
     if mode == "queue_id":
         if request.topic is None or request.queue_offset is None:

@@ -93,9 +93,9 @@ def discover(paths: list[str]) -> Inputs:
                                       "or a .log segment", raw)
             listing.append((path, storage.size(path)))
             continue
-        files = storage.walk_files(path) if storage.is_uri(path) else inventory([path]).entries
-        found = _from_inventory(classify(files))
-        if not (found.kafka or found.rocketmq or found.unreadable):
+        found = classify(storage.walk_files(path)) if storage.is_uri(path) else inventory([path])
+        if not (any(p.logs for p in found.partitions) or any(st.commitlog for st in found.stores)
+                or found.unreadable):
             raise NothingFound("no Kafka segments or RocketMQ CommitLog found here", raw)
-        listing.extend(files)
+        listing.extend(found.entries)  # detected once: classify takes found entries as they are
     return _from_inventory(classify(listing))
