@@ -22,7 +22,7 @@ from functools import cache
 from segtool.formats.checksums import ChecksumHelper, checksum_ranges, crc32c
 from zlib import crc32
 
-from segtool.errors import CorruptData, TruncatedData
+from segtool.errors import CorruptData, SegtoolError, TruncatedData
 from segtool.formats.fastdecode import compiled
 
 # --------------------------------------------------------------------------
@@ -202,6 +202,15 @@ def increment_sequence(sequence: int, increment: int) -> int:
     return sequence + increment
 
 
+def increment_sequences(sequences, increments):
+    """``increment_sequence`` over numpy columns, and -1 where the base sequence is -1 (none)."""
+    import numpy as np
+
+    wrapped = increments - (0x7FFFFFFF - sequences) - 1
+    return np.where(sequences == -1, -1, np.where(sequences > 0x7FFFFFFF - increments, wrapped,
+                                                  sequences + increments))
+
+
 # --------------------------------------------------------------------------
 # Batch framing
 # --------------------------------------------------------------------------
@@ -254,6 +263,31 @@ class BatchScan:
                     raise undersized_batch(buf, pos, self.path)
                 return
             most = min(most * 2, 4096)
+
+
+    def chunks(self, most: int = 4096, span: int = 4 * 1024 * 1024):
+        """The same framing in bulk: lists of batch start positions (up to ``most``, none starting
+        ``span`` bytes or more past the list's first) with the position after the last batch.
+
+        Bulk readers (``BatchHeaders``, ``chunk_records``) take a chunk at a time.
+        ``valid_bytes`` and ``stop_reason`` are kept as iteration keeps them;
+        corrupt framing raises after the chunks before it.
+        """
+        buf, end, pos = self.buffer, self.end, self.start
+        released = pos - pos % mmap.PAGESIZE
+        while True:
+            positions, next_pos, stop = frame_batches(buf, pos, end, most, pos + span)
+            if positions:
+                yield positions, next_pos
+                self.valid_bytes = next_pos
+                if next_pos - released > _RELEASE_EVERY:
+                    released = _release_pages(buf, released, next_pos)
+            pos = next_pos
+            if stop is not None:
+                self.stop_reason = _STOP_REASONS[stop]
+                if stop == "corrupt":
+                    raise undersized_batch(buf, pos, self.path)
+                return
 
 
 _STOP_REASONS = {"end": None, "truncated": "truncated", "corrupt": "corrupt"}
@@ -829,6 +863,22 @@ def _record_hops() -> array:
 _NO_HOP = 0xFFFFFFFF
 
 
+def _record_starts(data, p: int, end: int, n: int) -> list[int] | None:
+    """Where each of ``n`` records from ``p`` starts, reading every length in full; None unless
+    they end exactly at ``end``."""
+    found = []
+    try:
+        for _ in range(n):
+            found.append(p)
+            length, p = _read_varint(data, p, end)
+            if length < 0:
+                return None
+            p += length
+    except IndexError:
+        return None
+    return found if p == end else None
+
+
 def _skip_records(data, p: int, n: int, end: int) -> int:
     """Past ``n`` records from ``p``, reading each length varint in full."""
     for _ in range(n):
@@ -955,16 +1005,21 @@ class RecordColumns:
 
 
 def _column_varint(arr, pos):
-    """Zigzag varints at every position of ``pos`` at once: (values, positions after them)."""
+    """Zigzag varints at every position of ``pos`` at once: (values, positions after them).
+
+    Up to 9 bytes, whose values fit an int64; a longer one raises IndexError (the
+    scalar decoder reads it).
+    """
     import numpy as np
 
-    result = np.zeros(len(pos), dtype=np.int64)
-    cur = pos.copy()
-    active = np.arange(len(pos))
-    shift = 0
+    b = arr[pos].astype(np.int64)
+    result = b & 0x7F
+    cur = pos + 1
+    active = np.flatnonzero(b >= 0x80)  # usually none: one-byte varints
+    shift = 7
     while len(active):
-        if shift > 63:
-            raise IndexError("varint longer than 10 bytes")
+        if shift > 56:
+            raise IndexError("varint longer than 9 bytes")
         b = arr[cur[active]].astype(np.int64)
         result[active] |= (b & 0x7F) << shift
         cur[active] += 1
@@ -973,46 +1028,61 @@ def _column_varint(arr, pos):
     return (result >> 1) ^ -(result & 1), cur
 
 
-def record_columns(data: bytes, count: int, batch: RecordBatch) -> RecordColumns | None:
-    """Decode a whole records section into columns; None when anything is unusual.
+def _section_columns(data: bytes, starts: list[int], ends: list[int], counts: list[int]):
+    """Decode the records sections ``data[starts[i]:ends[i]]``, ``counts[i]`` records each, all at once.
 
-    A None answer sends the caller to ``decode_records``, which names the byte
-    where the data goes wrong.  Both decoders are checked against ``RECORD_V2``
-    on the corpus (tests/test_kafka_log.py).
+    Returns (first, usable, columns): section i's records are ``first[i]:first[i + 1]``
+    of the columns (timestamp delta, offset delta, key start, key length, value start,
+    value length: numpy arrays; headers: None when no record has any, else a list per
+    record).  ``usable[i]`` is False when anything in section i is unusual (its
+    records in the columns mean nothing then): ``decode_records`` reads it and names
+    the byte where it goes wrong.  Each field is read for every record in one numpy
+    pass, so many small sections cost what one large one does.
     """
     import numpy as np
 
-    end = len(data)
-    starts = []
-    lengths = []
-    p = 0
-    try:
-        for _ in range(count):
-            b = data[p]
-            if b < 0x80:
-                length = (b >> 1) ^ -(b & 1)
-                p += 1
-            else:
-                b2 = data[p + 1]
-                if b2 >= 0x80:
-                    return None  # records over 8 KiB: rare, left to the scalar decoder
-                b = (b & 0x7F) | (b2 << 7)
-                length = (b >> 1) ^ -(b & 1)
-                p += 2
-            if length < 0:
-                return None
-            starts.append(p)
-            lengths.append(length)
-            p += length
-    except IndexError:
-        return None
-    if p != end:
-        return None
+    count = np.array(counts, dtype=np.int64)
+    start = np.array(starts, dtype=np.int64)
+    end = np.array(ends, dtype=np.int64)
+    usable = count >= 0
     arr = np.frombuffer(data, dtype=np.uint8)
-    body_start = np.array(starts, dtype=np.int64)
-    body_end = body_start + np.array(lengths, dtype=np.int64)
+    # where each record starts: a single record at its section's start; in longer sections
+    # found by a walk from length prefix to length prefix (a table lookup per record)
+    single = (count == 1) & (start < end)
+    usable &= (count != 1) | single
+    hops = _record_hops()
+    walked: list[int] = []
+    append = walked.append
+    for i in np.flatnonzero(count > 1).tolist():
+        mark, p = len(walked), starts[i]
+        try:
+            for _ in range(counts[i]):
+                append(p)
+                p += hops[data[p] << 8 | data[p + 1]]
+        except IndexError:
+            p = -1
+        if p != ends[i]:  # a length the table does not cover, or a damaged section
+            del walked[mark:]
+            found = _record_starts(data, starts[i], ends[i], counts[i])
+            if found is None:
+                usable[i] = False
+            else:
+                walked += found
+    per_section = np.where(usable, count, 0)
+    first = np.concatenate(([0], np.cumsum(per_section)))
+    section_of = np.repeat(np.arange(len(count)), per_section)
+    from_single = single[section_of]
+    record_start = np.empty(len(section_of), dtype=np.int64)
+    record_start[from_single] = start[single & usable]
+    record_start[~from_single] = walked
+    # each record ends where the next of its section starts, the last where its section ends
+    record_end = np.append(record_start[1:], 0)
+    nonempty = np.flatnonzero(per_section)
+    record_end[first[nonempty + 1] - 1] = end[nonempty]
     try:
-        pos = body_start + 1  # attributes
+        length, body_start = _column_varint(arr, record_start)
+        body_end = body_start + length
+        pos = body_start + 1  # past the attributes byte
         ts_delta, pos = _column_varint(arr, pos)
         off_delta, pos = _column_varint(arr, pos)
         key_len, pos = _column_varint(arr, pos)
@@ -1022,42 +1092,115 @@ def record_columns(data: bytes, count: int, batch: RecordBatch) -> RecordColumns
         value_start = pos
         pos = pos + np.maximum(value_len, 0)
         nheaders, pos = _column_varint(arr, pos)
-    except IndexError:
-        return None
-    if (key_len < -1).any() or (value_len < -1).any() or (nheaders < 0).any():
-        return None
+    except IndexError:  # fields ran off the end of ``data``: some record is malformed
+        empty = np.zeros(0, dtype=np.int64)
+        return np.zeros(len(first), dtype=np.int64), np.zeros_like(usable), (empty,) * 6 + (None,)
+    fine = (length >= 0) & (body_end == record_end) & (key_len >= -1) & (value_len >= -1) & (nheaders >= 0)
     headers = None
-    if nheaders.any():
-        headers = []
-        pos_list = pos.tolist()
-        for i, n in enumerate(nheaders.tolist()):
-            found = []
-            q = pos_list[i]
-            limit = int(body_end[i])
+    with_headers = np.flatnonzero(fine & (nheaders > 0))
+    if len(with_headers):
+        headers = [[] for _ in range(len(section_of))]
+        for r, n, q, limit in zip(with_headers.tolist(), nheaders[with_headers].tolist(),
+                                  pos[with_headers].tolist(), body_end[with_headers].tolist()):
+            found = headers[r]
             try:
                 for _ in range(n):
                     hklen, q = _read_varint(data, q, limit)
                     if hklen < 0 or q + hklen > limit:
-                        return None
+                        raise IndexError(q)
                     hkey = data[q:q + hklen].decode("utf-8", "replace")
                     q += hklen
                     hvlen, q = _read_varint(data, q, limit)
                     if hvlen >= 0:
                         if q + hvlen > limit:
-                            return None
+                            raise IndexError(q)
                         hval = data[q:q + hvlen]
                         q += hvlen
                     else:
                         hval = None
                     found.append((hkey, hval))
             except IndexError:
-                return None
-            pos_list[i] = q
-            headers.append(found)
-        pos = np.array(pos_list, dtype=np.int64)
-    if not np.array_equal(pos, body_end):
+                fine[r] = False
+                continue
+            pos[r] = q
+    fine &= pos == body_end
+    usable[section_of[~fine]] = False
+    return first, usable, (ts_delta, off_delta, key_start, key_len, value_start, value_len, headers)
+
+
+def record_columns(data: bytes, count: int, batch: RecordBatch) -> RecordColumns | None:
+    """Decode a whole records section into columns; None when anything is unusual.
+
+    A None answer sends the caller to ``decode_records``, which names the byte
+    where the data goes wrong.  Both decoders are checked against ``RECORD_V2``
+    on the corpus (tests/test_kafka_log.py).
+    """
+    _, usable, columns = _section_columns(data, [0], [len(data)], [count])
+    if not usable[0]:
         return None
-    return RecordColumns(data, count, ts_delta, off_delta, key_start, key_len, value_start, value_len, headers)
+    return RecordColumns(data, count, *columns)
+
+
+class ChunkRecords:
+    """The records of a regular chunk's batches (``BatchHeaders``), decoded together as columns.
+
+    Batch i's records are ``first[i]:first[i + 1]`` of the columns when
+    ``decoded[i]``; a batch not decoded here (an unusual or damaged records
+    section, a codec that fails, past the decompression budget) is left to
+    ``batch_records``, which names what is wrong.  ``data`` holds the batches'
+    records sections one after another, decompressed where needed; keys and values
+    are ``data[key_start[r]:key_start[r] + key_len[r]]`` (length -1: null).
+    """
+
+    __slots__ = ("data", "first", "decoded", "timestamp_delta", "offset_delta", "key_start", "key_len",
+                 "value_start", "value_len", "headers")
+
+    def __init__(self, data, first, decoded, columns):
+        self.data, self.first, self.decoded = data, first, decoded
+        (self.timestamp_delta, self.offset_delta, self.key_start, self.key_len, self.value_start,
+         self.value_len, self.headers) = columns
+
+
+# decompressed bytes one chunk holds at most; compressed batches past it are left to ``batch_records``
+_DECOMPRESSED_PER_CHUNK = 64 * 1024 * 1024
+
+
+def chunk_records(headers: BatchHeaders, path=None, cap: int = 256 * 1024 * 1024) -> ChunkRecords:
+    """The records of every batch of a regular chunk, decoded together (``ChunkRecords``).
+
+    Consecutive small batches cost what one large batch does: the fields of all
+    their records are read column by column over the chunk.
+    """
+    import numpy as np
+
+    from segtool.formats.compression import decompress
+
+    buf, first, end = headers.buffer, headers.positions[0], headers.end
+    counts = headers.column("record_count")
+    codecs = headers.column("attributes") & 0x07
+    # the chunk's bytes in one copy: uncompressed sections are read where they are in it,
+    # decompressed ones are appended after it
+    starts = headers.position - first + BATCH_V2_OVERHEAD
+    stops = starts + headers.size - BATCH_V2_OVERHEAD
+    pieces = [buf[first:end]]
+    size, decompressed = end - first, 0
+    compressed = np.flatnonzero((codecs != 0) & (counts > 0))
+    for i, codec in zip(compressed.tolist(), codecs[compressed].tolist()):
+        section = None
+        if decompressed < _DECOMPRESSED_PER_CHUNK:
+            try:
+                section = decompress(codec, buf[starts[i] + first:stops[i] + first], cap=cap)
+            except SegtoolError:
+                pass  # batch_records raises it again, in its place
+        if section is None:
+            counts[i] = -1  # not decoded here
+            section = b""
+        pieces.append(section)
+        starts[i], stops[i] = size, size + len(section)
+        size += len(section)
+        decompressed += len(section)
+    data = b"".join(pieces)
+    return ChunkRecords(data, *_section_columns(data, starts.tolist(), stops.tolist(), counts.tolist()))
 
 
 def batch_columns(batch: RecordBatch, path=None, cap: int = 256 * 1024 * 1024) -> RecordColumns | None:

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import json
 import os
+from itertools import repeat
+from operator import itemgetter
 from dataclasses import dataclass
 from typing import Callable
 
@@ -20,13 +22,15 @@ from segtool.formats import kafka_index, kafka_state
 from segtool.formats.kafka_names import kraft_snapshot_id, offset_from_file_name, sibling
 from segtool.formats.kafka_log import (
     NO_TIMESTAMP,
+    TIMESTAMP_TYPES,
+    BatchHeaders,
     BatchScan,
     RecordBatch,
-    batch_columns,
     batch_records,
-    increment_sequence,
+    chunk_records,
     control_record_type,
     end_txn_marker,
+    increment_sequences,
     kraft_control_value,
 )
 
@@ -180,72 +184,26 @@ class KafkaDumpLog:
         buf = open_buffer(path)
         end = min(opts.max_bytes, len(buf))
         scan = BatchScan(buf, 0, end, path=path)
-        parse = _offsets_parser if opts.offsets_decoder else _plain_parser
-        emit = self.emit
-        emit_many = self.emit_many
-        last_offset = -1
-        pairs: list[tuple[int, int]] = []
-        valid_bytes = 0
+        segment = _SegmentDump(self, path)
+        # regular chunks (v2 batches with whole headers) are printed column by column; the
+        # other batches, and batches whose records need objects, one by one
+        bulk = not opts.deep or (not opts.offsets_decoder and not opts.skip_record_metadata)
         try:
-            for batch in scan:
-                emit(batch_line(batch, valid_bytes))
-                if opts.deep:
-                    columns = None
-                    if parse is _plain_parser and not batch.is_control and not opts.skip_record_metadata:
-                        columns = batch_columns(batch, path, opts.decompress_cap)
-                    if columns is not None:
-                        offsets, lines = self._column_lines(batch, columns)
-                    else:
-                        records = batch_records(batch, path, opts.decompress_cap)
-                        offsets = [record.offset for record in records]
-                        lines = self._record_lines(batch, records, parse)
-                    for offset in offsets:
-                        if offset != last_offset + 1 and last_offset != -1:
-                            pairs.append((last_offset, offset))
-                        last_offset = offset
-                    emit_many(lines)
-                valid_bytes += batch.size
-                self.damaged |= not batch.crc_valid
+            for positions, chunk_end in scan.chunks():
+                headers = BatchHeaders(buf, path, positions, chunk_end)
+                if bulk and headers.regular:
+                    segment.chunk(headers)
+                else:
+                    for batch in headers.batches():
+                        segment.batch(batch)
         finally:
-            if pairs:
+            if segment.pairs:
                 # Kafka prepends each pair, so the report lists them newest first
-                self.non_consecutive[path] = pairs[::-1]
-        trailing = end - valid_bytes
+                self.non_consecutive[path] = segment.pairs[::-1]
+        trailing = end - segment.valid_bytes
         if trailing > 0 and opts.max_bytes == INT_MAX:
-            emit(f"Found {trailing} invalid bytes at the end of {name}")
+            self.emit(f"Found {trailing} invalid bytes at the end of {name}")
             self.damaged = True
-
-    def _column_lines(self, batch: RecordBatch, columns) -> tuple[list[int], list[str]]:
-        """The same lines as ``_record_lines``, built from columnar records (v2, not control)."""
-        count = columns.count
-        offsets = (columns.offset_delta + batch.base_offset).tolist()
-        if batch.is_log_append_time:
-            timestamps = [batch.max_timestamp] * count
-        else:
-            timestamps = (columns.timestamp_delta + batch.base_timestamp).tolist()
-        if batch.base_sequence == -1:
-            sequences = [-1] * count
-        else:
-            sequences = [increment_sequence(batch.base_sequence, d) for d in columns.offset_delta.tolist()]
-        if columns.headers is None:
-            header_keys = [""] * count
-        else:
-            header_keys = [",".join([h[0] for h in hs]) for hs in columns.headers]
-        ts_type = batch.timestamp_type
-        print_contents = self.options.print_contents
-        lines = []
-        append = lines.append
-        for offset, ts, seq, hk, key, value in zip(offsets, timestamps, sequences, header_keys,
-                                                   columns.keys(), columns.values()):
-            line = (f"| offset: {offset} {ts_type}: {ts} keySize: {-1 if key is None else len(key)}"
-                    f" valueSize: {-1 if value is None else len(value)} sequence: {seq} headerKeys: [{hk}]")
-            if print_contents:
-                if key is not None:
-                    line += f" key: {key.decode('utf-8', 'replace')}"
-                if value is not None:
-                    line += f" payload: {value.decode('utf-8', 'replace')}"
-            append(line)
-        return offsets, lines
 
     def _record_lines(self, batch: RecordBatch, records, parse) -> list[str]:
         """The "| offset: ..." lines of one batch (DumpLogSegments.dumpLog's inner loop)."""
@@ -375,6 +333,234 @@ class KafkaDumpLog:
     def dump_txn_index(self, path: str) -> None:
         for line in kafka_index.txn_index_dump_lines(path):
             self.emit(line)
+
+
+class _SegmentDump:
+    """The lines of one .log: batch by batch, or a regular chunk at a time over columns.
+
+    Both ways print the same lines (tests/test_decode_shapes.py compares them);
+    a chunk's batches that need record objects (control batches, records the
+    columnar decoder leaves to ``batch_records``) go one by one, in their place.
+    """
+
+    def __init__(self, tool: KafkaDumpLog, path: str):
+        self.tool, self.path = tool, path
+        self.options = tool.options
+        self.last_offset = -1
+        self.pairs: list[tuple[int, int]] = []  # non-consecutive offsets
+        self.valid_bytes = 0
+
+    def batch(self, batch: RecordBatch) -> None:
+        tool, opts = self.tool, self.options
+        tool.emit(batch_line(batch, self.valid_bytes))
+        if opts.deep:
+            parse = _offsets_parser if opts.offsets_decoder else _plain_parser
+            records = batch_records(batch, self.path, opts.decompress_cap)
+            self._follow([record.offset for record in records])
+            tool.emit_many(tool._record_lines(batch, records, parse))
+        self.valid_bytes += batch.size
+        tool.damaged |= not batch.crc_valid
+
+    def _follow(self, offsets) -> None:
+        last = self.last_offset
+        for offset in offsets:
+            if offset != last + 1 and last != -1:
+                self.pairs.append((last, offset))
+            last = offset
+        self.last_offset = last
+
+    def chunk(self, headers: BatchHeaders) -> None:
+        import numpy as np
+
+        opts = self.options
+        columns = {name: headers.column(name) for name in _HEADER_FIELDS}
+        columns["crc_valid"] = columns["crc"] == headers.computed_crc
+        columns["position"] = headers.position
+        columns["size"] = headers.size
+        records = None
+        by_batch = np.ones(len(headers), dtype=bool)
+        if opts.deep:
+            records = chunk_records(headers, self.path, opts.decompress_cap)
+            by_batch = records.decoded & (columns["attributes"] & 0x20 == 0)  # control batches: one by one
+        start = 0
+        for one in np.flatnonzero(~by_batch).tolist() + [len(headers)]:
+            if one > start:
+                self._run(columns, records, start, one)
+            if one < len(headers):
+                self.batch(headers.batch(one))
+            start = one + 1
+
+    def _run(self, columns: dict, records, a: int, b: int) -> None:
+        """Batches a..b-1 of a chunk, with their records (decoded in ``records``) when deep."""
+        import numpy as np
+
+        tool = self.tool
+        column = {name: values[a:b] for name, values in columns.items()}
+        lines = _batch_lines(column)
+        if records is not None:
+            first = records.first[a:b + 1]
+            per_batch = np.diff(first)
+            batch_of = np.repeat(np.arange(b - a), per_batch)
+            record_lines, offsets = _record_lines(column, records, first[0], first[-1], batch_of,
+                                                  self.options.print_contents)
+            if len(offsets):
+                previous = np.concatenate(([self.last_offset], offsets[:-1]))
+                gaps = np.flatnonzero((offsets != previous + 1) & (previous != -1))
+                self.pairs.extend(zip(previous[gaps].tolist(), offsets[gaps].tolist()))
+                self.last_offset = int(offsets[-1])
+            # each batch's line, then its records' lines
+            batch_at = np.arange(b - a) + (first[:-1] - first[0])
+            merged = np.empty(len(lines) + len(record_lines), dtype=object)
+            is_record = np.ones(len(merged), dtype=bool)
+            is_record[batch_at] = False
+            merged[batch_at] = lines
+            merged[is_record] = record_lines
+            lines = merged.tolist()
+        tool.emit_many(lines)
+        self.valid_bytes = int(column["position"][-1] + column["size"][-1])
+        tool.damaged |= not column["crc_valid"].all()
+
+
+_HEADER_FIELDS = ("base_offset", "partition_leader_epoch", "crc", "attributes", "last_offset_delta", "base_timestamp",
+                  "max_timestamp", "producer_id", "producer_epoch", "base_sequence", "record_count")
+
+
+def _texts(values) -> str | list[str]:
+    """An int column as text: one str when every value is the same, else a str per value
+    (converted once per run of equal values: timestamps repeat within a millisecond)."""
+    import numpy as np
+
+    heads = np.flatnonzero(values[1:] != values[:-1]) + 1
+    if not len(heads):
+        return str(values[0])
+    if len(heads) > len(values) // 4:
+        return list(map(str, values.tolist()))
+    heads = np.concatenate(([0], heads))
+    texts = np.array(list(map(str, values[heads].tolist())), dtype=object)
+    return np.repeat(texts, np.diff(heads, append=len(values))).tolist()
+
+
+def _texts_of(values, known, known_texts: str | list[str]) -> str | list[str]:
+    """``_texts(values)``, reusing ``known_texts`` (of the column ``known``) when the values are those."""
+    if len(values) == len(known) and (values == known).all():
+        return known_texts
+    return _texts(values)
+
+
+def _chosen(flags, when_set: str, otherwise: str) -> str | list[str]:
+    """A text for each flag: one str when every flag is the same."""
+    if flags.all() or not flags.any():
+        return when_set if flags[0] else otherwise
+    return [when_set if flag else otherwise for flag in flags.tolist()]
+
+
+def _lines(pieces: list, count: int) -> list[str]:
+    """``count`` lines, each the concatenation of ``pieces``: a str is the same in every
+    line, a list gives each line its own (joined in a C loop, no format per line)."""
+    merged: list = []
+    for piece in pieces:
+        if isinstance(piece, str) and merged and isinstance(merged[-1], str):
+            merged[-1] += piece
+        else:
+            merged.append(piece)
+    if len(merged) == 1 and isinstance(merged[0], str):
+        return merged * count
+    return list(map("".join, zip(*[repeat(piece) if isinstance(piece, str) else piece for piece in merged])))
+
+
+def _batch_lines(column: dict) -> list[str]:
+    """``batch_line`` of each v2 batch of a run, from header columns."""
+    import numpy as np
+
+    attributes = column["attributes"]
+    kinds = [RecordBatch(0, 2, 0, 0, 0, 0, int(attrs), 0) for attrs in np.unique(attributes).tolist()]
+    by_kind = [np.flatnonzero(attributes == kind.attributes) for kind in kinds]
+
+    def per_kind(text) -> str | list[str]:
+        if len(kinds) == 1:
+            return text(kinds[0])
+        texts = np.empty(len(attributes), dtype=object)
+        for kind, rows in zip(kinds, by_kind):
+            texts[rows] = text(kind)
+        return texts.tolist()
+
+    base = column["base_offset"]
+    last = base + column["last_offset_delta"]
+    base_texts = _texts(base)
+    base_seq = column["base_sequence"]
+    with_horizon = attributes & 0x40 != 0
+    horizon = _optional_long(None)
+    if with_horizon.any():
+        horizon = [_optional_long(ts if flag else None) for flag, ts in
+                   zip(with_horizon.tolist(), column["base_timestamp"].tolist())]
+    pieces = [
+        "baseOffset: ", base_texts, " lastOffset: ", _texts_of(last, base, base_texts),
+        " count: ", _texts(column["record_count"]),
+        " baseSequence: ", _texts(base_seq),
+        " lastSequence: ", _texts(increment_sequences(base_seq, column["last_offset_delta"])),
+        " producerId: ", _texts(column["producer_id"]), " producerEpoch: ", _texts(column["producer_epoch"]),
+        " partitionLeaderEpoch: ", _texts(column["partition_leader_epoch"]),
+        " isTransactional: ", per_kind(lambda kind: _java_bool(kind.is_transactional)),
+        " isControl: ", per_kind(lambda kind: _java_bool(kind.is_control)),
+        " deleteHorizonMs: ", horizon,
+        " position: ", _texts(column["position"]), " ", per_kind(lambda kind: kind.timestamp_type), ": ",
+        _texts(column["max_timestamp"]), " size: ", _texts(column["size"]), " magic: 2",
+        " compresscodec: ", per_kind(lambda kind: kind.codec_name), " crc: ", _texts(column["crc"]),
+        " isvalid: ", _chosen(column["crc_valid"], "true", "false"),
+    ]
+    return _lines(pieces, len(base))
+
+
+def _record_lines(column: dict, records, r0: int, r1: int, batch_of, print_contents: bool):
+    """The "| offset: ..." lines of records r0..r1-1 of a chunk (v2, not control) and their offsets;
+    ``batch_of`` gives each record's batch in the run's header ``column``s."""
+    import numpy as np
+
+    count = r1 - r0
+    if not count:
+        return [], np.zeros(0, dtype=np.int64)
+    one_each = count == len(column["base_offset"])  # every batch holds one record
+    base = column["base_offset"][batch_of]
+    offsets = base + records.offset_delta[r0:r1]
+    log_append = (column["attributes"] & 0x08 != 0)[batch_of]
+    max_ts = column["max_timestamp"][batch_of]
+    timestamps = np.where(log_append, max_ts, column["base_timestamp"][batch_of] + records.timestamp_delta[r0:r1])
+    if one_each:  # the batch line's texts say the same
+        offset_texts = _texts_of(offsets, base, _texts(base))
+        timestamp_texts = _texts_of(timestamps, max_ts, _texts(max_ts))
+    else:
+        offset_texts, timestamp_texts = _texts(offsets), _texts(timestamps)
+    key_len, value_len = records.key_len[r0:r1], records.value_len[r0:r1]
+    if records.headers is None:
+        header_keys = ""
+    else:
+        header_keys = [",".join([h[0] for h in found]) for found in records.headers[r0:r1]]
+    pieces = [
+        "| offset: ", offset_texts, " ", _chosen(log_append, TIMESTAMP_TYPES[1], TIMESTAMP_TYPES[0]), ": ",
+        timestamp_texts, " keySize: ", _texts(key_len), " valueSize: ", _texts(value_len),
+        " sequence: ", _texts(increment_sequences(column["base_sequence"][batch_of], records.offset_delta[r0:r1])),
+        " headerKeys: [", header_keys, "]",
+    ]
+    if print_contents:
+        data = records.data
+        for label, starts, lengths in ((" key: ", records.key_start[r0:r1], key_len),
+                                       (" payload: ", records.value_start[r0:r1], value_len)):
+            present = lengths >= 0
+            if present.any():
+                pieces += [_chosen(present, label, ""), _utf8_texts(data, starts, lengths)]
+    return _lines(pieces, count), offsets
+
+
+def _utf8_texts(data: bytes, starts, lengths) -> list[str]:
+    """Java's new String(bytes, UTF_8) of ``data[start:start + length]`` for each ("" for length -1)."""
+    stops = (starts + lengths).tolist()
+    starts = starts.tolist()
+    # every byte a character: all texts cut in one C loop; ASCII ones are already right
+    cut = itemgetter(*map(slice, starts, stops))(data.decode("latin-1"))
+    texts = list(cut) if len(starts) > 1 else [cut]
+    for i in [i for i, ascii in enumerate(map(str.isascii, texts)) if not ascii]:
+        texts[i] = _utf8(data[starts[i]:stops[i]])
+    return texts
 
 
 def _json_name(snake: str) -> str:

@@ -25,7 +25,7 @@ from segtool.engine.partition import PartitionView
 from segtool.engine.safe_write import plan_outputs, refuse_inside_inputs, write_atomically
 from segtool.errors import UnreadableInput
 from segtool.formats import rocketmq as rmq
-from segtool.formats.kafka_log import BatchScan, batch_records
+from segtool.formats.kafka_log import BatchHeaders, BatchScan, batch_records, chunk_records, first_record_where
 from segtool.ops.dump import record_item
 from segtool.ops.output_schema import IndexKeysReport
 
@@ -140,6 +140,42 @@ def _usable_index(partition: PartitionView, directory: str | None):
     return view, None
 
 
+def _keyed_records(headers: BatchHeaders, wanted: bytes, path: str) -> list[tuple[int, list[int] | None]]:
+    """(batch, offsets of its records keyed ``wanted``) for the batches of a regular chunk that
+    hold any, in order; offsets None for a batch left undecoded (``batch_records`` reads it)."""
+    import numpy as np
+
+    records = chunk_records(headers, path)
+    first, decoded = records.first, records.decoded
+    # the keys of the right length, then byte by byte (numpy), then whole (the few left)
+    found = np.flatnonzero(records.key_len == len(wanted))
+    data = records.data
+    view = np.frombuffer(data, dtype=np.uint8)
+    for i, byte in enumerate(wanted[:16]):
+        found = found[view[records.key_start[found] + i] == byte]
+    del view
+    starts = records.key_start[found].tolist()
+    found = np.array([r for r, start in zip(found.tolist(), starts) if data[start:start + len(wanted)] == wanted],
+                     dtype=np.int64)
+    holding = np.searchsorted(first, found, side="right") - 1
+    offsets = headers.column("base_offset")[holding] + records.offset_delta[found]
+    by_batch: dict[int, list[int] | None] = {int(i): None for i in np.flatnonzero(~decoded)}
+    for i, offset in zip(holding.tolist(), offsets.tolist()):
+        by_batch.setdefault(i, []).append(offset)
+    return sorted(by_batch.items())
+
+
+def _records_keyed(batch, wanted: bytes, offsets: list[int] | None, path: str) -> list:
+    """The records of ``batch`` keyed ``wanted``: decoded one by one at ``offsets`` when given
+    (skipping the others by their length), else from the whole batch."""
+    if offsets is not None:
+        records = [first_record_where(batch, offset, path=path) for offset in offsets]
+        if all(record is not None and record.offset == offset and record.key == wanted
+               for record, offset in zip(records, offsets)):
+            return records
+    return [record for record in batch_records(batch, path) if record.key == wanted]
+
+
 def lookup_kafka_key(partition_dir: str, key: str, max_num: int = 1000, key_index: str | None = None) -> dict:
     """Every record whose key equals ``key`` (UTF-8), in offset order (at most ``max_num``).
 
@@ -165,12 +201,15 @@ def lookup_kafka_key(partition_dir: str, key: str, max_num: int = 1000, key_inde
     else:
         collisions = 0
         for segment in partition.segments:
-            for batch in BatchScan(segment.log, path=segment.log_path):
-                if batch.is_control:
-                    continue
-                for record in batch_records(batch, segment.log_path):
-                    if record.key == wanted:
-                        hits.append(record_item(batch, record, segment.log_path))
+            scan = BatchScan(segment.log, path=segment.log_path)
+            for positions, end in scan.chunks():
+                headers = BatchHeaders(segment.log, segment.log_path, positions, end)
+                keyed = ((batch, None) for batch in headers.batches()) if not headers.regular else (
+                    (headers.batch(i), offsets) for i, offsets in _keyed_records(headers, wanted, segment.log_path))
+                for batch, offsets in keyed:
+                    if not batch.is_control:
+                        hits.extend(record_item(batch, record, segment.log_path)
+                                    for record in _records_keyed(batch, wanted, offsets, segment.log_path))
         hits = hits[:max_num]
         method = "scan"
     hits.sort(key=lambda h: h["offset"])
