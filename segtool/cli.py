@@ -323,6 +323,19 @@ class _Styled:
             sys.stdout.write(line + "\n")
 
 
+def _salvage_text(salvage: dict) -> str:
+    """What reading past damage keeps after the recovery point, in words."""
+    if "batches" in salvage:  # Kafka
+        if not salvage["batches"]:
+            return "no valid batch after the recovery point"
+        return (f"{salvage['batches']} valid batches after the recovery point, {salvage['records']} records, "
+                f"offsets {salvage['first_offset']}..{salvage['last_offset']} (segtool salvage writes them back)")
+    if not salvage["messages"]:
+        return "no valid message after the recovery point"
+    return (f"{salvage['messages']} valid messages after the recovery point, physical offsets "
+            f"{salvage['first_phy_offset']}..{salvage['last_phy_offset']} (segtool salvage writes them back)")
+
+
 def _render_verify(report: dict) -> None:
     """Problems first, in one screen; then the clean and skipped files, one line each."""
     say = _Styled()
@@ -355,6 +368,9 @@ def _render_verify(report: dict) -> None:
             broker = "RocketMQ" if item.get("kind", "").startswith("rocketmq") else "Kafka"
             say(f"  {broker}'s recovery would keep {recovery['valid_bytes']} bytes and cut "
                 f"{recovery['bytes_lost']} ({recovery['records_lost']} records, stop: {recovery.get('stop_reason')})")
+        salvage = (recovery or {}).get("salvage")
+        if salvage:
+            say(f"  reading past the damage: {_salvage_text(salvage)}")
     rest = [item for item in report["files"] if item["status"] not in ("problems", "unreadable")]
     if rest:
         say("")
@@ -566,6 +582,54 @@ def scan(
 
 
 @app.command()
+def carve(
+    paths: List[str] = typer.Argument(..., help="Any files (disk or partition images, core dumps, damaged segments) or directories (every file below them).", metavar="PATH..."),
+    out: str = typer.Option(..., "--out", "-o", help="Directory for finds.jsonl, kafka_batches.parquet, kafka_records.parquet, rocketmq_messages.parquet and carve-report.json.", metavar="DIR"),
+    force: bool = typer.Option(False, "--force", help="Replace the outputs of an earlier carve in DIR (each is backed up first)."),
+    no_hash: bool = typer.Option(False, "--no-hash", help="Skip the sha256 of each input (faster on huge images)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+):
+    """Find every checksum-valid Kafka batch and RocketMQ message at any byte of any file.
+
+    Finds are grouped into runs (Kafka: continuing offsets or a producer's sequence; RocketMQ:
+    topic and queue) and written with their byte positions. Exit code 0 when something was found
+    and every find placed in a run, 1 when nothing was found or a find could not be placed
+    (duplicates, offset conflicts, records that do not decode; see the report), 2 when an input
+    is unreadable.
+
+    Examples:
+
+      segtool carve /cases/42/disk.img --out /cases/42/carved
+
+      segtool carve --json core.1234 damaged-partition/ --out carved > carve-report.json
+    """
+    from segtool.ops.carve import carve as run_carve, exit_code as carve_exit_code
+
+    with _Progress(enabled=not as_json) as progress:
+        report = run_carve(paths, out, force=force, hash_inputs=not no_hash, progress_factory=progress.factory)
+    if as_json:
+        _print_json(report)
+    else:
+        summary, search = report["summary"], report["search"]
+        sys.stdout.write(f"{summary['kafka_batches']} Kafka batches ({summary['kafka_records']} records) and "
+                         f"{summary['rocketmq_messages']} RocketMQ messages in {len(report['inputs'])} files, "
+                         f"{summary['runs']} runs; {summary['unplaced']} finds not placed\n")
+        sys.stdout.write(f"searched {search['bytes_searched']} bytes: {search['candidates']} candidates, "
+                         f"{search['checksums']} checksums computed (false finds expected: "
+                         f"{search['expected_false_finds']:.2g})\n")
+        for item in report["unplaced"][:5]:
+            sys.stdout.write(f"not placed: {item['file']} byte {item['position']}: {item['reason']}: {item['message']}\n")
+        if summary["unplaced"] > 5:
+            sys.stdout.write(f"... and {summary['unplaced'] - 5} more in {os.path.join(out, 'carve-report.json')}\n")
+        for written in report["written"]:
+            sys.stdout.write(f"wrote {written['path']} ({written['size']} bytes, sha256 {written['sha256']})\n")
+            _say_replaced(written)
+        sys.stdout.write(f"wrote {os.path.join(out, 'carve-report.json')}\n")
+    _name_unreadable(report["unreadable"])
+    raise typer.Exit(carve_exit_code(report))
+
+
+@app.command()
 def trim(
     paths: List[str] = typer.Argument(..., help=".index / .timeindex files, or directories (every index file below them).", metavar="PATH..."),
     out: Optional[str] = typer.Option(None, "--out", "-o", help="Directory to write the trimmed files into (as OUT/<partition>/<file>).", metavar="DIR"),
@@ -603,6 +667,72 @@ def trim(
         sys.stdout.write(f"total reclaimed: {report['bytes_reclaimed']} bytes\n")
     _name_unreadable(report["unreadable"])
     raise typer.Exit(EXIT_UNREADABLE if report["unreadable"] else EXIT_CLEAN if report["files"] else EXIT_PROBLEMS)
+
+
+@app.command()
+def salvage(
+    paths: List[str] = typer.Argument(..., help="Kafka partition or log directories, or a RocketMQ store.", metavar="PATH..."),
+    out: str = typer.Option(..., "--out", "-o", help="Directory for the new partitions (OUT/<partition>/) or the new store.", metavar="DIR"),
+    force: bool = typer.Option(False, "--force", help="Replace files already in --out (each is backed up first)."),
+    index_interval_bytes: int = typer.Option(4096, "--index-interval-bytes", min=1, help="Kafka: the topic's index.interval.bytes.", metavar="BYTES"),
+    as_json: bool = typer.Option(False, "--json", help="One JSON report on stdout."),
+):
+    """Write back what survives damage: every valid Kafka batch into a new partition (offsets,
+    timestamps and bytes unchanged, indexes as Kafka's recovery writes them), or every valid
+    RocketMQ message at its physical offset into a new store (ConsumeQueues, IndexFiles and a
+    Parquet list of the survivors rebuilt).  Reports every damaged byte range and what it lost.
+
+    Exit code 0 when nothing was lost, 1 when damage was found or something could not be written
+    back, 2 when an input is unreadable.
+
+    Examples:
+
+      segtool salvage evidence/orders-0 --out /cases/42/salvaged
+
+      segtool salvage evidence/rocketmq/store --out /cases/42/store --json > salvage.json
+    """
+    from segtool.ops.render import damaged_range_text
+    from segtool.ops.salvage import exit_code as salvage_exit_code, salvage as run_salvage
+
+    with _Progress(enabled=not as_json) as progress:
+        report = run_salvage(paths, out, index_interval_bytes=index_interval_bytes, force=force,
+                             progress_factory=progress.factory)
+    _State.exit_if_output_closed = salvage_exit_code(report)
+    if as_json:
+        _print_json(report)
+    else:
+        for item in report["partitions"] + report["stores"]:
+            sys.stdout.write(f"{item.get('directory') or item.get('store')} -> {item['out_directory']}\n")
+            for damaged in item["damaged_ranges"]:
+                sys.stdout.write(f"  damaged {damaged['file']}: {damaged_range_text(damaged)}\n")
+            for conflict in item["conflicts"]:
+                sys.stdout.write(f"  not written back: {conflict['file']} byte {conflict['position']}, offsets "
+                                 f"{conflict['first_offset']}..{conflict['last_offset']}: {conflict['reason']}\n")
+        for partition in report["partitions"]:
+            lost = ", ".join(f"{r['first_offset']}..{'?' if r['last_offset'] is None else r['last_offset']}"
+                             for r in partition["offset_ranges_lost"]) or "none"
+            sys.stdout.write(f"  {partition['batches_kept']} batches kept, {partition['batches_failed_crc']} failed "
+                             f"their CRC, offsets lost: {lost}\n")
+            for segment in partition["segments"]:
+                for written in segment["written"]:
+                    sys.stdout.write(f"  wrote {written['path']} ({written['size']} bytes, sha256 {written['sha256']})\n")
+                    _say_replaced(written)
+        for store in report["stores"]:
+            lost = sum(r["last_offset"] - r["first_offset"] + 1 for r in store["queue_offsets_lost"])
+            sys.stdout.write(f"  {store['messages_kept']} messages kept, {store['messages_failed_crc']} failed their "
+                             f"body CRC, {lost} queue offsets lost; wrote {len(store['written'])} store files and "
+                             f"{store['messages_parquet']['path']}\n")
+            for note in store["notes"]:
+                sys.stdout.write(f"  note: {note}\n")
+        summary = report["summary"]
+        sys.stdout.write("nothing lost\n" if summary["nothing_lost"] else
+                         f"{summary['damaged_ranges']} damaged ranges ({summary['bytes_damaged']} bytes); see --json "
+                         "for every range and lost offset\n")
+        if report["skipped"]:
+            sys.stdout.write(f"{len(report['skipped'])} other files not written back (each named with its reason "
+                             "in --json)\n")
+    _name_unreadable(report["unreadable"])
+    raise typer.Exit(salvage_exit_code(report))
 
 
 @app.command("index-keys")

@@ -67,6 +67,13 @@ class FindingKind(Enum):
         Severity.ERROR, "Kafka `.log`; RocketMQ CommitLog",
         "where the broker's log recovery stops, with its reason",
         "recovery truncates the log here and drops everything after it")
+    DAMAGED_RANGE = (
+        Severity.ERROR, "Kafka `.log`; RocketMQ CommitLog",
+        "bytes after the recovery point that hold no valid batch or message, found by reading past the damage "
+        "to the next one whose checksum holds: first and last byte, why, and the offsets lost as the valid "
+        "neighbours tell them",
+        "the broker's recovery drops them with every valid batch or message after them; `segtool salvage` "
+        "keeps those")
     # -- Kafka .log ---------------------------------------------------------------------------------
     CORRUPT_FRAMING = (
         Severity.ERROR, "Kafka `.log`", "a size field no batch can have (Kafka's CorruptRecordException words)",

@@ -60,6 +60,11 @@ def _rows(tmp: Path) -> list[tuple[str, list, int]]:
         ("scan missing", ["scan", tmp / "absent", "--out", tmp / "s3"], 2),
         ("scan nothing found", ["scan", nothing, "--out", tmp / "s4"], 1),
         ("rebuild-index nothing found", ["rebuild-index", nothing, "--out", tmp / "r3"], 1),
+        ("salvage clean", ["salvage", partition, "--out", tmp / "salvaged"], 0),
+        ("salvage crc flip", ["salvage", corpus_path("kafka", "c11a-crc-byte-flip", "data"), "--out", tmp / "v2"], 1),
+        ("salvage no out", ["salvage", partition], 2),
+        ("salvage missing", ["salvage", tmp / "absent", "--out", tmp / "v3"], 2),
+        ("salvage nothing found", ["salvage", nothing, "--out", tmp / "v4"], 1),
         ("unknown command", ["frobnicate"], 2),
     ]
 
@@ -132,6 +137,7 @@ def test_json_on_every_command(tmp_path):
                  ["rebuild-index", partition, "--out", tmp_path / "r", "--json"],
                  ["trim", partition, "--dry-run", "--json"],
                  ["index-keys", partition, "--out", tmp_path / "k", "--json"],
+                 ["salvage", partition, "--out", tmp_path / "v", "--json"],
                  ["scan", partition, "--out", tmp_path / "s", "--json", "--workers", "1"]):
         run = segtool(*args)
         assert run.returncode == 0, (args, run.stderr)

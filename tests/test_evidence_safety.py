@@ -49,12 +49,14 @@ def test_read_only_inputs_are_read_and_left_identical(tmp_path):
         segtool("lookup", part, "--timestamp", "earliest"),
         segtool("rebuild-index", part, "--out", tmp_path / "rebuilt"),
         segtool("trim", part / "00000000000000000000.index", "--out", tmp_path / "trimmed"),
+        segtool("salvage", evidence, "--out", tmp_path / "salvaged"),
     ]
     for run in runs:
         assert run.returncode in (0, 1), run.stderr
         assert "Traceback" not in run.stderr
     assert _snapshot(evidence) == before
     assert (tmp_path / "rebuilt" / "c01-plain-0" / "00000000000000000000.index").exists()
+    assert (tmp_path / "salvaged" / "c01-plain-0" / "00000000000000000000.log").exists()
     evidence.chmod(stat.S_IRWXU)
 
 
@@ -63,7 +65,8 @@ def test_writing_commands_refuse_the_evidence_directory(tmp_path):
     shutil.copytree(_case("c04-transactions") / "data" / "c04-txn-0", evidence)
     before = _snapshot(evidence)
     for args in (("rebuild-index", evidence, "--out", evidence), ("rebuild-index", evidence),
-                 ("trim", evidence / "00000000000000000000.index", "--out", evidence / "x")):
+                 ("trim", evidence / "00000000000000000000.index", "--out", evidence / "x"),
+                 ("salvage", evidence, "--out", evidence / "x")):
         run = segtool(*args)
         assert run.returncode == 2 and run.stderr.startswith("segtool: ")
     assert _snapshot(evidence) == before

@@ -55,8 +55,12 @@ def _outputs(tmp_path) -> dict[str, list]:
     out["rebuild-index"] += _segtool("rebuild-index", store, "--out", tmp_path / "r", "--json")
     out["trim"] += _segtool("trim", kafka / "c02-unclean-hot-copy" / "data", "--out", tmp_path / "t", "--json")
     out["index-keys"] += _segtool("index-keys", compacted, "--out", tmp_path / "i", "--json")
+    out["salvage"] += _segtool("salvage", kafka / "c11a-crc-byte-flip" / "data", "--out", tmp_path / "sk", "--json")
+    out["salvage"] += _segtool("salvage", rocketmq / "corrupt-body-crc" / "store", "--out", tmp_path / "sr", "--json")
     out["scan"] += _segtool("scan", kafka / "c04-transactions" / "data", store, "--out", tmp_path / "s", "--json",
                             "--workers", "1")
+    out["carve"] += _segtool("carve", kafka / "c08-legacy-formats" / "data", store / "commitlog", "--out",
+                             tmp_path / "c", "--json")
     return out
 
 

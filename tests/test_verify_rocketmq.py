@@ -393,9 +393,15 @@ def test_loose_commitlog_file_outside_a_store(tmp_path):
     detected = detect(str(loose))
     assert detected.kind == "rocketmq-commitlog"  # by its magic
     result = verify_rocketmq_file(detected)
-    (problem,) = _errors(result)
-    assert (problem["kind"], problem["byte_offset"]) == ("crc_mismatch", corruption["fileOffset_of_message"])
-    assert result["recovery"]["valid_bytes"] == corruption["fileOffset_of_message"]
+    at = corruption["fileOffset_of_message"]
+    # the flipped message, and the range reading past it skips: that message's bytes exactly
+    assert [(p["kind"], p["byte_offset"]) for p in _errors(result)] == [("crc_mismatch", at), ("damaged_range", at)]
+    assert result["recovery"]["valid_bytes"] == at
+    after = [m for m in rmq.walk_commitlog(loose.read_bytes(), file_from_offset=int(corruption["file"]))
+             if isinstance(m, dict) and m["fileOffset"] > at]
+    salvage = result["recovery"]["salvage"]
+    assert (salvage["messages"], salvage["first_phy_offset"], salvage["last_phy_offset"]) == (
+        len(after), after[0]["phyOffset"], after[-1]["phyOffset"])
 
 
 # --------------------------------------------------------------------------

@@ -99,7 +99,7 @@ def test_existing_output_is_refused_unless_force_and_then_backed_up(tmp_path):
 
 
 def test_every_writing_command_twice_in_place_keeps_every_original(tmp_path, cache):
-    """rebuild-index (Kafka and RocketMQ), trim and index-keys, each run twice: every byte replaced
+    """rebuild-index (Kafka and RocketMQ), trim, index-keys and salvage, each run twice: every byte replaced
     by either run is still on disk, found by the sha256 the reports give."""
     logdir = _kafka_logdir(tmp_path, "c02-unclean-hot-copy")
     partition = logdir / "c02-hot-idx1m-0"
@@ -124,6 +124,12 @@ def test_every_writing_command_twice_in_place_keeps_every_original(tmp_path, cac
         keys = segtool("index-keys", partition, "--json", env=cache)
         assert keys.returncode == 0, keys.stderr
         assert not Path(json.loads(keys.stdout)["index_dir"]).is_relative_to(logdir)
+        for source, out in ((partition, "salvaged-partition"), (store, "salvaged-store")):
+            salvaged = segtool("salvage", source, "--out", tmp_path / out, "--force", "--json", env=cache)
+            assert salvaged.returncode in (0, 1), salvaged.stderr
+            report = json.loads(salvaged.stdout)
+            replaced += [w for p in report["partitions"] for s in p["segments"] for w in s["written"]]
+            replaced += [w for s in report["stores"] for w in s["written"]]
     on_disk = {_sha(p) for root in (partition, store) for p in root.rglob("*") if p.is_file()}
     for path, digest in originals.items():
         assert digest in on_disk, f"the original bytes of {path} are gone"

@@ -35,7 +35,7 @@ from typing import Callable, Iterable, Iterator, NamedTuple
 import numpy as np
 
 from segtool.engine.inventory import store_directory
-from segtool.errors import SegtoolError, UnreadableInput
+from segtool.errors import SegtoolError
 from segtool.formats import rocketmq as rmq
 from segtool.formats.json_names import message_json
 

@@ -10,7 +10,9 @@ so (``--in-place`` or ``--force``), and then its bytes are first copied to a
 backup whose name no earlier run has used (``<name>.segtool-backup-<UTC time>``,
 created exclusively), so a second run keeps the first run's backup.  Runs of
 zeros are left as holes where the file system allows (a RocketMQ IndexFile is
-mostly empty slots).
+mostly empty slots).  Outputs too large to hold in memory (carve's JSON Lines and
+Parquet) are filled in their temporary file by the caller (``staged``) and then
+put in place the same way.
 """
 
 from __future__ import annotations
@@ -18,6 +20,9 @@ from __future__ import annotations
 import hashlib
 import os
 import time
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Iterator
 
 from segtool.errors import SegtoolError
 
@@ -96,19 +101,14 @@ def write_atomically(target: str, data, replace: bool = False, backup: bool = Tr
     An existing target is refused unless ``replace``; then it is first backed up
     (unless ``backup`` is False because the caller has already copied it away).
     """
-    directory = os.path.dirname(os.path.abspath(target))
     exists = os.path.lexists(target)
     if exists and not replace:
         raise SegtoolError("already exists: segtool never overwrites a file; give --force to replace it "
                            "(a backup is kept) or choose another --out", target)
     expected = hashlib.sha256(data).hexdigest()
     if exists and os.path.isfile(target) and _sha256_file(target) == expected:
-        # the same bytes are there already: nothing replaced, no backup piled up by a rerun
-        return {"path": target, "size": len(memoryview(data).cast("B")),
-                "allocated_bytes": os.stat(target).st_blocks * 512, "sha256": expected, "backup": None,
-                "replaced_sha256": None, "unchanged": True}
-    temp = os.path.join(directory, f".{os.path.basename(target)}{TEMP_MARK}-{os.getpid()}")
-    replaced = {"backup": None, "replaced_sha256": None}
+        return _unchanged(target, expected)
+    temp = _temp_name(target)
     try:
         fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         try:
@@ -118,18 +118,76 @@ def write_atomically(target: str, data, replace: bool = False, backup: bool = Tr
             os.close(fd)
         if _sha256_file(temp) != expected:
             raise SegtoolError("the written file does not read back identically; target left untouched", target)
-        if exists:
-            replaced = back_up(target) if backup else {"backup": None, "replaced_sha256": _sha256_file(target)}
-        os.replace(temp, target)
-        fsync_dir(directory)
+        return _put_in_place(temp, target, expected, exists, backup)
     except OSError as exc:
         raise SegtoolError(f"cannot write: {exc.strerror or exc}", target) from None
     finally:
         if os.path.exists(temp):
             os.unlink(temp)
-    allocated = os.stat(target).st_blocks * 512
-    return {"path": target, "size": len(memoryview(data).cast("B")), "allocated_bytes": allocated,
-            "sha256": expected, **replaced, "unchanged": False}
+
+
+def _temp_name(target: str) -> str:
+    directory = os.path.dirname(os.path.abspath(target))
+    return os.path.join(directory, f".{os.path.basename(target)}{TEMP_MARK}-{os.getpid()}")
+
+
+def _unchanged(target: str, sha256: str) -> dict:
+    """The same bytes are there already: nothing replaced, no backup piled up by a rerun."""
+    return {"path": target, "size": os.path.getsize(target), "allocated_bytes": os.stat(target).st_blocks * 512,
+            "sha256": sha256, "backup": None, "replaced_sha256": None, "unchanged": True}
+
+
+def _put_in_place(temp: str, target: str, sha256: str, exists: bool, backup: bool) -> dict:
+    """Rename the synced ``temp`` over ``target`` (backed up first when it exists) and sync the directory."""
+    replaced = {"backup": None, "replaced_sha256": None}
+    if exists:
+        replaced = back_up(target) if backup else {"backup": None, "replaced_sha256": _sha256_file(target)}
+    os.replace(temp, target)
+    fsync_dir(os.path.dirname(os.path.abspath(target)))
+    stat = os.stat(target)
+    return {"path": target, "size": stat.st_size, "allocated_bytes": stat.st_blocks * 512, "sha256": sha256,
+            **replaced, "unchanged": False}
+
+
+@dataclass
+class Staged:
+    """The temporary file a caller fills (``path``), and once it is in place what was written."""
+
+    path: str
+    written: dict | None = None
+
+
+@contextmanager
+def staged(target: str, replace: bool = False) -> Iterator[Staged]:
+    """Create ``target`` from a temporary file the caller writes (an output too large for memory).
+
+    When the block ends without an error the file is synced, hashed as read
+    back from disk and renamed over ``target`` as ``write_atomically`` does
+    (an existing target only when ``replace``, backed up first); on an error
+    the temporary file is removed and ``target`` is left as it was.
+    """
+    exists = os.path.lexists(target)
+    if exists and not replace:
+        raise SegtoolError("already exists: segtool never overwrites a file; give --force to replace it "
+                           "(a backup is kept) or choose another --out", target)
+    stage = Staged(_temp_name(target))
+    try:
+        yield stage
+        fd = os.open(stage.path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        written_sha256 = _sha256_file(stage.path)
+        if exists and os.path.isfile(target) and _sha256_file(target) == written_sha256:
+            stage.written = _unchanged(target, written_sha256)
+        else:
+            stage.written = _put_in_place(stage.path, target, written_sha256, exists, backup=True)
+    except OSError as exc:
+        raise SegtoolError(f"cannot write: {exc.strerror or exc}", target) from None
+    finally:
+        if os.path.exists(stage.path):
+            os.unlink(stage.path)
 
 
 def _tree_of(path: str) -> str:

@@ -578,16 +578,17 @@ class CommitLogEnd:
 
 
 def walk_commitlog(buf, *, file_from_offset: int = 0, file: str | None = None, path: str | None = None,
-                   **decode_options) -> Iterator[dict | CommitLogEnd]:
+                   start: int = 0, **decode_options) -> Iterator[dict | CommitLogEnd]:
     """Every message of one CommitLog file (a buffer) as ``CommitLog.checkMessageAndReturnSize``
-    reads them, in order, then one ``CommitLogEnd``.
+    reads them, in order from byte ``start`` (0, or where reading resumes after damage), then one
+    ``CommitLogEnd``.
 
     This is the one reader of CommitLog record framing: dump, verify, the
     Spark rows, the store's recovery and reput feeds all walk through it and
     decide themselves what a message with a bad body CRC or an end means.
     """
     size = len(buf)
-    pos = 0
+    pos = start
     unpack_head = BLANK_RECORD_FAST.unpack_from
     while True:
         left = size - pos

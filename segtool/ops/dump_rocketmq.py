@@ -6,6 +6,7 @@ import os
 from typing import Iterator
 
 from segtool.source import open_buffer
+from segtool.engine.salvage import DamagedRange, commitlog_pieces
 from segtool.formats import rocketmq
 from segtool.formats.detect import DetectedFile
 from segtool.formats.json_names import message_json, snake_case_keys
@@ -17,22 +18,24 @@ def _start_offset(path: str) -> int:
     return int(name) if name.isdigit() else 0
 
 
-def _end_item(end: dict | None) -> Iterator[dict]:
-    if end and end.get("kind") in ("blank", "zero-tail"):
-        kind = "blank_end" if end["kind"] == "blank" else "zero_tail"
-        yield {"kind": kind, "byte_offset": end["fileOffset"], "phy_offset": end.get("phyOffset")}
+def _end_item(end: rocketmq.CommitLogEnd) -> Iterator[dict]:
+    if end.kind in (rocketmq.BLANK, rocketmq.ZERO_TAIL) or (end.kind == rocketmq.SHORT_TAIL
+                                                             and end.non_zero_after is None):
+        kind = "blank_end" if end.kind == rocketmq.BLANK else "zero_tail"
+        yield {"kind": kind, "byte_offset": end.file_offset, "phy_offset": end.phy_offset}
 
 
 def _commitlog(path: str) -> Iterator[dict]:
-    scan = rocketmq.CommitLogFileScan(open_buffer(path), file_from_offset=_start_offset(path),
-                                      file=os.path.basename(path), path=path, keep_body=True)
-    for message in scan:
-        message.pop("file", None)
-        yield {"kind": "message", **message_json(message)}
-        if message["bodyCRC"] != message["bodyCRCComputed"] and message["bodyCRCComputed"] is not None:
-            yield {"kind": "error", "byte_offset": message["fileOffset"],
-                   "message": f"body CRC {message['bodyCRC']} does not match computed {message['bodyCRCComputed']}"}
-    yield from _end_item(scan.end)
+    """Every message, reading past damage: each damaged stretch is one ``damaged_range`` item."""
+    for piece in commitlog_pieces(open_buffer(path), file_from_offset=_start_offset(path),
+                                  file=os.path.basename(path), path=path, keep_body=True):
+        if isinstance(piece, DamagedRange):
+            yield {"kind": "damaged_range", **piece.as_dict()}
+        elif isinstance(piece, rocketmq.CommitLogEnd):
+            yield from _end_item(piece)
+        else:
+            piece.pop("file", None)
+            yield {"kind": "message", **message_json(piece)}
 
 
 def _consumequeue(path: str) -> Iterator[dict]:

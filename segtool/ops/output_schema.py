@@ -134,16 +134,51 @@ class OtherItem(TypedDict):
     file: str
 
 
-DumpItem = Union[KafkaBatchItem, KafkaRecordItem, RocketMQMessageItem, OtherItem]
+class DamagedRangeItem(TypedDict):
+    """Bytes that hold no valid batch or message, between valid ones (``engine.salvage.DamagedRange``):
+    the offsets (Kafka) or queue offsets (RocketMQ) lost are inferred from the valid neighbours, null where
+    a side has none."""
+    kind: NotRequired[Literal["damaged_range"]]
+    file: str
+    first_byte: int
+    last_byte: int
+    length: int
+    reason: Literal["crc_mismatch", "corrupt_framing", "truncated", "zero_filled"]
+    message: str
+    first_offset: int | None
+    last_offset: int | None
+    offsets_lost: int | None
+    topic: NotRequired[str | None]
+    queue_id: NotRequired[int | None]
+    physical_offset: NotRequired[int | None]
+
+
+DumpItem = Union[KafkaBatchItem, KafkaRecordItem, RocketMQMessageItem, DamagedRangeItem, OtherItem]
 
 
 # -- verify ---------------------------------------------------------------------------------
+
+class KafkaSalvage(TypedDict):
+    """What reading past damage keeps of the bytes Kafka's recovery cuts (valid batches only)."""
+    batches: int
+    records: int
+    first_offset: int | None
+    last_offset: int | None
+
+
+class RocketMQSalvage(TypedDict):
+    """What reading past damage keeps of the bytes RocketMQ's recovery cuts (messages whose body CRC holds)."""
+    messages: int
+    first_phy_offset: int | None
+    last_phy_offset: int | None
+
 
 class Recovery(TypedDict):
     valid_bytes: int
     bytes_lost: int
     records_lost: int
     stop_reason: str | None
+    salvage: NotRequired[KafkaSalvage | RocketMQSalvage | None]
 
 
 class VerifiedFile(TypedDict):
@@ -313,6 +348,185 @@ class ScanReport(TypedDict):
     timing: dict[str, float | int | None]
 
 
+# -- salvage --------------------------------------------------------------------------------
+
+class OffsetRange(TypedDict):
+    first_offset: int
+    last_offset: int | None  # null: damage at the end of the log, no neighbour says where the offsets ended
+
+
+class QueueOffsetRange(TypedDict):
+    topic: str
+    queue_id: int
+    first_offset: int
+    last_offset: int
+
+
+class SalvageConflict(TypedDict):
+    """A valid batch or message not written back (Kafka) or not queued (RocketMQ): its offsets overlap one
+    kept, or no segment can hold it."""
+    file: str
+    position: int
+    first_offset: int
+    last_offset: int
+    reason: str
+    topic: NotRequired[str]
+    queue_id: NotRequired[int]
+
+
+class CopiedFile(TypedDict):
+    source: str
+    written: Written
+
+
+class SalvagedSegment(TypedDict):
+    log: str  # the input segment whose base offset names the output segment
+    base_offset: int
+    batches_written: int
+    bytes_written: int
+    offset_index_entries: int
+    time_index_entries: int
+    aborted_transactions: int
+    written: list[Written]
+
+
+class SalvagedPartition(TypedDict):
+    directory: str
+    out_directory: str
+    segments: list[SalvagedSegment]
+    batches_kept: int
+    batches_failed_crc: int
+    duplicates_dropped: int  # exact copies of a kept batch
+    conflicts: list[SalvageConflict]
+    damaged_ranges: list[DamagedRangeItem]
+    offset_ranges_kept: list[OffsetRange]
+    offset_ranges_lost: list[OffsetRange]
+    copied: list[CopiedFile]
+
+
+class SalvagedStore(TypedDict):
+    store: str
+    out_directory: str
+    commitlog_file_size: int
+    consume_queue_units_per_file: int
+    index_geometry: dict[str, Any]
+    messages_kept: int
+    messages_failed_crc: int
+    messages_not_queued: int  # prepared or rolled-back transactions: RocketMQ queues neither
+    consume_queue_units: int
+    index_entries: int
+    queue_offsets_lost: list[QueueOffsetRange]
+    conflicts: list[SalvageConflict]
+    damaged_ranges: list[DamagedRangeItem]
+    messages_parquet: Written
+    written: list[Written]
+    notes: list[str]
+
+
+class SalvageSummary(TypedDict):
+    damaged_ranges: int
+    bytes_damaged: int
+    batches_kept: int
+    batches_lost: int
+    messages_kept: int
+    messages_lost: int
+    nothing_lost: bool
+
+
+class SalvageReport(TypedDict):
+    out: str
+    index_interval_bytes: int
+    inputs: list[InputFile]
+    partitions: list[SalvagedPartition]
+    stores: list[SalvagedStore]
+    skipped: list[PathReason]
+    unreadable: list[PathReason]  # entries that cannot be read: named, the rest done (exit 2)
+    summary: SalvageSummary
+
+
+# -- carve ----------------------------------------------------------------------------------
+
+class SearchTotals(TypedDict):
+    """What the byte search looked at (``formats.carving.SearchCounts``): each checksum computed is a
+    1-in-2^32 chance of a false find, so ``expected_false_finds`` is checksums / 2^32."""
+    bytes_searched: int
+    candidates: int  # positions whose header bytes passed the quick tests and were decoded
+    checksums: int
+    finds: int
+    expected_false_finds: float
+
+
+class CarvedInput(TypedDict):
+    path: str
+    size: int
+    sha256: str | None
+    kafka_batches: int
+    kafka_records: int
+    rocketmq_messages: int
+    search: SearchTotals
+
+
+class ByteSpan(TypedDict):
+    file: str
+    first_byte: int
+    last_byte: int
+
+
+class CarveRun(TypedDict):
+    """Finds that belong together: Kafka batches whose offsets continue (or whose producer's sequence
+    does), a RocketMQ topic and queue; offsets are Kafka offsets or RocketMQ queue offsets."""
+    run_id: int
+    format: Literal["kafka", "rocketmq"]
+    first_offset: int
+    last_offset: int
+    count: int  # batches (Kafka) or messages (RocketMQ)
+    records: int
+    offsets_missing: int
+    topic: str | None
+    queue_id: int | None
+    spans: list[ByteSpan]
+
+
+class FindPlace(TypedDict):
+    file: str
+    position: int
+
+
+class UnplacedFind(TypedDict):
+    """A find in no run (it is still in the JSON Lines and Parquet outputs, with a null run_id)."""
+    file: str
+    position: int
+    size: int
+    format: Literal["kafka", "rocketmq"]
+    reason: Literal["undecodable", "duplicate", "offset_conflict"]
+    message: str
+    first_offset: int | None
+    last_offset: int | None
+    copy_of: FindPlace | None  # duplicate: the first copy found
+    conflicting_run: int | None
+
+
+class CarveSummary(TypedDict):
+    finds: int
+    placed: int
+    unplaced: int
+    runs: int
+    kafka_batches: int
+    kafka_records: int
+    rocketmq_messages: int
+
+
+class CarveReport(TypedDict):
+    out: str
+    inputs: list[CarvedInput]
+    unreadable: list[PathReason]  # entries that cannot be read: named, the rest done (exit 2)
+    search: SearchTotals
+    runs: list[CarveRun]
+    unplaced: list[UnplacedFind]
+    written: list[Written]
+    summary: CarveSummary
+
+
 OPEN = {VerifiedFile, LookupAnswer, RocketMQMessageItem, OtherItem, Recovery}
 
 # one schema per command: what it prints (dump: each line)
@@ -324,6 +538,8 @@ COMMAND_OUTPUTS = {
     "trim": TrimReport,
     "index-keys": IndexKeysReport,
     "scan": ScanReport,
+    "carve": CarveReport,
+    "salvage": SalvageReport,
 }
 
 

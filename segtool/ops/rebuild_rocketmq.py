@@ -44,7 +44,7 @@ from segtool.ops.output_schema import RocketMQRebuildReport
 NAMINGS = ("begin-timestamp", "now")
 
 
-def _geometry(root: Path, hash_slot_num: int | None, index_num: int | None) -> tuple[int, int, str]:
+def index_geometry(root: Path, hash_slot_num: int | None, index_num: int | None) -> tuple[int, int, str]:
     if (hash_slot_num is None) != (index_num is None):
         raise SegtoolError("give both hash_slot_num and index_num (--hash-slot-num/--index-num), or neither")
     if hash_slot_num is not None:
@@ -117,7 +117,7 @@ def rebuild_rocketmq_index(store_dir, out_dir=None, in_place: bool = False, hash
         raise SegtoolError("give --out DIR (or --in-place to replace the store's index/, with a backup)")
     if in_place and out_dir is not None:
         raise SegtoolError("give either --out DIR or --in-place, not both")
-    hs, n, geometry_source = _geometry(root, hash_slot_num, index_num)
+    hs, n, geometry_source = index_geometry(root, hash_slot_num, index_num)
 
     feed = rs.DispatchFeed("reput")
     pending = iter(range(1, 1 << 30))

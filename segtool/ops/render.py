@@ -38,6 +38,8 @@ def render_text_item(item: dict, full: bool = False) -> str:
             f" keys {show_text(item.get('keys'))} tags {show_text(item.get('tags'))}"
             f" body {item.get('body_length')} bytes crc {crc}"
         )
+    if kind == "damaged_range":
+        return f"DAMAGED {damaged_range_text(item)}"
     if kind in ("error", "zero_tail", "trailing_bytes", "blank_end"):
         label = {"error": "ERROR", "zero_tail": "zero-filled tail", "trailing_bytes": "trailing bytes",
                  "blank_end": "end-of-file blank marker"}[kind]
@@ -45,6 +47,22 @@ def render_text_item(item: dict, full: bool = False) -> str:
         return f"{label} at byte {item.get('byte_offset')}" + (f": {rest}" if rest else "")
     fields = " ".join(f"{k}={v}" for k, v in item.items() if k not in _SKIP)
     return f"{kind} {fields}"
+
+
+def damaged_range_text(item: dict) -> str:
+    """A damaged range's bytes, why, and what it lost, on one line."""
+    text = f"bytes {item['first_byte']}..{item['last_byte']} ({item['length']} bytes, {item['reason']}): {item['message']}"
+    where = f"{item['topic']} queue {item['queue_id']} " if item.get("topic") is not None else ""
+    first, last = item["first_offset"], item["last_offset"]
+    if item["offsets_lost"] == 0:
+        return text + "; no offsets lost"
+    if first is None and last is None:
+        return text
+    if last is None:
+        return text + f"; {where}offsets from {first} on lost, if it held any"
+    if first is None:
+        return text + f"; {where}offsets up to {last} lost, if it held any"
+    return text + f"; {where}offsets {first}..{last} ({item['offsets_lost']}) lost"
 
 
 # -- answers and records for people (lookup, verify) ---------------------------------

@@ -15,6 +15,7 @@ import os
 from typing import Callable
 
 from segtool.engine.recovery import SegmentObserver, recover_segment, records_after
+from segtool.engine.salvage import DamagedRange, kafka_pieces
 from segtool.source import open_buffer, sha256_of
 from segtool.engine.inventory import inventory
 from segtool.errors import CorruptData, SegtoolError, UnreadableInput
@@ -22,8 +23,9 @@ from segtool.findings import FindingKind, finding, has_errors
 from segtool.formats import kafka_index
 from segtool.formats.detect import NOT_RECOGNISED, detect
 from segtool.formats.kafka_names import offset_from_file_name
-from segtool.formats.kafka_log import BatchScan, batch_records
+from segtool.formats.kafka_log import BatchScan, batch_records, chunk_records
 from segtool.ops.output_schema import VerifyReport
+from segtool.ops.render import damaged_range_text
 
 _INT32_MAX = 2**31 - 1
 
@@ -57,20 +59,19 @@ class _BatchChecks(SegmentObserver):
         self.problems.extend(self._problems(batch, self.previous_last))
         self.previous_last = batch.last_offset
         if self.deep:
-            try:
-                self.records += len(batch_records(batch, self.path))
-            except CorruptData as exc:
-                self.problems.append(finding(FindingKind.RECORD_STRUCTURE, exc.offset, exc.message))
+            self._decode(batch)
         elif batch.magic >= 2:
             self.records += batch.record_count or 0
+
+    def _decode(self, batch) -> None:
+        try:
+            self.records += len(batch_records(batch, self.path))
+        except CorruptData as exc:
+            self.problems.append(finding(FindingKind.RECORD_STRUCTURE, exc.offset, exc.message))
 
     def chunk(self, headers) -> None:
         import numpy as np
 
-        if self.deep:  # every record is decoded anyway: batch by batch
-            for batch in headers.batches():
-                self.batch(batch)
-            return
         base_offset = headers.column("base_offset")
         last_offset = base_offset + headers.column("last_offset_delta")
         count = headers.column("record_count")
@@ -80,14 +81,24 @@ class _BatchChecks(SegmentObserver):
             ordered[0] = True
         flagged = ((headers.column("crc") != headers.computed_crc) | (count > headers.column("last_offset_delta") + 1)
                    | (last_offset - self.base > _INT32_MAX) | (base_offset < self.base) | ~ordered)
-        for i in np.flatnonzero(flagged).tolist():
-            prior = None if i == 0 and self.previous_last is None else int(previous[i])
-            self.problems.extend(self._problems(headers.batch(i), prior))
+        undecoded = set()
+        if self.deep:  # every record decoded, the chunk's at once; the rest by batch_records, which names the damage
+            decoded = chunk_records(headers, self.path).decoded
+            undecoded = set(np.flatnonzero(~decoded).tolist())
+            self.records += int(np.maximum(count[decoded], 0).sum())
+        else:
+            self.records += int(count.sum())
+        for i in sorted(undecoded.union(np.flatnonzero(flagged).tolist())):
+            batch = headers.batch(i)
+            if flagged[i]:
+                prior = None if i == 0 and self.previous_last is None else int(previous[i])
+                self.problems.extend(self._problems(batch, prior))
+            if i in undecoded:
+                self._decode(batch)
         if self.first_base is None:
             self.first_base = int(base_offset[0])
         self.previous_last = int(last_offset[-1])
         self.batches += len(headers)
-        self.records += int(count.sum())
 
     def _problems(self, batch, previous_last: int | None) -> list[dict]:
         problems = []
@@ -150,6 +161,10 @@ def verify_log(path: str, deep: bool = False, progress: Callable[[int], None] | 
     if recovery.bytes_lost and recovery.stop_reason in ("invalid_batch", "offset_out_of_range"):
         problems.append(finding(FindingKind.RECOVERY_TRUNCATION, recovery.valid_bytes,
                                 f"Kafka's recovery stops here: {recovery.stop_message}"))
+    salvage = None
+    if recovery.bytes_lost:  # a clean segment never pays for reading past damage
+        salvage = salvage_after(buf, path, recovery.valid_bytes,
+                                base if recovery.next_offset is None else recovery.next_offset, problems)
     return {
         "batches": checks.batches,
         "records": checks.records,
@@ -163,8 +178,35 @@ def verify_log(path: str, deep: bool = False, progress: Callable[[int], None] | 
             "torn_batch_records": torn_records,
             "stop_reason": recovery.stop_reason,
             "stop_message": recovery.stop_message,
+            "salvage": salvage,
         },
     }
+
+
+def salvage_after(buf, path: str, position: int, next_offset: int, problems: list[dict]) -> dict:
+    """What reading past damage keeps of the bytes recovery cuts from ``position``: valid batches,
+    their records and offsets; each damaged range becomes a finding."""
+    kept = records = 0
+    first = last = None
+    for piece in kafka_pieces(buf, path, base_offset=next_offset, start=position):
+        if isinstance(piece, DamagedRange):
+            problems.append(finding(FindingKind.DAMAGED_RANGE, piece.first_byte,
+                                    damaged_range_text(piece.as_dict()), offset=piece.first_offset))
+        elif piece.crc_valid:
+            kept += 1
+            records += _record_count(piece, path)
+            first = piece.base_offset if first is None else first
+            last = piece.last_offset
+    return {"batches": kept, "records": records, "first_offset": first, "last_offset": last}
+
+
+def _record_count(batch, path: str) -> int:
+    if batch.magic >= 2:
+        return max(batch.record_count or 0, 0)
+    try:
+        return len(batch_records(batch, path))
+    except CorruptData:  # a wrapper whose inner messages do not decode keeps none
+        return 0
 
 
 # -- indexes ----------------------------------------------------------------

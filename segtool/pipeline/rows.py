@@ -1,11 +1,13 @@
 """Row functions: one task's byte range in, Arrow record batches out.
 
 These are the only decoding the pipeline does, and both engines call them:
-Kafka batches come from ``BatchScan`` and their records from
+Kafka batches come from ``engine.salvage.kafka_pieces`` (the batch walker, read
+past damage) and their records from
 ``batch_columns`` (the columnar decoder) or ``batch_records`` (control
 batches, legacy message sets with their inner messages, anything unusual) —
 the records kafka-dump-log's ``--deep-iteration`` lists; RocketMQ messages come
-from ``CommitLogFileScan``/``decode_message``.  Nothing here writes.
+from ``engine.salvage.commitlog_pieces`` (the CommitLog walker, read past damage).
+Nothing here writes.
 """
 
 from __future__ import annotations
@@ -16,14 +18,15 @@ import numpy as np
 import pyarrow as pa
 
 from segtool.errors import CorruptData
+from segtool.engine.salvage import DamagedRange, commitlog_pieces, kafka_pieces
 from segtool.formats.kafka_log import (
-    BatchScan,
     RecordBatch,
     batch_columns,
     batch_records,
     control_record_type,
 )
 from segtool.pipeline import storage
+from segtool.ops.render import damaged_range_text
 from segtool.pipeline.schema import HEADER_TYPE, KAFKA_SCHEMA, ROCKETMQ_SCHEMA
 
 DEFAULT_CHUNK_ROWS = 65536
@@ -230,49 +233,43 @@ def kafka_rows(task: dict, stats: dict, with_values: bool = False, cap: int = DE
                chunk_rows: int = DEFAULT_CHUNK_ROWS):
     """Record batches of every record of one Kafka split; fills ``stats`` on the way.
 
-    A batch whose records cannot be decoded (bad compression, malformed record)
-    is reported in ``stats["errors"]`` and skipped; broken framing ends the split
-    there (``stop_reason``), as it ends Kafka's own reading.
+    The split is read past damage (``engine.salvage``): each damaged stretch is
+    reported in ``stats["errors"]`` and rows go on from the next valid batch.  A
+    batch whose records cannot be decoded (bad compression, malformed record) is
+    reported and skipped.
     """
     path = task["path"]
     start, end = task["start"], task["end"]
     buf, shift = storage.read_range(path, start, end)
     stop = shift + len(buf) if end is None else min(end, shift + len(buf))
-    scan = BatchScan(buf, start - shift, stop - shift, path=path)
     builder = _KafkaBuilder(task, with_values)
     errors = stats["errors"]
-    try:
-        for batch in scan:
-            stats["batches"] += 1
-            if not batch.crc_valid:
-                stats["crc_invalid"] += 1
-            try:
-                columns = None
-                if batch.magic >= 2 and not batch.is_control:
-                    columns = batch_columns(batch, path, cap)
-                if columns is not None:
-                    builder.add_columns(batch, columns, shift)
-                else:
-                    builder.add_records(batch, batch_records(batch, path, cap), shift)
-            except CorruptData as exc:
-                errors.append({"kind": "record_structure", "byte_offset": batch.position + shift,
-                               "message": exc.message})
-            if builder.rows >= chunk_rows:
-                stats["rows"] += builder.rows
-                yield builder.flush()
-    except CorruptData as exc:
-        stats["stop_reason"] = "corrupt"
-        at = scan.valid_bytes
-        tail = buf[at:stop - shift]
-        if len(tail) and tail.count(0) == len(tail):
-            errors.append({"kind": "zero_tail", "byte_offset": at + shift,
-                           "message": f"{len(tail)} zero bytes after the last batch (preallocated or torn write)"})
-        else:
-            where = None if exc.offset is None else exc.offset + shift
-            errors.append({"kind": "corrupt_framing", "byte_offset": where, "message": exc.message})
-    if stats["stop_reason"] is None and scan.stop_reason == "truncated":
-        stats["stop_reason"] = "truncated"
-    stats["scanned_to"] = scan.valid_bytes + shift
+    for piece in kafka_pieces(buf, path, start=start - shift, end=stop - shift):
+        if isinstance(piece, DamagedRange):
+            damage = piece.as_dict()
+            damage.update(first_byte=damage["first_byte"] + shift, last_byte=damage["last_byte"] + shift)
+            errors.append({"kind": "damaged_range", "byte_offset": damage["first_byte"],
+                           "message": damaged_range_text(damage)})
+            continue
+        batch = piece
+        stats["batches"] += 1
+        if not batch.crc_valid:
+            stats["crc_invalid"] += 1
+        try:
+            columns = None
+            if batch.magic >= 2 and not batch.is_control:
+                columns = batch_columns(batch, path, cap)
+            if columns is not None:
+                builder.add_columns(batch, columns, shift)
+            else:
+                builder.add_records(batch, batch_records(batch, path, cap), shift)
+        except CorruptData as exc:
+            errors.append({"kind": "record_structure", "byte_offset": batch.position + shift,
+                           "message": exc.message})
+        if builder.rows >= chunk_rows:
+            stats["rows"] += builder.rows
+            yield builder.flush()
+    stats["scanned_to"] = stop
     if builder.rows:
         stats["rows"] += builder.rows
         yield builder.flush()
@@ -308,43 +305,38 @@ def _rocketmq_batch(task: dict, messages: list[dict], with_values: bool) -> pa.R
 
 
 def rocketmq_rows(task: dict, stats: dict, with_values: bool = False, chunk_rows: int = DEFAULT_CHUNK_ROWS):
-    """Record batches of every message of one CommitLog split; fills ``stats``."""
-    from segtool.formats.rocketmq import CommitLogFileScan
+    """Record batches of every message of one CommitLog split, read past damage; fills ``stats``."""
+    from segtool.formats.rocketmq import BLANK, ZERO_TAIL, CommitLogEnd
 
     path = task["path"]
     start, end = task["start"], task["end"]
     buf, shift = storage.read_range(path, start, end)
     stop = shift + len(buf) if end is None else min(end, shift + len(buf))
     view = memoryview(buf)[start - shift:stop - shift]
-    scan = CommitLogFileScan(view, file_from_offset=task["base_offset"] + start, file=storage.basename(path),
-                             path=path, keep_body=with_values)
     pending: list[dict] = []
-    try:
-        for message in scan:
-            pending.append(message)
+    messages = 0
+    for piece in commitlog_pieces(view, file_from_offset=task["base_offset"] + start, file=storage.basename(path),
+                                  path=path, keep_body=with_values):
+        if isinstance(piece, DamagedRange):
+            damage = piece.as_dict()
+            damage.update(first_byte=damage["first_byte"] + start, last_byte=damage["last_byte"] + start)
+            stats["errors"].append({"kind": "damaged_range", "byte_offset": damage["first_byte"],
+                                    "message": damaged_range_text(damage)})
+        elif isinstance(piece, CommitLogEnd):
+            stats["scanned_to"] = start + piece.file_offset
+            if piece.kind == BLANK and not piece.blank_size_matches and end is None:
+                stats["errors"].append({"kind": "blank_size", "byte_offset": start + piece.file_offset,
+                                        "message": "blank end-of-file record whose size does not reach the file end"})
+            elif piece.kind in (BLANK, ZERO_TAIL) and end is not None:
+                stats["stop_reason"] = piece.kind.replace("-", "_")  # a middle split should run to its end
+        else:
+            messages += 1
+            pending.append(piece)
             if len(pending) >= chunk_rows:
                 stats["rows"] += len(pending)
                 yield _rocketmq_batch(task, pending, with_values)
                 pending = []
-    except CorruptData as exc:
-        stats["stop_reason"] = "corrupt"
-        where = None if exc.offset is None else exc.offset + start
-        stats["errors"].append({"kind": "corrupt_message", "byte_offset": where, "message": exc.message})
-    finally:
-        stats["batches"] = scan.messages
-        ended = scan.end or {}
-        stats["scanned_to"] = start + ended.get("fileOffset", 0)
-        kind = ended.get("kind")
-        if kind == "zero-tail" and ended.get("nonZeroAfter") is not None:
-            stats["stop_reason"] = "data_after_zeros"
-            stats["errors"].append({"kind": "data_after_zeros", "byte_offset": start + ended["nonZeroAfter"],
-                                    "message": f"non-zero bytes after the zero-filled tail that starts at byte "
-                                               f"{start + ended['fileOffset']}"})
-        elif kind == "blank" and not ended.get("blankSizeMatches", True) and end is None:
-            stats["errors"].append({"kind": "blank_size", "byte_offset": start + ended["fileOffset"],
-                                    "message": "blank end-of-file record whose size does not reach the file end"})
-        elif kind in ("blank", "zero-tail") and end is not None:
-            stats["stop_reason"] = kind.replace("-", "_")  # a middle split should run to its end
+    stats["batches"] = messages
     if pending:
         stats["rows"] += len(pending)
         yield _rocketmq_batch(task, pending, with_values)

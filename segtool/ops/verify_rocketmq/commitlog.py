@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import os
 
+from segtool.engine.salvage import DamagedRange, body_crc_valid, commitlog_pieces
 from segtool.findings import Findings, FindingKind
 from segtool.formats import rocketmq as rmq
+from segtool.ops.render import damaged_range_text
 from segtool.ops.verify_rocketmq.store import DISPATCHED_TRAN_TYPES, PROBLEMS_PER_KIND, StoreContext
 
 
@@ -30,6 +32,8 @@ def verify_commitlog(path: str, deep: bool, ctx: StoreContext) -> dict:
                 problems.add(FindingKind.FILE_NAME, None, f"start offset {start} is not a multiple of the file size "
                                                           f"{configured}")
         recovery = _file_recovery(buf, size, start, name, scan, ctx if in_store else None)
+        if recovery["bytes_lost"] or scan["cut_problem"] is not None:  # a clean file never reads past damage
+            recovery["salvage"] = _salvage_after(buf, start, name, path, recovery["valid_bytes"], problems)
     if recovery.get("deleted") and recovery["records_lost"]:
         problems.add(FindingKind.DELETED_BY_RECOVERY, 0,
                      f"RocketMQ's recovery stops before this file ({recovery['stop_message']}) and deletes it: "
@@ -44,6 +48,22 @@ def verify_commitlog(path: str, deep: bool, ctx: StoreContext) -> dict:
                      offset=start + recovery["valid_bytes"])
     return {"messages": scan["messages"], "first_phy_offset": scan["first_phy"], "last_phy_offset": scan["last_phy"],
             "end": scan["end"], "problems": problems.result(), "recovery": recovery}
+
+
+def _salvage_after(buf, start: int, name: str, path: str, position: int, problems: Findings) -> dict:
+    """What reading past damage keeps of the file from ``position`` (where recovery cuts): valid messages;
+    each damaged range becomes a finding."""
+    kept, first, last = 0, None, None
+    for piece in commitlog_pieces(buf, file_from_offset=start, file=name, path=path, digests=False,
+                                  decompress=False):
+        if isinstance(piece, DamagedRange):
+            problems.add(FindingKind.DAMAGED_RANGE, piece.first_byte, damaged_range_text(piece.as_dict()),
+                         offset=piece.physical_offset)
+        elif isinstance(piece, dict) and piece["fileOffset"] >= position and body_crc_valid(piece):
+            kept += 1
+            first = piece["phyOffset"] if first is None else first
+            last = piece["phyOffset"]
+    return {"messages": kept, "first_phy_offset": first, "last_phy_offset": last}
 
 
 def _scan_commitlog_file(buf, size, start, path, name, deep, problems: Findings, ctx: StoreContext | None) -> dict:

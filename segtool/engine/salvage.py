@@ -1,0 +1,214 @@
+"""Reading past damage: every valid Kafka batch and RocketMQ message of a file, and the damaged ranges between.
+
+The broker's own readers stop at the first framing error (Kafka's recovery then
+truncates the segment there; RocketMQ's stops the CommitLog).  These readers go
+on: from the first damaged byte they search forward, at every byte position, for
+the next batch or message that passes every check including its checksum
+(``formats.carving``), report the bytes in between as one ``DamagedRange``, and
+resume the one walker of each log from there.  A clean file never reaches the
+search: it costs nothing.
+
+A batch or message whose framing is intact but whose checksum fails is yielded
+(readers that show everything show it, flagged) and its bytes open a damaged
+range; whoever keeps only survivors keeps nothing from a damaged range.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterator
+
+from segtool.errors import CorruptData
+from segtool.formats import rocketmq as rmq
+from segtool.formats.carving import KAFKA, ROCKETMQ, next_find
+from segtool.formats.kafka_log import BatchScan, RecordBatch, batch_at
+
+# why a range is damaged (``DamagedRange.reason``)
+CRC_MISMATCH = "crc_mismatch"  # framing intact, checksum wrong: the bytes were changed after they were written
+CORRUPT_FRAMING = "corrupt_framing"  # a size, magic or length that no batch or message can have
+TRUNCATED = "truncated"  # a batch or message runs past the end of the file (or of what follows it)
+ZERO_FILLED = "zero_filled"  # zero bytes where data should be (a torn write, a zeroed block)
+
+
+@dataclass(frozen=True)
+class DamagedRange:
+    """Bytes ``[first_byte, end_byte)`` of ``file`` that hold no valid batch or message.
+
+    ``first_offset``/``last_offset`` are the offsets (Kafka) or queue offsets
+    (RocketMQ, with ``topic`` and ``queue_id``) that fall inside, inferred from
+    the valid neighbours on both sides: None where a side has no neighbour to
+    infer from.  ``offsets_inferred`` is then the count of offsets lost (0:
+    the range held none).
+    """
+
+    file: str
+    first_byte: int
+    end_byte: int
+    reason: str
+    message: str
+    first_offset: int | None = None
+    last_offset: int | None = None
+    topic: str | None = None  # RocketMQ: the queue the queue offsets belong to
+    queue_id: int | None = None
+    physical_offset: int | None = None  # RocketMQ: the CommitLog offset of first_byte
+
+    @property
+    def last_byte(self) -> int:
+        return self.end_byte - 1
+
+    @property
+    def length(self) -> int:
+        return self.end_byte - self.first_byte
+
+    @property
+    def offsets_lost(self) -> int | None:
+        if self.first_offset is None or self.last_offset is None:
+            return None
+        return max(0, self.last_offset - self.first_offset + 1)
+
+    def as_dict(self) -> dict:
+        item = {"file": self.file, "first_byte": self.first_byte, "last_byte": self.last_byte,
+                "length": self.length, "reason": self.reason, "message": self.message,
+                "first_offset": self.first_offset, "last_offset": self.last_offset,
+                "offsets_lost": self.offsets_lost}
+        if self.physical_offset is not None:
+            item.update(topic=self.topic, queue_id=self.queue_id, physical_offset=self.physical_offset)
+        return item
+
+
+def _all_zero(buf, start: int, end: int) -> bool:
+    return rmq.first_nonzero(buf, start, end) is None
+
+
+# --------------------------------------------------------------------------
+# Kafka
+# --------------------------------------------------------------------------
+
+
+def kafka_pieces(buf, path: str, base_offset: int | None = None, next_base_offset: int | None = None,
+                 start: int = 0, end: int | None = None) -> Iterator[RecordBatch | DamagedRange]:
+    """Every batch of a segment in file order, and a ``DamagedRange`` for every stretch between that holds none.
+
+    Batches whose CRC fails are yielded too (``crc_valid`` is False), each
+    followed by the range it opens.  ``base_offset`` (the segment's name) and
+    ``next_base_offset`` (the next segment's) bound the offsets a range at either
+    end of the segment can have lost.
+    """
+    end = len(buf) if end is None else min(end, len(buf))
+    previous_last = None if base_offset is None else base_offset - 1
+    pos = start
+    while pos < end:
+        scan = BatchScan(buf, pos, end, path)
+        damage = None
+        try:
+            for batch in scan:
+                yield batch
+                if not batch.crc_valid:
+                    damage = batch.position, CRC_MISMATCH, (
+                        f"CRC stored {batch.crc} but computed {batch.computed_crc()} for the batch of offsets "
+                        f"{batch.base_offset}..{batch.last_offset}")
+                    break
+                previous_last = batch.last_offset
+        except CorruptData as exc:
+            damage = scan.valid_bytes, CORRUPT_FRAMING, exc.message
+        if damage is None:
+            if scan.valid_bytes >= end:
+                return
+            damage = scan.valid_bytes, TRUNCATED, f"{end - scan.valid_bytes} bytes after the last whole batch"
+        first, reason, message = damage
+        found = next_find(buf, first + 1, end, KAFKA)
+        stop = end if found is None else found.position
+        following = None if found is None else batch_at(buf, found.position, path).base_offset
+        if reason != CRC_MISMATCH and _all_zero(buf, first, stop):
+            reason, message = ZERO_FILLED, f"{stop - first} zero bytes"
+        last_lost = (following if following is not None else next_base_offset)
+        yield DamagedRange(path, first, stop, reason, message,
+                           None if previous_last is None else previous_last + 1,
+                           None if last_lost is None else last_lost - 1)
+        if found is None:
+            return
+        pos = found.position
+
+
+def kafka_batches_past_damage(buf, path: str, **bounds) -> Iterator[RecordBatch]:
+    """Only the valid batches of ``kafka_pieces``: what salvage keeps."""
+    for piece in kafka_pieces(buf, path, **bounds):
+        if isinstance(piece, RecordBatch) and piece.crc_valid:
+            yield piece
+
+
+# --------------------------------------------------------------------------
+# RocketMQ
+# --------------------------------------------------------------------------
+
+
+def body_crc_valid(message: dict) -> bool:
+    """CommitLog.checkMessageAndReturnSize with checkCRC: an empty body has nothing to check."""
+    return message["bodyLength"] <= 0 or message["bodyCRC"] == message["bodyCRCComputed"]
+
+
+def commitlog_pieces(buf, *, file_from_offset: int = 0, file: str | None = None, path: str | None = None,
+                     **decode_options) -> Iterator[dict | DamagedRange | rmq.CommitLogEnd]:
+    """Every message of one CommitLog file, a ``DamagedRange`` for every stretch between that holds none,
+    and the ``CommitLogEnd`` where the file's data ends (a BLANK record, zeros to the end, the end).
+
+    Messages whose body CRC fails are yielded too, each followed by the range it opens.
+    """
+    label = path or file or "commitlog"
+    pos, previous = 0, None
+    while True:
+        damage = damaged = None
+        for step in rmq.walk_commitlog(buf, file_from_offset=file_from_offset, file=file, path=path, start=pos,
+                                       **decode_options):
+            if isinstance(step, dict):
+                yield step
+                if not body_crc_valid(step):
+                    damaged = step
+                    damage = step["fileOffset"], CRC_MISMATCH, (
+                        f"body CRC stored {step['bodyCRC']} but computed {step['bodyCRCComputed']} for the message "
+                        f"of {step['topic']} queue {step['queueId']} offset {step['queueOffset']}")
+                    break
+                previous = step
+                continue
+            if step.damaged:
+                reason = TRUNCATED if step.kind in (rmq.TRUNCATED, rmq.TORN) else CORRUPT_FRAMING
+                damage = step.file_offset, reason, step.error.message if step.error else step.kind
+            elif step.kind == rmq.ZERO_TAIL and step.non_zero_after is not None:
+                damage = step.file_offset, ZERO_FILLED, "zero bytes, then data"
+            elif step.kind == rmq.SHORT_TAIL and step.non_zero_after is not None:
+                damage = step.file_offset, TRUNCATED, f"{len(buf) - step.file_offset} stray bytes at the end"
+            else:
+                yield step
+                return
+        first, reason, message = damage
+        found = next_find(buf, first + 1, len(buf), ROCKETMQ)
+        stop = len(buf) if found is None else found.position
+        following = None
+        if found is not None:
+            following = rmq.decode_message(buf, found.position, file_from_offset=file_from_offset, digests=False,
+                                           decompress=False)
+        if reason != CRC_MISMATCH and _all_zero(buf, first, stop):
+            reason, message = ZERO_FILLED, f"{stop - first} zero bytes"
+        yield _commitlog_range(label, first, stop, reason, message, file_from_offset, previous, damaged, following)
+        if found is None:
+            last = rmq.last_nonzero(buf, first, len(buf))
+            data_end = first if last is None else last + 1
+            yield rmq.CommitLogEnd(rmq.END_OF_FILE, len(buf), file_from_offset + len(buf), 0, 0, data_end)
+            return
+        pos = found.position
+
+
+def _commitlog_range(label, first, stop, reason, message, file_from_offset, previous, damaged,
+                     following) -> DamagedRange:
+    """The range, with the queue offsets it lost: the damaged message's own, or those between neighbours of one queue."""
+    topic = queue_id = first_offset = last_offset = None
+    if reason == CRC_MISMATCH and damaged is not None and damaged["fileOffset"] + damaged["totalSize"] == stop:
+        # the range is that one message: its header (outside the body the CRC covers) says where it belonged
+        topic, queue_id = damaged["topic"], damaged["queueId"]
+        first_offset = last_offset = damaged["queueOffset"]
+    elif previous is not None and following is not None and (
+            (previous["topic"], previous["queueId"]) == (following["topic"], following["queueId"])):
+        topic, queue_id = previous["topic"], previous["queueId"]
+        first_offset, last_offset = previous["queueOffset"] + 1, following["queueOffset"] - 1
+    return DamagedRange(label, first, stop, reason, message, first_offset, last_offset, topic, queue_id,
+                        file_from_offset + first)

@@ -1,0 +1,296 @@
+"""Kafka record batches and RocketMQ messages found at any byte position: the search salvage and carving share.
+
+A find is a position where a whole batch or message starts and passes every
+check its format has, its checksum included: a Kafka v2 batch's CRC-32C over
+attributes..end, a legacy (v0/v1) message's CRC-32 over magic..end with key and
+value lengths adding up to its size, a RocketMQ message's magic code, fields
+adding up to its totalSize and the CRC-32 of its body.  A false find needs a
+random 32-bit checksum to match (31 bits for a RocketMQ body), so the search
+counts the checksums it computed: a report can say how likely one false find is.
+
+The search is vectorised: numpy tests every byte position of a window at once
+against the few header bytes any real batch or message has (a Kafka base offset
+below 2^56, a size below 64 MiB, a magic of 0-2; a RocketMQ magic code), then
+decodes only the positions that pass.  Windows are bounded, and pages already
+searched are released, so memory stays flat whatever the size of the input.
+
+Limits (docs/salvage.md): Kafka batches of 64 MiB or more and base offsets of
+2^56 or more are not looked for; a batch nested inside another find is not
+reported (finds never overlap); the search cannot tell two copies of one batch
+apart from a batch written twice.
+"""
+
+from __future__ import annotations
+
+import mmap
+import re
+from dataclasses import dataclass
+from typing import Callable, Iterator
+from zlib import crc32
+
+import numpy as np
+
+from segtool.errors import SegtoolError
+from segtool.formats.checksums import crc32c
+from segtool.formats.kafka_log import (
+    BATCH_HEADER_V2_FAST, BATCH_V2_OVERHEAD, CRC_V2_START, LEGACY_HEADER_V0_FAST, LEGACY_HEADER_V1_FAST,
+    LOG_ENTRY_HEADER_FAST, LOG_OVERHEAD, MAGIC_AT, RECORD_OVERHEAD_V0,
+)
+from segtool.formats.fastdecode import compiled
+from segtool.formats.rocketmq import (
+    BLANK_RECORD_FAST, MESSAGE_MAGIC_BYTES, MESSAGE_VERSIONS, MIN_MESSAGE_SIZE,
+    PROPERTIES_LENGTH_FAST, PROPERTY_SEPARATOR, TOPIC_LENGTH_FAST, decode_message,
+)
+
+KAFKA = "kafka"
+ROCKETMQ = "rocketmq"
+
+WINDOW = 4 * 1024 * 1024  # positions tested at once: bounds the temporary arrays (a few bytes per position)
+_RELEASE_EVERY = 8 * 1024 * 1024  # searched pages leave the resident set this often
+
+_SIZE_AT = LOG_ENTRY_HEADER_FAST.field_offset("size")
+_V2_ATTRIBUTES_AT = BATCH_HEADER_V2_FAST.field_offset("attributes")
+_LEGACY_ATTRIBUTES_AT = LEGACY_HEADER_V0_FAST.field_offset("attributes")
+_SMALLEST_KAFKA = LOG_OVERHEAD + RECORD_OVERHEAD_V0  # a v0 message with null key and value
+_LARGEST_SIZE_HIGH_BYTE = 4  # the size field's first byte is below this: batches under 64 MiB
+_KNOWN_CODECS = 4  # none, gzip, snappy, lz4, zstd
+
+_LEGACY_LENGTH = compiled("LEGACY_BYTES_LENGTH")  # a legacy key or value length, -1 for null
+_MAGIC_CODE_AT = BLANK_RECORD_FAST.field_offset("magicCode")
+_MESSAGE_MAGIC_PREFIX = MESSAGE_MAGIC_BYTES[0][:3]  # the two versions differ only in their last byte
+_MESSAGE_MAGIC_LAST = tuple(code[3] for code in MESSAGE_MAGIC_BYTES)
+
+
+@dataclass(frozen=True)
+class Find:
+    """A whole, checksum-valid batch (Kafka) or message (RocketMQ) at ``position``."""
+
+    format: str  # KAFKA or ROCKETMQ
+    position: int
+    size: int  # bytes, the Kafka log overhead included
+    magic: int  # Kafka magic 0, 1 or 2; RocketMQ message version 1 or 2
+
+    @property
+    def end(self) -> int:
+        return self.position + self.size
+
+
+@dataclass
+class SearchCounts:
+    """What a search looked at: every figure a carving report gives for its false-find odds."""
+
+    bytes_searched: int = 0
+    candidates: int = 0  # positions whose header bytes passed and were decoded
+    checksums: int = 0  # candidates whose checksum was computed (each a 2^-32 chance of a false find)
+    finds: int = 0
+
+    def add(self, other: "SearchCounts") -> None:
+        self.bytes_searched += other.bytes_searched
+        self.candidates += other.candidates
+        self.checksums += other.checksums
+        self.finds += other.finds
+
+
+# --------------------------------------------------------------------------
+# One position, checked in full
+# --------------------------------------------------------------------------
+
+
+def kafka_batch_size(buf, pos: int, end: int, counts: SearchCounts | None = None) -> tuple[int, int] | None:
+    """(size, magic) of the valid Kafka batch or legacy message at ``pos``, or None."""
+    if pos + _SMALLEST_KAFKA > end:
+        return None
+    base_offset, length = LOG_ENTRY_HEADER_FAST.unpack_from(buf, pos)
+    size = LOG_OVERHEAD + length
+    if base_offset < 0 or length < RECORD_OVERHEAD_V0 or pos + size > end:
+        return None
+    magic = buf[pos + MAGIC_AT]
+    if magic == 2:
+        if size < BATCH_V2_OVERHEAD:
+            return None
+        (_, _, _, _, crc, attributes, last_delta, _, _, _, producer_epoch, base_sequence,
+         count) = BATCH_HEADER_V2_FAST.unpack_from(buf, pos)
+        if (attributes & ~0x7F or (attributes & 7) > _KNOWN_CODECS or last_delta < 0 or not 0 <= count <= last_delta + 1
+                or producer_epoch < -1 or base_sequence < -1):
+            return None
+        start = pos + CRC_V2_START
+        checksum = crc32c
+    elif magic < 2:
+        header = LEGACY_HEADER_V1_FAST if magic else LEGACY_HEADER_V0_FAST
+        if size < header.size + 8:
+            return None
+        fields = header.unpack_from(buf, pos)
+        crc, attributes = fields[2], fields[4]
+        if attributes & (0xF0 if magic else 0xF8) or (attributes & 7) > _KNOWN_CODECS:
+            return None
+        if not _legacy_lengths_fit(buf, pos + header.size, pos + size):
+            return None
+        start = pos + MAGIC_AT
+        checksum = crc32
+    else:
+        return None
+    if counts is not None:
+        counts.checksums += 1
+    with memoryview(buf) as view:
+        if checksum(view[start:pos + size]) != crc:
+            return None
+    return size, magic
+
+
+def _legacy_lengths_fit(buf, p: int, end: int) -> bool:
+    """Do a legacy message's key and value lengths (-1: null) end exactly at ``end``?"""
+    for _ in range(2):
+        if p + _LEGACY_LENGTH.size > end:
+            return False
+        (length,) = _LEGACY_LENGTH.unpack_from(buf, p)
+        p += _LEGACY_LENGTH.size + max(length, 0)
+        if length < -1 or p > end:
+            return False
+    return p == end
+
+
+def rocketmq_message_size(buf, pos: int, end: int, counts: SearchCounts | None = None) -> tuple[int, int] | None:
+    """(totalSize, version) of the valid RocketMQ message at ``pos``, or None."""
+    if pos + MIN_MESSAGE_SIZE > end:
+        return None
+    total_size, magic = BLANK_RECORD_FAST.unpack_from(buf, pos)
+    version = MESSAGE_VERSIONS.get(magic)
+    if version is None or total_size < MIN_MESSAGE_SIZE or pos + total_size > end:
+        return None
+    try:
+        message = decode_message(buf, pos, end=pos + total_size, digests=False, decompress=False)
+    except SegtoolError:
+        return None
+    if counts is not None:
+        counts.checksums += 1
+    if message["bodyCRC"] != message["bodyCRCComputed"]:
+        return None
+    if not _names_plausible(buf, message["bodyOffset"] + message["bodyLength"], version):
+        return None
+    return total_size, version
+
+
+_TOPIC = re.compile(rb"[%|a-zA-Z0-9_-]+")  # TopicValidator.VALID_PATTERN_STR: a broker stores no other topic
+_PAIR = re.compile(rb"[^\x01\x02]+\x01[^\x02]+")  # name NAME_VALUE_SEPARATOR value, as messageProperties2String writes
+
+
+def _names_plausible(buf, p: int, version: int) -> bool:
+    """Are the topic and properties after the body (which the body CRC does not cover) what a broker writes?
+
+    A message cut short and followed by other bytes can keep a valid body CRC;
+    its topic or properties are then almost never a valid topic and a list of
+    UTF-8 name/value pairs.
+    """
+    topic_length = TOPIC_LENGTH_FAST[version]
+    (length,) = topic_length.unpack_from(buf, p)
+    p += topic_length.size
+    if not _TOPIC.fullmatch(bytes(buf[p:p + length])):
+        return False
+    p += length
+    (length,) = PROPERTIES_LENGTH_FAST.unpack_from(buf, p)
+    p += PROPERTIES_LENGTH_FAST.size
+    properties = bytes(buf[p:p + max(length, 0)])
+    try:
+        properties.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    separator = PROPERTY_SEPARATOR.encode()
+    return all(_PAIR.fullmatch(pair) for pair in properties.split(separator) if pair)
+
+
+# --------------------------------------------------------------------------
+# Every position of a range
+# --------------------------------------------------------------------------
+
+
+def _kafka_positions(data: np.ndarray, lo: int, hi: int) -> np.ndarray:
+    """Positions in [lo, hi) whose header bytes could start a Kafka batch or message."""
+    n = hi - lo
+    if n <= 0:
+        return np.empty(0, dtype=np.int64)
+    at = lambda shift: data[lo + shift:hi + shift]  # noqa: E731 - the byte ``shift`` after every position
+    keep = at(MAGIC_AT) <= 2
+    keep &= at(0) == 0  # base offset below 2^56
+    keep &= at(_SIZE_AT) < _LARGEST_SIZE_HIGH_BYTE
+    keep &= ((at(_SIZE_AT + 1) | at(_SIZE_AT + 2)) != 0) | (at(_SIZE_AT + 3) >= RECORD_OVERHEAD_V0)
+    found = np.flatnonzero(keep) + lo
+    magic = data[found + MAGIC_AT]
+    v2 = magic == 2
+    # v2: attributes is a non-negative int16 below 0x80; v0/v1: a byte with codec and timestamp-type bits only
+    high, low = data[found + _V2_ATTRIBUTES_AT], data[found + _V2_ATTRIBUTES_AT + 1]
+    legacy_attributes = data[found + _LEGACY_ATTRIBUTES_AT]
+    plausible = np.where(v2, (high == 0) & (low < 0x80), (legacy_attributes & 0xF0) == 0)
+    return found[plausible]
+
+
+def _rocketmq_positions(data: np.ndarray, lo: int, hi: int) -> np.ndarray:
+    """Positions in [lo, hi) holding a RocketMQ message magic code (v1 or v2) and a positive totalSize."""
+    if hi <= lo:
+        return np.empty(0, dtype=np.int64)
+    at = _MAGIC_CODE_AT
+    found = np.flatnonzero(data[lo + at:hi + at] == _MESSAGE_MAGIC_PREFIX[0]) + lo
+    keep = (data[found + at + 1] == _MESSAGE_MAGIC_PREFIX[1]) & (data[found + at + 2] == _MESSAGE_MAGIC_PREFIX[2])
+    last = data[found + at + 3]
+    keep &= (last == _MESSAGE_MAGIC_LAST[0]) | (last == _MESSAGE_MAGIC_LAST[1])
+    keep &= data[found] < 0x80
+    return found[keep]
+
+
+_SEARCHES = {
+    KAFKA: (_kafka_positions, kafka_batch_size, _SMALLEST_KAFKA),
+    ROCKETMQ: (_rocketmq_positions, rocketmq_message_size, MIN_MESSAGE_SIZE),
+}
+
+
+def find(buf, start: int = 0, end: int | None = None, formats: tuple[str, ...] = (KAFKA, ROCKETMQ),
+         counts: SearchCounts | None = None, window: int = WINDOW,
+         progress: Callable[[int], None] | None = None) -> Iterator[Find]:
+    """Every find in ``buf[start:end]`` in position order; finds never overlap (the search goes on after each).
+
+    ``buf`` is anything with the buffer protocol (a mapped file is searched in
+    place); a mapped file's searched pages are released as the search moves on.
+    ``progress`` is called with the position searched up to after each window.
+    """
+    end = len(buf) if end is None else min(end, len(buf))
+    counts = counts if counts is not None else SearchCounts()
+    searches = [_SEARCHES[name] + (name,) for name in formats]
+    smallest = min(search[2] for search in searches)
+    data = np.frombuffer(buf, dtype=np.uint8)
+    try:
+        free = start  # no find may start before this (the end of the last find)
+        released = start - start % mmap.PAGESIZE
+        lo = start
+        last_position = end - smallest  # no whole find starts after this
+        while lo <= last_position:
+            hi = min(lo + window, last_position + 1)
+            candidates = []
+            for positions, check, _, name in searches:
+                candidates.extend((int(p), check, name) for p in positions(data, lo, hi))
+            candidates.sort(key=lambda candidate: candidate[0])
+            for pos, check, name in candidates:
+                if pos < free:
+                    continue
+                counts.candidates += 1
+                found = check(buf, pos, end, counts)
+                if found is not None:
+                    size, magic = found
+                    counts.finds += 1
+                    free = pos + size
+                    yield Find(name, pos, size, magic)
+            lo = max(hi, free)
+            if progress is not None:
+                progress(min(lo, end))
+            if isinstance(buf, mmap.mmap) and lo - released > _RELEASE_EVERY:
+                page_end = lo - lo % mmap.PAGESIZE
+                buf.madvise(mmap.MADV_DONTNEED, released, page_end - released)
+                released = page_end
+        counts.bytes_searched += max(0, end - start)
+    finally:
+        del data  # release the buffer export: the caller may close the mapping
+
+
+def next_find(buf, start: int, end: int, fmt: str, counts: SearchCounts | None = None) -> Find | None:
+    """The first find of format ``fmt`` at or after ``start``: where reading resumes after damage."""
+    for found in find(buf, start, end, (fmt,), counts, window=64 * 1024):
+        return found
+    return None

@@ -1,0 +1,392 @@
+"""`carve`: every Kafka batch and RocketMQ message in any bytes, grouped into runs, written as JSON Lines and Parquet.
+
+Any file is just bytes here (a disk image, a core dump, a segment copied into
+something else): ``formats.carving.find`` yields each checksum-valid batch or
+message at whatever byte it starts, and the normal decoders decode it.  Finds
+are grouped into runs as they come, in file and position order:
+
+- Kafka: a batch joins the run whose next offset it starts at (``base_offset ==
+  last_offset + 1``), preferring the run whose last batch ends right where it
+  begins; failing that, the run whose last batch's producer (id, epoch) it
+  continues by sequence, when its offsets come after that run's.  Runs cross
+  files (the segments of one partition carve into one run).
+- RocketMQ: one run per topic and queue id, ordered by queue offset.
+
+A find that cannot be placed is still written (``run_id`` null) and listed with
+its reason: its records do not decode, it is a second copy of a batch or message
+already found, or its offsets conflict with a run (a producer's next batch whose
+offsets overlap the run, a different message at a queue offset already taken).
+Inputs are only read; outputs follow ``engine.safe_write``'s rules.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from segtool.engine.inventory import inventory
+from segtool.engine.safe_write import plan_outputs, staged, write_atomically
+from segtool.errors import SegtoolError
+from segtool.formats.carving import KAFKA, ROCKETMQ, Find, SearchCounts, find
+from segtool.formats.json_names import message_json
+from segtool.formats.kafka_log import RecordBatch, batch_at, batch_records, increment_sequence
+from segtool.formats.rocketmq import decode_message, message_header
+from segtool.ops.dump import batch_item, record_item
+from segtool.ops.output_schema import CarveReport
+from segtool.source import open_buffer, sha256_of
+
+FINDS_JSONL = "finds.jsonl"
+KAFKA_BATCHES = "kafka_batches.parquet"
+KAFKA_RECORDS = "kafka_records.parquet"
+ROCKETMQ_MESSAGES = "rocketmq_messages.parquet"
+REPORT = "carve-report.json"
+OUTPUT_NAMES = (FINDS_JSONL, KAFKA_BATCHES, KAFKA_RECORDS, ROCKETMQ_MESSAGES, REPORT)
+
+# why a find could not be placed in a run (``UnplacedFind.reason``)
+UNDECODABLE = "undecodable"
+DUPLICATE = "duplicate"
+OFFSET_CONFLICT = "offset_conflict"
+
+CHECKSUM_SPACE = 2 ** 32  # a random checksum matches one in 2^32 times
+_ROWS_PER_PARQUET_BATCH = 8192  # rows held before they go to the Parquet writer: bounds memory
+
+_FIND_COLUMNS = [("file", pa.string()), ("position", pa.int64()), ("size", pa.int64()), ("run_id", pa.int64()),
+                 ("unplaced", pa.string())]
+KAFKA_BATCH_SCHEMA = pa.schema(_FIND_COLUMNS + [
+    ("magic", pa.int8()), ("base_offset", pa.int64()), ("last_offset", pa.int64()), ("crc", pa.int64()),
+    ("codec", pa.string()), ("timestamp_type", pa.string()), ("max_timestamp", pa.int64()),
+    ("record_count", pa.int32()), ("partition_leader_epoch", pa.int32()), ("base_timestamp", pa.int64()),
+    ("producer_id", pa.int64()), ("producer_epoch", pa.int16()), ("base_sequence", pa.int32()),
+    ("last_sequence", pa.int32()), ("is_transactional", pa.bool_()), ("is_control", pa.bool_()),
+    ("delete_horizon_ms", pa.int64()), ("records_decoded", pa.int32()),
+])
+KAFKA_RECORD_SCHEMA = pa.schema([
+    ("file", pa.string()), ("batch_position", pa.int64()), ("run_id", pa.int64()), ("offset", pa.int64()),
+    ("timestamp", pa.int64()), ("key_size", pa.int32()), ("value_size", pa.int32()), ("key", pa.binary()),
+    ("value", pa.binary()), ("sequence", pa.int32()),
+    ("headers", pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))),
+    ("control_type", pa.string()), ("crc", pa.int64()), ("crc_valid", pa.bool_()),
+])
+ROCKETMQ_MESSAGE_SCHEMA = pa.schema(_FIND_COLUMNS + [
+    ("topic", pa.string()), ("queue_id", pa.int32()), ("queue_offset", pa.int64()), ("phy_offset", pa.int64()),
+    ("version", pa.int8()), ("body_crc", pa.int64()), ("flag", pa.int32()), ("sys_flag", pa.int32()),
+    ("born_timestamp", pa.int64()), ("born_host", pa.string()), ("store_timestamp", pa.int64()),
+    ("store_host", pa.string()), ("reconsume_times", pa.int32()), ("prepared_transaction_offset", pa.int64()),
+    ("keys", pa.string()), ("tags", pa.string()), ("uniq_key", pa.string()), ("offset_msg_id", pa.string()),
+    ("properties", pa.map_(pa.string(), pa.string())), ("body", pa.binary()),
+])
+
+
+# --------------------------------------------------------------------------
+# Runs
+# --------------------------------------------------------------------------
+
+
+@dataclass
+class _Run:
+    run_id: int
+    format: str
+    first_offset: int  # Kafka offset or RocketMQ queue offset
+    last_offset: int
+    topic: str | None = None
+    queue_id: int | None = None
+    count: int = 0  # batches or messages
+    records: int = 0
+    offsets_missing: int = 0  # Kafka: offsets skipped between batches joined by their producer
+    spans: dict[str, list[int]] = field(default_factory=dict)  # file -> [first byte, last byte]
+    end_place: tuple[str, int] | None = None  # Kafka: (file, byte) where the last batch ends
+    producer_next: tuple[int, int, int] | None = None  # Kafka: (producer id, epoch, sequence) the next batch would have
+
+    def take(self, found: Find, file: str, records: int) -> None:
+        self.count += 1
+        self.records += records
+        span = self.spans.setdefault(file, [found.position, found.end - 1])
+        span[0], span[1] = min(span[0], found.position), max(span[1], found.end - 1)
+
+    def as_dict(self) -> dict:
+        offsets_missing = self.offsets_missing
+        if self.format == ROCKETMQ:  # queue offsets are dense: every one not found is missing
+            offsets_missing = self.last_offset - self.first_offset + 1 - self.count
+        return {"run_id": self.run_id, "format": self.format, "first_offset": self.first_offset,
+                "last_offset": self.last_offset, "count": self.count, "records": self.records,
+                "offsets_missing": offsets_missing, "topic": self.topic, "queue_id": self.queue_id,
+                "spans": [{"file": file, "first_byte": first, "last_byte": last}
+                          for file, (first, last) in self.spans.items()]}
+
+
+class _Placer:
+    """Assigns each find to a run, or says why it cannot be placed."""
+
+    def __init__(self):
+        self.runs: list[_Run] = []
+        self.unplaced: list[dict] = []
+        self._kafka_by_next_offset: dict[int, list[_Run]] = {}
+        self._kafka_by_producer: dict[tuple[int, int, int], _Run] = {}
+        self._kafka_copies: dict[tuple[int, int, int, int], tuple[str, int]] = {}
+        self._rocketmq_runs: dict[tuple[str, int], _Run] = {}
+        self._queue_offsets: dict[tuple[str, int, int], tuple[tuple, str, int]] = {}
+
+    def _new_run(self, fmt: str, first: int, last: int, **queue) -> _Run:
+        run = _Run(len(self.runs), fmt, first, last, **queue)
+        self.runs.append(run)
+        return run
+
+    def _unplace(self, found: Find, file: str, reason: str, message: str, first: int | None, last: int | None,
+                 copy_of: tuple[str, int] | None = None, run: _Run | None = None) -> tuple[None, str]:
+        self.unplaced.append({
+            "file": file, "position": found.position, "size": found.size, "format": found.format,
+            "reason": reason, "message": message, "first_offset": first, "last_offset": last,
+            "copy_of": None if copy_of is None else {"file": copy_of[0], "position": copy_of[1]},
+            "conflicting_run": None if run is None else run.run_id})
+        return None, reason
+
+    def undecodable(self, found: Find, file: str, message: str, first: int | None,
+                    last: int | None) -> tuple[None, str]:
+        return self._unplace(found, file, UNDECODABLE, message, first, last)
+
+    def place_batch(self, found: Find, file: str, batch: RecordBatch, first: int,
+                    records: int) -> tuple[int | None, str | None]:
+        """(run id, None) for a Kafka batch whose records decoded, or (None, why it is listed as unplaced)."""
+        last = batch.last_offset
+        identity = (batch.base_offset, last, batch.crc, batch.size)
+        copy_of = self._kafka_copies.setdefault(identity, (file, found.position))
+        if copy_of != (file, found.position):
+            return self._unplace(found, file, DUPLICATE, f"the same batch (offsets {first}..{last}, crc {batch.crc}) "
+                                 f"as at byte {copy_of[1]} of {copy_of[0]}", first, last, copy_of=copy_of)
+        run = self._kafka_successor_of(found, file, batch, first)
+        if run is None:
+            producer_run = self._kafka_by_producer.get(_producer_key(batch))
+            if producer_run is not None and first <= producer_run.last_offset:
+                return self._unplace(found, file, OFFSET_CONFLICT,
+                                     f"continues producer {batch.producer_id}'s sequence in run {producer_run.run_id}, "
+                                     f"but its offsets {first}..{last} are not after that run's last offset "
+                                     f"{producer_run.last_offset}", first, last, run=producer_run)
+            run = producer_run
+        if run is None:
+            run = self._new_run(KAFKA, first, last)
+        else:
+            self._forget_kafka_run(run)
+            run.offsets_missing += first - run.last_offset - 1
+            run.last_offset = last
+        run.take(found, file, records)
+        run.end_place = (file, found.end)
+        run.producer_next = None
+        self._kafka_by_next_offset.setdefault(last + 1, []).append(run)
+        if batch.producer_id >= 0 and batch.base_sequence >= 0:
+            run.producer_next = (batch.producer_id, batch.producer_epoch, increment_sequence(batch.last_sequence, 1))
+            self._kafka_by_producer[run.producer_next] = run
+        return run.run_id, None
+
+    def _kafka_successor_of(self, found: Find, file: str, batch: RecordBatch, first: int) -> _Run | None:
+        """The one run this batch continues by offset: the physically adjacent one, else the only one
+        (or the only one whose producer it continues); None when no run or several runs qualify."""
+        continued = self._kafka_by_next_offset.get(first, [])
+        adjacent = [run for run in continued if run.end_place == (file, found.position)]
+        if adjacent:
+            return adjacent[0]
+        if len(continued) > 1:
+            continued = [run for run in continued if run.producer_next == _producer_key(batch)]
+        return continued[0] if len(continued) == 1 else None
+
+    def _forget_kafka_run(self, run: _Run) -> None:
+        """Take ``run`` out of the lookups by its last batch, before another batch extends it."""
+        waiting = self._kafka_by_next_offset[run.last_offset + 1]
+        waiting.remove(run)
+        if not waiting:
+            del self._kafka_by_next_offset[run.last_offset + 1]
+        if run.producer_next is not None and self._kafka_by_producer.get(run.producer_next) is run:
+            del self._kafka_by_producer[run.producer_next]
+
+    def place_message(self, found: Find, file: str, message: dict) -> tuple[int | None, str | None]:
+        """(run id, None) for a RocketMQ message (its topic and queue), or (None, why it is listed as unplaced)."""
+        topic, queue_id, queue_offset = message["topic"], message["queueId"], message["queueOffset"]
+        identity = (message["physicalOffsetField"], message["bodyCRC"], message["totalSize"],
+                    message["bornTimestamp"], message["storeTimestamp"])
+        held = self._queue_offsets.setdefault((topic, queue_id, queue_offset), (identity, file, found.position))
+        run = self._rocketmq_runs.get((topic, queue_id))
+        if held[1:] != (file, found.position):
+            where = f"byte {held[2]} of {held[1]}"
+            if held[0] == identity:
+                return self._unplace(found, file, DUPLICATE, f"the same message ({topic} queue {queue_id} offset "
+                                     f"{queue_offset}) as at {where}", queue_offset, queue_offset, copy_of=held[1:])
+            return self._unplace(found, file, OFFSET_CONFLICT, f"{topic} queue {queue_id} offset {queue_offset} is "
+                                 f"held by a different message at {where}", queue_offset, queue_offset, run=run)
+        if run is None:
+            run = self._new_run(ROCKETMQ, queue_offset, queue_offset, topic=topic, queue_id=queue_id)
+            self._rocketmq_runs[(topic, queue_id)] = run
+        run.first_offset, run.last_offset = min(run.first_offset, queue_offset), max(run.last_offset, queue_offset)
+        run.take(found, file, 1)
+        return run.run_id, None
+
+
+def _producer_key(batch: RecordBatch) -> tuple[int, int, int]:
+    return batch.producer_id, batch.producer_epoch, batch.base_sequence
+
+
+# --------------------------------------------------------------------------
+# Rows
+# --------------------------------------------------------------------------
+
+
+class _Outputs:
+    """The JSON Lines file and the three Parquet files, filled as finds are decoded."""
+
+    def __init__(self, stack: ExitStack, out_dir: str, force: bool):
+        self.stages = {name: stack.enter_context(staged(os.path.join(out_dir, name), replace=force))
+                       for name in OUTPUT_NAMES if name != REPORT}
+        self.jsonl = stack.enter_context(open(self.stages[FINDS_JSONL].path, "w", encoding="utf-8"))
+        self.tables = {}
+        for name, schema in ((KAFKA_BATCHES, KAFKA_BATCH_SCHEMA), (KAFKA_RECORDS, KAFKA_RECORD_SCHEMA),
+                             (ROCKETMQ_MESSAGES, ROCKETMQ_MESSAGE_SCHEMA)):
+            writer = stack.enter_context(pq.ParquetWriter(self.stages[name].path, schema))
+            self.tables[name] = (writer, schema, [])
+        # closes before the staged files are put in place (ExitStack unwinds last in, first out)
+        stack.callback(self._flush_all)
+
+    def line(self, item: dict) -> None:
+        self.jsonl.write(json.dumps(item, ensure_ascii=False, separators=(",", ":")))
+        self.jsonl.write("\n")
+
+    def row(self, name: str, row: dict) -> None:
+        writer, schema, rows = self.tables[name]
+        rows.append(row)
+        if len(rows) >= _ROWS_PER_PARQUET_BATCH:
+            self._flush(name)
+
+    def _flush(self, name: str) -> None:
+        writer, schema, rows = self.tables[name]
+        if rows:
+            writer.write_batch(pa.RecordBatch.from_pylist(rows, schema=schema))
+            rows.clear()
+
+    def _flush_all(self) -> None:
+        for name in self.tables:
+            self._flush(name)
+
+    def written(self) -> list[dict]:
+        return [stage.written for stage in self.stages.values()]
+
+
+# --------------------------------------------------------------------------
+# The run
+# --------------------------------------------------------------------------
+
+
+@dataclass
+class _FileTally:
+    kafka_batches: int = 0
+    kafka_records: int = 0
+    rocketmq_messages: int = 0
+
+
+def _carve_kafka(buf, found: Find, path: str, placer: _Placer, outputs: _Outputs, tally: _FileTally) -> None:
+    """Decode, place and write one Kafka find."""
+    batch = batch_at(buf, found.position, path)
+    tally.kafka_batches += 1
+    item = batch_item(batch)
+    try:
+        records = batch_records(batch, path)
+    except SegtoolError as exc:  # the batch's checksum held, its records do not decode (a codec we cannot read)
+        records = None
+        run_id, unplaced = placer.undecodable(found, path, exc.message, batch.base_offset, batch.last_offset)
+    else:
+        # a legacy wrapper's header holds its last offset: its first is its first inner message's
+        first = records[0].offset if records and batch.magic < 2 else batch.base_offset
+        run_id, unplaced = placer.place_batch(found, path, batch, first, len(records))
+    item.update(file=path, format=KAFKA, run_id=run_id, unplaced=unplaced)
+    outputs.line(item)
+    outputs.row(KAFKA_BATCHES, {**item, "records_decoded": None if records is None else len(records)})
+    for record in records or ():
+        record_line = record_item(batch, record, path)
+        record_line.update(format=KAFKA, run_id=run_id)
+        outputs.line(record_line)
+        outputs.row(KAFKA_RECORDS, {**record_line, "key": record.key, "value": record.value,
+                                    "headers": [{"key": key, "value": value} for key, value in record.headers]})
+    tally.kafka_records += len(records or ())
+
+
+def _carve_rocketmq(buf, found: Find, path: str, placer: _Placer, outputs: _Outputs, tally: _FileTally) -> None:
+    """Decode, place and write one RocketMQ find."""
+    stored_offset = message_header(buf, found.position)["physicalOffset"]
+    # phy_offset: the message's own CommitLog offset, not where it was carved
+    message = decode_message(buf, found.position, end=found.end, file_from_offset=stored_offset - found.position,
+                             file=path, path=path, keep_body=True)
+    tally.rocketmq_messages += 1
+    run_id, unplaced = placer.place_message(found, path, message)
+    item = {"kind": "message", **message_json(message), "file": path, "position": found.position, "size": found.size,
+            "format": ROCKETMQ, "run_id": run_id, "unplaced": unplaced}
+    outputs.line(item)
+    outputs.row(ROCKETMQ_MESSAGES, {**item, "body": message["body"],
+                                    "properties": list(message["properties"].items())})
+
+
+_CARVERS = {KAFKA: _carve_kafka, ROCKETMQ: _carve_rocketmq}
+
+
+def search_totals(counts: SearchCounts) -> dict:
+    """SearchCounts as the report gives them, with the number of false finds to expect."""
+    return {"bytes_searched": counts.bytes_searched, "candidates": counts.candidates, "checksums": counts.checksums,
+            "finds": counts.finds, "expected_false_finds": counts.checksums / CHECKSUM_SPACE}
+
+
+def carve(paths: list[str], out_dir: str, force: bool = False, hash_inputs: bool = True,
+          progress_factory=None) -> CarveReport:
+    """Carve every file named or found below ``paths`` into ``out_dir``; the report is also written there.
+
+    Every output is checked before anything is read (``plan_outputs``: not inside
+    an input's tree, no existing file unless ``force``, which backs it up).
+    """
+    targets = [os.path.join(out_dir, name) for name in OUTPUT_NAMES]
+    found_files = inventory(paths)
+    plan_outputs(targets, paths, in_place=False, force=force)
+    unreadable = [{"path": entry.path, "reason": entry.unreadable} for entry in found_files.unreadable]
+    placer = _Placer()
+    total = SearchCounts()
+    inputs = []
+    with ThreadPoolExecutor(max_workers=1) as hasher, ExitStack() as stack:
+        outputs = _Outputs(stack, out_dir, force)
+        for entry in found_files.files:
+            digest = hasher.submit(sha256_of, entry.path) if hash_inputs else None  # on the other core
+            counts, tally = SearchCounts(), _FileTally()
+            try:
+                buf = open_buffer(entry.path)
+            except SegtoolError as exc:
+                unreadable.append({"path": entry.path, "reason": exc.message})
+                continue
+            progress = progress_factory(entry.path) if progress_factory else None
+            for found in find(buf, counts=counts, progress=progress):
+                _CARVERS[found.format](buf, found, entry.path, placer, outputs, tally)
+            total.add(counts)
+            inputs.append({"path": entry.path, "size": entry.size,
+                           "sha256": digest.result() if digest is not None else None,
+                           "kafka_batches": tally.kafka_batches, "kafka_records": tally.kafka_records,
+                           "rocketmq_messages": tally.rocketmq_messages, "search": search_totals(counts)})
+    finds = total.finds
+    report: CarveReport = {
+        "out": out_dir,
+        "inputs": inputs,
+        "unreadable": unreadable,
+        "search": search_totals(total),
+        "runs": [run.as_dict() for run in placer.runs],
+        "unplaced": placer.unplaced,
+        "written": outputs.written(),
+        "summary": {"finds": finds, "placed": finds - len(placer.unplaced), "unplaced": len(placer.unplaced),
+                    "runs": len(placer.runs), "kafka_batches": sum(i["kafka_batches"] for i in inputs),
+                    "kafka_records": sum(i["kafka_records"] for i in inputs),
+                    "rocketmq_messages": sum(i["rocketmq_messages"] for i in inputs)},
+    }
+    write_atomically(os.path.join(out_dir, REPORT), (json.dumps(report, indent=1) + "\n").encode(), replace=force)
+    return report
+
+
+def exit_code(report: CarveReport) -> int:
+    """2 when an input could not be read, 1 when nothing was found or a find was not placed, else 0."""
+    if report["unreadable"]:
+        return 2
+    return 1 if not report["summary"]["finds"] or report["unplaced"] else 0
