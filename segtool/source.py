@@ -10,6 +10,8 @@ import hashlib
 import mmap
 import os
 import stat
+import warnings
+import weakref
 
 from segtool.errors import UnreadableInput
 
@@ -82,3 +84,67 @@ def sha256_of(path: str | os.PathLike) -> str:
         if isinstance(buf, mmap.mmap):
             buf.close()
     return digest.hexdigest()
+
+
+def sha256_beside(path: str | os.PathLike, fork: bool):
+    """Start ``sha256_of(path)`` beside the caller's work; its ``result()`` is the hex digest.
+
+    With ``fork`` (a command run on its own) a child process hashes: a thread
+    shares the GIL with the caller's scan and waits for it after every slice.
+    Pipeline tasks hash on a thread: their engine already keeps every core busy.
+    """
+    if fork and hasattr(os, "fork"):
+        return _ForkedSha256(path)
+    from concurrent.futures import ThreadPoolExecutor  # here: commands that never hash start without it
+
+    executor = ThreadPoolExecutor(max_workers=1)
+    future = executor.submit(sha256_of, path)
+    executor.shutdown(wait=False)  # the thread ends with its one task
+    return future
+
+
+_HEX_DIGEST = 64
+
+
+class _ForkedSha256:
+    """``sha256_of`` in a forked child that shares nothing but the path; the digest comes back
+    on a pipe.  If the child cannot start or fails (an unreadable file), ``result`` hashes
+    here, so the caller sees the same digest or error as from ``sha256_of``."""
+
+    def __init__(self, path):
+        self._path = path
+        self._pid = None
+        try:
+            answer, answer_write = os.pipe()
+            with warnings.catch_warnings():
+                # Python 3.12+ warns about forking beside threads (a progress display's); the
+                # child only hashes and leaves with os._exit
+                warnings.simplefilter("ignore", DeprecationWarning)
+                pid = os.fork()
+        except OSError:
+            return
+        if pid == 0:
+            code = 1
+            try:
+                os.close(answer)
+                os.write(answer_write, sha256_of(path).encode())  # 64 bytes: one atomic write
+                code = 0
+            finally:
+                os._exit(code)
+        os.close(answer_write)
+        self._pid, self._answer = pid, answer
+        # a caller that stops on an error never asks for the digest: the child is reaped all the same
+        self._reap = weakref.finalize(self, _reap, pid, answer)
+
+    def result(self) -> str:
+        if self._pid is None:
+            return sha256_of(self._path)
+        data = os.read(self._answer, _HEX_DIGEST)
+        self._reap()
+        self._pid = None
+        return data.decode() if len(data) == _HEX_DIGEST else sha256_of(self._path)
+
+
+def _reap(pid: int, answer: int) -> None:
+    os.close(answer)
+    os.waitpid(pid, 0)

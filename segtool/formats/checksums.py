@@ -57,8 +57,8 @@ class ChecksumHelper:
             request_read, self._requests = os.pipe()
             self._answers, answer_write = os.pipe()
             with warnings.catch_warnings():
-                # Python 3.12+ warns about forking beside threads (a hashing thread may
-                # run); the child only checksums and leaves with os._exit
+                # Python 3.12+ warns about forking beside threads (a progress display's); the
+                # child only checksums and leaves with os._exit
                 warnings.simplefilter("ignore", DeprecationWarning)
                 pid = os.fork()
         except OSError:

@@ -9,19 +9,15 @@ input unless ``in_place`` is asked for.
 from __future__ import annotations
 
 import os
-from concurrent.futures import ThreadPoolExecutor
 
 from segtool.engine.inventory import inventory
 from segtool.engine.partition import Segment
 from segtool.engine.recovery import DEFAULT_INDEX_INTERVAL_BYTES, ProducerTxnState, recover_segment
 from segtool.engine.safe_write import partition_output, plan_outputs, write_atomically
-from segtool.source import sha256_of
+from segtool.source import sha256_beside
 from segtool.errors import NothingFound, UnreadableInput
 from segtool.formats.kafka_names import INDEX, TIME_INDEX, TXN_INDEX, file_name, is_log_file
 from segtool.ops.output_schema import KafkaRebuildReport
-
-_hasher = ThreadPoolExecutor(max_workers=1)
-
 
 _NOT_A_SEGMENT = "not a Kafka .log segment: rebuild-index reads segments and writes their indexes"
 
@@ -61,10 +57,11 @@ def recover_partition(log_paths: list[str], snapshot: str, index_interval_bytes:
     out = []
     for log_path in log_paths:
         segment = Segment(log_path)
-        digest = _hasher.submit(sha256_of, log_path) if hash_inputs else None  # on the other core, while we scan
+        # the hash runs on the other core while we scan, and bounds the run: no checksum helper beside it
+        digest = sha256_beside(log_path, fork=parallel) if hash_inputs else None
         progress = progress_factory(log_path) if progress_factory else None
-        recovery = recover_segment(segment.log, segment.log_path, segment.base_offset,
-                                   index_interval_bytes, txn_state, progress=progress, parallel=parallel)
+        recovery = recover_segment(segment.log, segment.log_path, segment.base_offset, index_interval_bytes,
+                                   txn_state, progress=progress, parallel=parallel and digest is None)
         out.append({
             "log_sha256": digest.result() if digest is not None else None,
             "size": recovery.size,

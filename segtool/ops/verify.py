@@ -15,8 +15,7 @@ import os
 from typing import Callable
 
 from segtool.engine.recovery import SegmentObserver, recover_segment, records_after
-from segtool.engine.salvage import DamagedRange, kafka_pieces
-from segtool.source import open_buffer, sha256_of
+from segtool.source import open_buffer, sha256_beside
 from segtool.engine.inventory import inventory
 from segtool.errors import CorruptData, SegtoolError, UnreadableInput
 from segtool.findings import FindingKind, finding, has_errors
@@ -186,6 +185,9 @@ def verify_log(path: str, deep: bool = False, progress: Callable[[int], None] | 
 def salvage_after(buf, path: str, position: int, next_offset: int, problems: list[dict]) -> dict:
     """What reading past damage keeps of the bytes recovery cuts from ``position``: valid batches,
     their records and offsets; each damaged range becomes a finding."""
+    # imported here: the search loads numpy and the RocketMQ layouts, which a clean segment never needs
+    from segtool.engine.salvage import DamagedRange, kafka_pieces
+
     kept = records = 0
     first = last = None
     for piece in kafka_pieces(buf, path, base_offset=next_offset, start=position):
@@ -421,11 +423,11 @@ def verify_file(path: str, deep: bool = False, progress=None, hash_input: bool =
     try:
         result["size"] = os.path.getsize(path)
         if hash_input:
-            # hashing releases the GIL: it runs on the other core while the file is checked
-            from concurrent.futures import ThreadPoolExecutor
-
-            hasher = ThreadPoolExecutor(max_workers=1)
-            digest = hasher.submit(sha256_of, path)
+            # the hash runs on the other core while the file is checked (in a child process when
+            # this command has the machine); it bounds a shallow check, which then takes no
+            # checksum helper to compete with it
+            hasher = sha256_beside(path, fork=parallel)
+            parallel = parallel and deep
         kind = detected.kind
         if kind == "kafka-log":
             result.update(verify_log(path, deep, progress, parallel))
@@ -458,7 +460,7 @@ def verify_file(path: str, deep: bool = False, progress=None, hash_input: bool =
             result["status"] = "skipped"
             result["reason"] = NOT_RECOGNISED
         if hasher is not None:
-            result["sha256"] = digest.result()
+            result["sha256"] = hasher.result()
         if result.get("status") == "skipped":
             return result
     except UnreadableInput as exc:
@@ -481,10 +483,27 @@ def unreadable_entry(entry) -> dict:
             "problems": [finding(FindingKind.UNREADABLE, None, entry.unreadable)]}
 
 
-def verify(paths: list[str], deep: bool = False, progress_factory=None, hash_inputs: bool = True) -> VerifyReport:
-    from segtool.ops.verify_rocketmq.store import StoreContexts
+class _StoreContextsOnFirstUse:
+    """``verify_rocketmq``'s store contexts, made at the run's first RocketMQ file: a Kafka-only run never
+    imports the RocketMQ layouts (numpy, construct), so its first file's hashing starts sooner."""
 
-    store_contexts = StoreContexts()
+    def __init__(self):
+        self._contexts = None
+
+    def get(self, root, commitlog_dir=None):
+        if self._contexts is None:
+            from segtool.ops.verify_rocketmq.store import StoreContexts
+
+            self._contexts = StoreContexts()
+        return self._contexts.get(root, commitlog_dir)
+
+    def close(self) -> None:
+        if self._contexts is not None:
+            self._contexts.close()
+
+
+def verify(paths: list[str], deep: bool = False, progress_factory=None, hash_inputs: bool = True) -> VerifyReport:
+    store_contexts = _StoreContextsOnFirstUse()
     try:
         files = _verify_walk(paths, deep, progress_factory, hash_inputs, store_contexts)
     finally:
