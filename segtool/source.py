@@ -106,6 +106,17 @@ def sha256_beside(path: str | os.PathLike, fork: bool):
 _HEX_DIGEST = 64
 
 
+def fork_quietly() -> int | None:
+    """``os.fork()``, or None when it fails.  Python 3.12+ warns about forking beside threads (a
+    progress display's); segtool's children only compute and leave with ``os._exit``."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            return os.fork()
+    except OSError:
+        return None
+
+
 class _ForkedSha256:
     """``sha256_of`` in a forked child that shares nothing but the path; the digest comes back
     on a pipe.  If the child cannot start or fails (an unreadable file), ``result`` hashes
@@ -116,12 +127,10 @@ class _ForkedSha256:
         self._pid = None
         try:
             answer, answer_write = os.pipe()
-            with warnings.catch_warnings():
-                # Python 3.12+ warns about forking beside threads (a progress display's); the
-                # child only hashes and leaves with os._exit
-                warnings.simplefilter("ignore", DeprecationWarning)
-                pid = os.fork()
         except OSError:
+            return
+        pid = fork_quietly()
+        if pid is None:
             return
         if pid == 0:
             code = 1

@@ -13,8 +13,9 @@ import importlib.machinery
 import importlib.util
 import mmap
 import os
-import warnings
 from array import array
+
+from segtool.source import fork_quietly
 
 
 def _load_crc32c():
@@ -56,12 +57,10 @@ class ChecksumHelper:
         try:
             request_read, self._requests = os.pipe()
             self._answers, answer_write = os.pipe()
-            with warnings.catch_warnings():
-                # Python 3.12+ warns about forking beside threads (a progress display's); the
-                # child only checksums and leaves with os._exit
-                warnings.simplefilter("ignore", DeprecationWarning)
-                pid = os.fork()
         except OSError:
+            return
+        pid = fork_quietly()
+        if pid is None:
             return
         if pid == 0:
             code = 1
