@@ -420,6 +420,103 @@ def verify(
     raise typer.Exit(exit_code(report))
 
 
+def _render_inspect(report: dict) -> None:
+    """Per log dir: its files, then each partition with its startup plan; problems in red."""
+    say = _Styled()
+
+    def problems(items: list[dict], indent: str) -> None:
+        for problem in errors_first(items):
+            error = problem["severity"] == Severity.ERROR.value
+            say(f"{indent}{problem['severity']:5} {problem['kind']}: {problem['message']}", "red" if error else None)
+
+    for log_dir in report["log_dirs"]:
+        meta = log_dir["meta_properties"]
+        marker = log_dir["clean_shutdown"]
+        say(f"log dir {log_dir['path']}", "bold")
+        if meta:
+            say(f"  meta.properties: version {meta['version']}, cluster.id {meta['cluster_id']}, node.id "
+                f"{meta['node_id']}, directory.id {meta['directory_id']}")
+        say("  shutdown: " + ("clean (.kafka_cleanshutdown present"
+                              + (f", broker epoch {marker['broker_epoch']})" if marker["broker_epoch"] is not None
+                                 else ")") if marker["marker_present"]
+                              else "UNCLEAN (no .kafka_cleanshutdown): partitions are recovered from their "
+                                   "recovery points"), None if marker["marker_present"] else "yellow")
+        for checkpoint in log_dir["checkpoints"]:
+            say(f"  {checkpoint['name']}: {len(checkpoint['entries'])} entries")
+        for path in log_dir["other_files"]:
+            say(f"  other file: {path}", "dim")
+        for item in log_dir["unreadable"]:
+            say(f"  UNREADABLE {item['path']}: {item['reason']}", "red")
+        problems(log_dir["problems"], "  ")
+        for partition in log_dir["partitions"]:
+            plan = partition["plan"]
+            say("")
+            say(f"  {os.path.basename(partition['directory'])} ({partition['state']}, topic id "
+                f"{partition['topic_id']}): {len(partition['segments'])} segments, {partition['bytes']} bytes, "
+                + (f"offsets {partition['first_offset']}..{partition['log_end_offset'] - 1}" if partition["first_offset"] is not None
+                   else "no batch") + f", leader epochs "
+                f"{len(partition['leader_epochs'])}, producer snapshots {len(partition['producer_snapshots'])}",
+                "bold")
+            if partition["quorum_state"]:
+                state = partition["quorum_state"]
+                say(f"    quorum-state: leader {state['leader_id']} epoch {state['leader_epoch']}, voters "
+                    f"{state['current_voters']}")
+            for snapshot in partition["kraft_snapshots"]:
+                say(f"    KRaft snapshot end offset {snapshot['end_offset']} epoch {snapshot['epoch']}: "
+                    f"{snapshot['records']} records")
+            recovered = plan["recovered_segments"]
+            if recovered:
+                say(f"    {plan['loaded_by']} recovers {len(recovered)} segment(s) from base offset "
+                    f"{recovered[0]['base_offset']} ({recovered[0]['because']}; recovery point "
+                    f"{plan['recovery_point']})")
+            truncated = plan["truncated_at"]
+            if truncated:
+                say(f"    truncates {os.path.basename(truncated['segment'])} at byte {truncated['byte_offset']} "
+                    f"(offset {truncated['offset']}), dropping offsets {truncated['offset']}.."
+                    f"{truncated['dropped_until'] - 1} and {truncated['bytes_dropped']} bytes", "red")
+            say(f"    after start-up: log end {plan['log_end_offset']}, recovery point {plan['new_recovery_point']}, "
+                f"log start {plan['new_log_start_offset']}")
+            for note in plan["notes"]:
+                say(f"    note: {note}", "dim")
+            problems(partition["problems"], "    ")
+    summary = report["summary"]
+    say("")
+    say(f"{summary['partitions']} partitions: {summary['partitions_recovered']} recovered at start-up, "
+        f"{summary['partitions_truncated']} truncated; {summary['errors']} errors, {summary['notes']} notes, "
+        f"{summary['unreadable']} unreadable", "bold")
+
+
+@app.command()
+def inspect(
+    paths: List[str] = typer.Argument(..., help="Kafka log dirs (the directories holding the partition directories).", metavar="LOGDIR..."),
+    as_json: bool = typer.Option(False, "--json", help="One JSON report on stdout."),
+):
+    """Inventory a Kafka log dir and say what the broker will do when it starts on it.
+
+    meta.properties, quorum-state, every checkpoint, the clean-shutdown marker and each
+    partition's files; cross-checks between them; and the startup plan: which segments
+    are recovered, where recovery truncates and what it drops (docs/inspect.md).
+
+    Exit code 0 when nothing is wrong, 1 when a cross-check or the plan found an error,
+    2 when a file cannot be read.
+
+    Examples:
+
+      segtool inspect /var/lib/kafka/data
+
+      segtool inspect --json evidence/kafka-logs > startup-plan.json
+    """
+    from segtool.ops.inspect import exit_code, inspect as run_inspect
+
+    report = run_inspect(paths)
+    _State.exit_if_output_closed = exit_code(report)
+    if as_json:
+        _print_json(report)
+    else:
+        _render_inspect(report)
+    raise typer.Exit(exit_code(report))
+
+
 @app.command("rebuild-index")
 def rebuild_index(
     paths: List[str] = typer.Argument(..., help="Segment .log files, partition directories or a log directory.", metavar="PATH..."),

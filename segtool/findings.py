@@ -152,13 +152,44 @@ class FindingKind(Enum):
         Severity.ERROR, "Kafka `leader-epoch-checkpoint`", "the checkpoint does not parse (Kafka's words)",
         "the broker fails to load the partition")
     FORMAT = (
-        Severity.ERROR, "Kafka offset checkpoints, `partition.metadata`", "the file does not parse",
+        Severity.ERROR, "Kafka offset checkpoints, `partition.metadata`, `meta.properties`, `quorum-state`",
+        "the file does not parse",
         "the broker fails to start or to load the partition")
     LEADER_EPOCH = (
         Severity.ERROR, "Kafka `leader-epoch-checkpoint`", "batches carry an epoch the checkpoint does not list, "
         "or another than the one it gives their offsets", "truncation after a leader change keeps or drops the "
         "wrong records", "the epoch's first batch lies after the checkpoint's start offset (retention or "
         "compaction removed the start)")
+    # -- Kafka log dir (inspect) ------------------------------------------------------------------------
+    NO_CLEAN_SHUTDOWN_MARKER = (
+        Severity.INFO, "Kafka log dir", "`.kafka_cleanshutdown` is absent: the broker did not stop cleanly (or the "
+        "copy was taken while it ran)", "LogManager.loadLogs recovers every partition from the segment holding "
+        "its recovery point on")
+    CHECKPOINT_BEYOND_LOG_END = (
+        Severity.ERROR, "Kafka offset checkpoints", "a recovery point, replication offset (high watermark), log "
+        "start or cleaner offset beyond the partition's log end: data the broker had flushed, acknowledged or "
+        "kept is missing", "the recovery point and high watermark are lowered to the log end; a log start offset "
+        "beyond it makes LogLoader delete every segment; the cleaner resets its dirty offset")
+    CHECKPOINT_WITHOUT_PARTITION = (
+        Severity.ERROR, "Kafka offset checkpoints", "an entry for a partition that has no directory in the log "
+        "dir (not copied, or deleted after the checkpoint was written)", "none: the entry is ignored")
+    PARTITION_WITHOUT_CHECKPOINT = (
+        Severity.INFO, "Kafka `recovery-point-offset-checkpoint`, `replication-offset-checkpoint`", "a partition "
+        "directory with no entry (created after the last checkpoint, or the checkpoint was lost)",
+        "its recovery point is 0: after an unclean shutdown every segment is recovered")
+    TOPIC_ID_MISMATCH = (
+        Severity.ERROR, "Kafka `partition.metadata`", "partitions of one topic carry different topic ids (a topic "
+        "deleted and recreated, or directories mixed from two clusters)", "a broker whose metadata names another "
+        "id for the topic treats the directory as a stray log and deletes it")
+    KRAFT_SNAPSHOT_MISMATCH = (
+        Severity.ERROR, "KRaft snapshot `<end offset>-<epoch>.checkpoint`", "the snapshot's contents disagree "
+        "with its name (its batches' leader epoch, the metadata log's epoch at its end offset) or it lacks its "
+        "header or footer control record", "the controller loads the state of another point of the log than the "
+        "name says, or fails to read the snapshot")
+    NOT_A_PARTITION_DIRECTORY = (
+        Severity.ERROR, "Kafka log dir", "a directory in the log dir whose name is not `<topic>-<partition>` "
+        "(nor a renamed `-delete`/`-future`/`-stray` one)", "LogManager.loadLogs fails on it "
+        "(parseTopicPartitionName) and the broker does not start")
     # -- RocketMQ CommitLog -----------------------------------------------------------------------------
     BAD_MAGIC = (
         Severity.ERROR, "RocketMQ CommitLog", "neither a message nor a BLANK magic code where a record starts",

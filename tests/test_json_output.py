@@ -59,6 +59,7 @@ def _outputs(tmp_path) -> dict[str, list]:
     out["salvage"] += _segtool("salvage", rocketmq / "corrupt-body-crc" / "store", "--out", tmp_path / "sr", "--json")
     out["scan"] += _segtool("scan", kafka / "c04-transactions" / "data", store, "--out", tmp_path / "s", "--json",
                             "--workers", "1")
+    out["inspect"] += _segtool("inspect", "--json", kafka / "c11a-crc-byte-flip" / "data", kafka / "c02-unclean-hot-copy" / "data")
     out["carve"] += _segtool("carve", kafka / "c08-legacy-formats" / "data", store / "commitlog", "--out",
                              tmp_path / "c", "--json")
     return out

@@ -4,7 +4,10 @@ A segment's files are ``<base offset><suffix>``: the base offset is the name up
 to its first ``.``, parsed as a Java long (``Long.parseLong``: optional sign,
 decimal digits, within 64 bits), written zero-padded to 20 digits.  Deletion,
 cleaning and swapping append ``.deleted``, ``.cleaned``, ``.swap``.  KRaft
-snapshots are ``<end offset>-<epoch>.checkpoint``.
+snapshots are ``<end offset>-<epoch>.checkpoint``.  Tiered storage's local copies of
+remote segments and indexes (``RemoteIndexCache``, ``remote-log-index-cache/``) are
+``<start offset>_<remote segment id>.<suffix>``: the offset in decimal, an underscore, the
+segment's Uuid in Kafka's 22-character base64url.
 """
 
 from __future__ import annotations
@@ -23,15 +26,21 @@ DELETED = ".deleted"
 CLEANED = ".cleaned"
 SWAP = ".swap"
 KRAFT_SNAPSHOT = ".checkpoint"
+BOOTSTRAP_CHECKPOINT = "bootstrap.checkpoint"  # BootstrapDirectory.BINARY_BOOTSTRAP_FILENAME
 
 _JAVA_LONG = re.compile(r"[+-]?\d+")
 _KRAFT_SNAPSHOT_NAME = re.compile(r"^(\d{20})-(\d{10})\.checkpoint$")
-_PARTITION_DIR_NAME = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)(?:\.[0-9a-f]{32}-(?:delete|future|stray))?$")
+_REMOTE_SEGMENT_NAME = re.compile(r"^(\d+)_([A-Za-z0-9_-]{22})\.")
+_PARTITION_DIR_NAME = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)(?:\.[0-9a-f]{32}-(?P<renamed>delete|future|stray))?$")
 
 
 def offset_from_file_name(path) -> int:
-    """``LogFileUtils.offsetFromFileName``: the base offset a file name carries; UnreadableInput otherwise."""
+    """``LogFileUtils.offsetFromFileName`` (or a tiered-storage cache name's start offset): the base
+    offset a file name carries; UnreadableInput otherwise."""
     name = os.path.basename(str(path))
+    remote = remote_segment_id(path)
+    if remote is not None:
+        return remote[0]
     head = name.split(".", 1)[0]
     if not _JAVA_LONG.fullmatch(head) or not -(1 << 63) <= int(head) < (1 << 63):
         raise UnreadableInput(f"file name {name!r} does not start with a Kafka base offset", str(path))
@@ -72,7 +81,21 @@ def topic_partition(directory_name: str) -> tuple[str, int | None]:
     return match.group("topic"), int(match.group("partition"))
 
 
+def renamed_directory_state(directory_name: str) -> str | None:
+    """``"delete"``, ``"future"`` or ``"stray"`` for a partition directory LocalLog renamed
+    (``<topic>-<partition>.<uuid>-delete``, ``DELETE_DIR_SUFFIX`` and its siblings); None otherwise."""
+    match = _PARTITION_DIR_NAME.match(directory_name)
+    return None if match is None else match.group("renamed")
+
+
 def kraft_snapshot_id(path) -> tuple[int, int] | None:
     """(end offset, epoch) of a KRaft snapshot name (``Snapshots.parse``), None for another name."""
     match = _KRAFT_SNAPSHOT_NAME.match(os.path.basename(str(path)))
     return (int(match.group(1)), int(match.group(2))) if match else None
+
+
+def remote_segment_id(path) -> tuple[int, str] | None:
+    """(start offset, remote segment id) of a tiered-storage cache name
+    (``RemoteIndexCache``: ``<offset>_<uuid>.<suffix>``), None for another name."""
+    match = _REMOTE_SEGMENT_NAME.match(os.path.basename(str(path)))
+    return (int(match.group(1)), match.group(2)) if match else None

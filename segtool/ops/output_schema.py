@@ -527,6 +527,171 @@ class CarveReport(TypedDict):
     summary: CarveSummary
 
 
+# -- inspect --------------------------------------------------------------------------------
+
+class KeyValue(TypedDict):
+    key: str
+    value: str
+
+
+class MetaPropertiesReport(TypedDict):
+    version: int
+    cluster_id: str | None
+    node_id: int | None  # node.id (version 1) or broker.id (version 0)
+    directory_id: str | None
+    other: list[KeyValue]  # keys Kafka does not define
+
+
+class CleanShutdown(TypedDict):
+    marker_present: bool  # .kafka_cleanshutdown
+    broker_epoch: int | None
+
+
+class CheckpointEntry(TypedDict):
+    topic: str
+    partition: int
+    offset: int
+
+
+class OffsetCheckpoint(TypedDict):
+    name: str
+    path: str
+    entries: list[CheckpointEntry]
+
+
+class InspectedSegment(TypedDict):
+    path: str
+    base_offset: int
+    size: int
+    first_offset: int | None
+    next_offset: int  # as the files are (LogSegment.readNextOffset)
+    first_timestamp: int | None
+    max_timestamp: int | None
+
+
+class LeaderEpoch(TypedDict):
+    epoch: int
+    start_offset: int
+
+
+class ProducerSnapshotSummary(TypedDict):
+    offset: int
+    producers: int | None  # None: the snapshot does not parse
+
+
+class KraftSnapshotSummary(TypedDict):
+    path: str
+    end_offset: int
+    epoch: int
+    batches: int
+    records: int
+
+
+class QuorumStateReport(TypedDict):
+    leader_id: int
+    leader_epoch: int
+    voted_id: int
+    applied_offset: int
+    current_voters: list[int]
+    data_version: int
+
+
+class PartitionCheckpoints(TypedDict, total=False):
+    recovery_point: int | None
+    replication_offset: int | None
+    log_start_offset: int | None
+    cleaner_offset: int | None
+
+
+class RecoveredSegment(TypedDict):
+    path: str
+    base_offset: int
+    because: Literal["unclean_shutdown", "missing_offset_index", "corrupt_txn_index"]
+    detail: str | None
+    valid_bytes: int
+    bytes_truncated: int
+    next_offset: int
+    offset_index_entries: int  # what recovery writes
+    time_index_entries: int
+    stop_reason: str | None
+    stop_message: str | None
+
+
+class Truncation(TypedDict):
+    segment: str
+    byte_offset: int
+    offset: int  # the log end after truncation
+    dropped_until: int  # the log end as the files are: offsets [offset, dropped_until) are dropped
+    bytes_dropped: int  # the truncated tail and the segments deleted after it
+
+
+class StartupPlan(TypedDict):
+    loaded_by: Literal["LogManager", "KafkaMetadataLog"]
+    clean_shutdown: bool
+    recovery_point: int
+    log_start_offset: int
+    recovery_skipped_for_deletion: bool
+    recovered_segments: list[RecoveredSegment]
+    truncated_at: Truncation | None
+    deleted_segments: list[str]
+    deletes_every_segment: bool
+    log_end_offset: int
+    new_recovery_point: int
+    new_log_start_offset: int
+    leader_epochs_dropped: list[LeaderEpoch]
+    leader_epoch_start_moved_to: LeaderEpoch | None
+    producer_snapshots_deleted: list[int]
+    notes: list[str]
+
+
+class InspectedPartition(TypedDict):
+    directory: str
+    topic: str
+    partition: int
+    state: Literal["live", "delete", "future", "stray", "metadata"]
+    topic_id: str | None
+    segments: list[InspectedSegment]
+    log_bytes: int
+    bytes: int
+    first_offset: int | None
+    log_end_offset: int | None
+    first_timestamp: int | None
+    max_timestamp: int | None
+    leader_epochs: list[LeaderEpoch]
+    producer_snapshots: list[ProducerSnapshotSummary]
+    kraft_snapshots: list[KraftSnapshotSummary]
+    quorum_state: QuorumStateReport | None
+    checkpoints: PartitionCheckpoints
+    plan: StartupPlan
+    problems: list[Problem]
+
+
+class InspectedLogDir(TypedDict):
+    path: str
+    meta_properties: MetaPropertiesReport | None
+    clean_shutdown: CleanShutdown
+    checkpoints: list[OffsetCheckpoint]
+    partitions: list[InspectedPartition]
+    other_files: list[str]
+    unreadable: list[PathReason]
+    problems: list[Problem]
+
+
+class InspectSummary(TypedDict):
+    log_dirs: int
+    partitions: int
+    partitions_recovered: int
+    partitions_truncated: int
+    errors: int
+    notes: int
+    unreadable: int
+
+
+class InspectReport(TypedDict):
+    log_dirs: list[InspectedLogDir]
+    summary: InspectSummary
+
+
 OPEN = {VerifiedFile, LookupAnswer, RocketMQMessageItem, OtherItem, Recovery}
 
 # one schema per command: what it prints (dump: each line)
@@ -540,6 +705,7 @@ COMMAND_OUTPUTS = {
     "scan": ScanReport,
     "carve": CarveReport,
     "salvage": SalvageReport,
+    "inspect": InspectReport,
 }
 
 

@@ -1,0 +1,192 @@
+"""What a Kafka broker does with a log dir when it starts: the startup plan, computed without writing.
+
+Kafka's order (LogManager.loadLogs, then per partition LogLoader.load):
+
+1. ``.kafka_cleanshutdown`` in the log dir means a clean shutdown; the broker
+   deletes it and loads every log with ``hadCleanShutdown``.  The recovery
+   point and log start offset of each partition come from
+   ``recovery-point-offset-checkpoint`` and ``log-start-offset-checkpoint``
+   (0 when a partition has no entry or the file cannot be read).
+   ``__cluster_metadata`` is not loaded here but by ``KafkaMetadataLog``, with
+   recovery point 0 and ``lastShutdownClean = false``: it is recovered whole at
+   every start.
+2. ``loadSegmentFiles``: a segment whose ``.index`` is missing, or whose
+   ``.txnindex`` fails its sanity check, is recovered at once
+   (``LogSegment.sanityCheck``; offset and time indexes are not checked at load).
+3. ``recoverLog`` after an unclean shutdown: every segment from the one holding
+   the recovery point on (``LogSegments.values(recoveryPoint, MAX)``) is
+   recovered in order; the first that loses bytes is truncated there and every
+   later one deleted.  A ``-delete`` directory skips this step.
+4. ``deleteSegmentsIfLogStartGreaterThanLogEnd``: a log ending before its
+   checkpointed log start offset loses every segment.
+5. The leader epoch cache drops entries at or past the log end and moves the
+   start (``truncateFromEnd`` / ``truncateFromStart``); producer snapshots no
+   segment needs (``removeStraySnapshots``) and those past the log end or at or
+   below its start (``truncateAndReload``) are deleted.
+
+Segment recovery is ``engine.recovery.recover_segment`` (LogSegment.recover), the
+code ``verify`` predicts truncation with; segments are those ``PartitionView``
+loads (swaps completed, ``.deleted``/``.cleaned`` left out).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+from segtool.engine.partition import Segment
+from segtool.engine.recovery import SegmentRecovery, recover_segment
+from segtool.formats.kafka_index import CorruptIndex, TransactionIndex
+from segtool.formats.kafka_state import EpochEntry
+
+METADATA_TOPIC = "__cluster_metadata"
+
+# why a segment is recovered
+UNCLEAN_SHUTDOWN = "unclean_shutdown"
+MISSING_OFFSET_INDEX = "missing_offset_index"
+CORRUPT_TXN_INDEX = "corrupt_txn_index"
+
+
+@dataclass
+class SegmentStep:
+    """One segment at start-up: left as it is, recovered (and why), or deleted by recovery."""
+
+    log_path: str
+    base_offset: int
+    size: int
+    recovered_because: str | None = None
+    reason_detail: str | None = None
+    recovery: SegmentRecovery | None = None
+    deleted_by_recovery: bool = False
+
+    @property
+    def next_offset_after_recovery(self) -> int:
+        recovery = self.recovery
+        return self.base_offset if recovery is None or recovery.next_offset is None else recovery.next_offset
+
+
+@dataclass
+class PartitionPlan:
+    directory: str
+    clean_shutdown: bool  # as this log is loaded (always False for the metadata log)
+    recovery_point_checkpoint: int
+    log_start_offset_checkpoint: int
+    recovery_skipped_for_deletion: bool  # a -delete directory: LogLoader skips recoverLog
+    segments: list[SegmentStep]
+    notes: list[str]
+    log_end_offset: int  # after loading
+    new_recovery_point: int
+    new_log_start_offset: int
+    deletes_every_segment: bool  # the log ends before its checkpointed start
+    truncated_segment: SegmentStep | None = None
+    leader_epochs_dropped: list[EpochEntry] = field(default_factory=list)
+    leader_epoch_start_moved_to: EpochEntry | None = None
+    producer_snapshots_deleted: list[int] = field(default_factory=list)
+
+    @property
+    def recovered(self) -> list[SegmentStep]:
+        return [step for step in self.segments if step.recovery is not None]
+
+
+def _recover(step: SegmentStep, segment: Segment, because: str, detail: str | None) -> None:
+    step.recovered_because, step.reason_detail = because, detail
+    step.recovery = recover_segment(segment.log, segment.log_path, segment.base_offset)
+
+
+def _load_time_recovery(segment: Segment) -> tuple[str, str] | None:
+    """Why ``LogLoader.loadSegmentFiles`` recovers this segment, if it does (LogSegment.sanityCheck)."""
+    if not os.path.exists(segment.index_path):
+        return MISSING_OFFSET_INDEX, f"{os.path.basename(segment.index_path)} does not exist"
+    if os.path.exists(segment.txnindex_path):
+        try:
+            TransactionIndex(segment.txnindex_path, segment.base_offset).sanity_check()
+        except CorruptIndex as exc:
+            return CORRUPT_TXN_INDEX, exc.message
+    return None
+
+
+def _floor_index(base_offsets: list[int], offset: int) -> int:
+    """LogSegments.values(offset, MAX)'s first segment: the floor of ``offset``, else the first."""
+    floor = 0
+    for i, base in enumerate(base_offsets):
+        if base <= offset:
+            floor = i
+    return floor
+
+
+def plan_partition(directory: str, segments: list[Segment], notes: list[str], clean_shutdown: bool,
+                   recovery_point: int, log_start_offset: int, epochs: list[EpochEntry],
+                   snapshot_offsets: list[int], for_deletion: bool) -> PartitionPlan:
+    """LogLoader.load of one partition directory (its segments as ``PartitionView`` loads them), as a
+    plan (see the module's docstring)."""
+    steps = [SegmentStep(s.log_path, s.base_offset, s.size) for s in segments]
+    for step, segment in zip(steps, segments):
+        reason = _load_time_recovery(segment)
+        if reason is not None:
+            _recover(step, segment, *reason)
+    truncated = None
+    if not clean_shutdown and not for_deletion:
+        for i in range(_floor_index([s.base_offset for s in segments], recovery_point), len(steps)):
+            step = steps[i]
+            if step.recovery is None:
+                _recover(step, segments[i], UNCLEAN_SHUTDOWN, f"at or after the recovery point {recovery_point}")
+            elif step.recovered_because != UNCLEAN_SHUTDOWN:
+                continue  # already truncated at load: recovering it again truncates nothing
+            if step.recovery.bytes_lost:
+                truncated = step
+                for later in steps[i + 1:]:
+                    later.deleted_by_recovery = True
+                break
+    kept = [step for step in steps if not step.deleted_by_recovery]
+    if kept:
+        last = kept[-1]
+        log_end = last.next_offset_after_recovery if last.recovery is not None \
+            else segments[len(kept) - 1].next_offset()
+    else:  # no segment at all: the broker creates an empty one at the log start offset
+        log_end = log_start_offset
+    deletes_every_segment = bool(kept) and not for_deletion and log_end < log_start_offset
+    if deletes_every_segment:
+        log_end = log_start_offset  # a new empty segment at the log start offset
+    if for_deletion:
+        new_recovery_point = 0
+    elif clean_shutdown and kept and not deletes_every_segment:
+        new_recovery_point = log_end
+    else:
+        new_recovery_point = min(recovery_point, log_end)
+    first_base = kept[0].base_offset if kept and not deletes_every_segment else log_start_offset
+    plan = PartitionPlan(directory, clean_shutdown, recovery_point, log_start_offset, for_deletion, steps,
+                         list(notes), log_end, new_recovery_point, max(log_start_offset, first_base),
+                         deletes_every_segment, truncated)
+    _plan_leader_epochs(plan, epochs)
+    remaining_bases = [] if deletes_every_segment else [step.base_offset for step in kept]
+    plan.producer_snapshots_deleted = _deleted_snapshots(snapshot_offsets, remaining_bases,
+                                                         plan.new_log_start_offset, log_end)
+    return plan
+
+
+def _plan_leader_epochs(plan: PartitionPlan, epochs: list[EpochEntry]) -> None:
+    """LeaderEpochFileCache.truncateFromEnd(log end), then truncateFromStart(checkpointed log start)."""
+    plan.leader_epochs_dropped = [e for e in epochs if e.start_offset >= plan.log_end_offset]
+    below_start = [e for e in epochs if e.start_offset < plan.log_end_offset
+                   and e.start_offset <= plan.log_start_offset_checkpoint]
+    if below_start:
+        plan.leader_epochs_dropped += below_start[:-1]
+        if below_start[-1].start_offset != plan.log_start_offset_checkpoint:
+            plan.leader_epoch_start_moved_to = EpochEntry(below_start[-1].epoch, plan.log_start_offset_checkpoint)
+
+
+def _deleted_snapshots(offsets: list[int], segment_bases: list[int], log_start: int, log_end: int) -> list[int]:
+    """ProducerStateManager.removeStraySnapshots, then truncateAndReload's range (log start, log end]."""
+    bases = set(segment_bases)
+    deleted: list[int] = []
+    latest_stray = None
+    for offset in sorted(offsets):
+        if offset not in bases:
+            if latest_stray is not None:
+                deleted.append(latest_stray)
+            latest_stray = offset
+    if latest_stray is not None and segment_bases and latest_stray < max(segment_bases):
+        deleted.append(latest_stray)
+    kept = [offset for offset in offsets if offset not in deleted]
+    deleted += [offset for offset in kept if offset > log_end or offset <= log_start]
+    return sorted(deleted)
