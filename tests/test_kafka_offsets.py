@@ -8,7 +8,8 @@ import struct
 import pytest
 
 from segtool.errors import CorruptData
-from segtool.formats.kafka_offsets import java_utf8, jackson_json, parse_offsets_record
+from segtool.formats.kafka_messages import jackson_json, java_utf8
+from segtool.formats.kafka_offsets import parse_offsets_record
 
 from .conftest import corpus_path
 
@@ -145,7 +146,7 @@ def test_offset_commit_value_versions():
 
 
 def test_unknown_record_type():
-    for record_type in (9, 15, 100, -1):
+    for record_type in (100, 1000, -1):  # 9..15 are the share groups of Kafka 4.x
         key = struct.pack(">h", record_type) + b"whatever"
         assert parse_offsets_record(key, b"\x00\x00junk", 42) == (
             f"Unknown record type {record_type} at offset 42, skipping.", None)
@@ -262,8 +263,8 @@ def test_consumer_group_records():
     assert parse_offsets_record(key, value, 0) == (
         '{"type":"7","data":{"groupId":"grp","memberId":"mem"}}',
         f'{{"version":"0","data":{{"topicPartitions":[{{"topicId":"{uuid_text}","partitions":[0,2]}}]}}}}')
-    # Member metadata with its tagged ClassicMemberMetadata (tag 0).
-    classic = _uvarint(2) + _cstr("range") + _uvarint(3) + b"\x01\x02" + _uvarint(0) + _uvarint(0)
+    # Member metadata with its tagged ClassicMemberMetadata (tag 0; SessionTimeoutMs since Kafka 3.8).
+    classic = struct.pack(">i", 45000) + _uvarint(2) + _cstr("range") + _uvarint(3) + b"\x01\x02" + _uvarint(0) + _uvarint(0)
     classic_field = _uvarint(1) + classic
     value = (struct.pack(">h", 0) + _cstr(None) + _cstr("r") + _cstr("c") + _cstr("/h")
              + _uvarint(2) + _cstr("t") + _cstr(None) + struct.pack(">i", 5) + _cstr("uniform")
@@ -272,7 +273,7 @@ def test_consumer_group_records():
     assert parse_offsets_record(key, value, 0)[1] == (
         '{"version":"0","data":{"instanceId":null,"rackId":"r","clientId":"c","clientHost":"/h",'
         '"subscribedTopicNames":["t"],"subscribedTopicRegex":null,"rebalanceTimeoutMs":5,'
-        '"serverAssignor":"uniform","classicMemberMetadata":{"supportedProtocols":'
+        '"serverAssignor":"uniform","classicMemberMetadata":{"sessionTimeoutMs":45000,"supportedProtocols":'
         '[{"name":"range","metadata":"AQI="}]}}}')
     # Without the tag the field is left out.
     untagged = value[:value.index(_cstr("uniform")) + len(_cstr("uniform"))] + _uvarint(0)

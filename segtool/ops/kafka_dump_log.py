@@ -44,14 +44,31 @@ class KafkaDumpOptions:
     verify_index_only: bool = False
     index_sanity_check: bool = False
     offsets_decoder: bool = False
+    transaction_log_decoder: bool = False
+    cluster_metadata_decoder: bool = False
+    remote_log_metadata_decoder: bool = False
+    share_group_state_decoder: bool = False
     skip_record_metadata: bool = False
     max_bytes: int = INT_MAX
     max_message_size: int = 5 * 1024 * 1024
     decompress_cap: int = 256 * 1024 * 1024
 
     @property
+    def parser(self) -> Callable | None:
+        """The record parser of the chosen decoder option (DumpLogSegmentsOptions.messageParser:
+        the first one set, in Kafka's order), None for the plain string decoder."""
+        for chosen, parser in ((self.offsets_decoder, _offsets_parser),
+                               (self.transaction_log_decoder, _transaction_log_parser),
+                               (self.cluster_metadata_decoder, _cluster_metadata_parser),
+                               (self.remote_log_metadata_decoder, _remote_log_metadata_parser),
+                               (self.share_group_state_decoder, _share_group_state_parser)):
+            if chosen:
+                return parser
+        return None
+
+    @property
     def print_contents(self) -> bool:
-        return self.print_data_log or self.offsets_decoder
+        return self.print_data_log or self.parser is not None
 
     @property
     def deep(self) -> bool:
@@ -74,6 +91,30 @@ def _offsets_parser(record) -> tuple[str | None, str | None]:
     from segtool.formats.kafka_offsets import parse_offsets_record
 
     return parse_offsets_record(record.key, record.value, record.offset)
+
+
+def _transaction_log_parser(record) -> tuple[str | None, str | None]:
+    from segtool.formats.kafka_coordinator import transaction_log_texts
+
+    return transaction_log_texts(record.key, record.value, record.offset)
+
+
+def _cluster_metadata_parser(record) -> tuple[str | None, str | None]:
+    from segtool.formats.kafka_metadata import cluster_metadata_payload
+
+    return None, cluster_metadata_payload(record.value, record.offset)  # metadata records have no key
+
+
+def _remote_log_metadata_parser(record) -> tuple[str | None, str | None]:
+    from segtool.formats.kafka_coordinator import remote_log_metadata_payload
+
+    return None, remote_log_metadata_payload(record.value, record.offset)
+
+
+def _share_group_state_parser(record) -> tuple[str | None, str | None]:
+    from segtool.formats.kafka_coordinator import share_group_state_texts
+
+    return share_group_state_texts(record.key, record.value, record.offset)
 
 
 def _java_bool(flag: bool) -> str:
@@ -187,7 +228,7 @@ class KafkaDumpLog:
         segment = _SegmentDump(self, path)
         # regular chunks (v2 batches with whole headers) are printed column by column; the
         # other batches, and batches whose records need objects, one by one
-        bulk = not opts.deep or (not opts.offsets_decoder and not opts.skip_record_metadata)
+        bulk = not opts.deep or (opts.parser is None and not opts.skip_record_metadata)
         try:
             for positions, chunk_end in scan.chunks():
                 headers = BatchHeaders(buf, path, positions, chunk_end)
@@ -354,7 +395,7 @@ class _SegmentDump:
         tool, opts = self.tool, self.options
         tool.emit(batch_line(batch, self.valid_bytes))
         if opts.deep:
-            parse = _offsets_parser if opts.offsets_decoder else _plain_parser
+            parse = opts.parser or _plain_parser
             records = batch_records(batch, self.path, opts.decompress_cap)
             self._follow([record.offset for record in records])
             tool.emit_many(tool._record_lines(batch, records, parse))
