@@ -272,3 +272,40 @@ def test_command_line_exit_codes_and_json(tmp_path):
     assert text.returncode == 1 and "truncates 00000000000000000000.log at byte" in text.stdout
     assert segtool("inspect", tmp_path / "absent").returncode == 2
     assert segtool("inspect", damaged / "c01-plain-0").returncode == 2  # a partition, not a log dir
+
+
+def _topic_records(metadata_dir: Path) -> dict[str, str]:
+    """Each topic's id from the metadata log's TopicRecords, read with kafka-dump-log's decoder (last one wins)."""
+    from segtool.formats.kafka_log import BatchScan, batch_records
+    from segtool.formats.kafka_metadata import decode_metadata_record
+
+    ids = {}
+    for path in sorted(metadata_dir.glob("*.log")) + sorted(metadata_dir.glob("*-*.checkpoint")):
+        for batch in BatchScan(path.read_bytes()):
+            for record in () if batch.is_control else batch_records(batch):
+                change = decode_metadata_record(record.value)
+                if change.name == "TopicRecord":
+                    ids[change.data["name"]] = change.data["topicId"]
+    return ids
+
+
+def test_partition_metadata_topic_ids_are_checked_against_the_metadata_log(tmp_path):
+    source = corpus_path("wild", "rjmfernandes__flink-on-prem", "data")
+    ids = _topic_records(source / "__cluster_metadata-0")
+    report = inspect([str(source)])
+    live = [p for p in report["log_dirs"][0]["partitions"] if p["topic_id"] is not None and p["topic"] in ids]
+    assert live and all(p["topic_id"] == ids[p["topic"]] for p in live)
+    assert not any(x["kind"] == "topic_id_mismatch" for p in live for x in p["problems"])
+
+    # a copy whose partition.metadata names another topic's id
+    root = tmp_path / "data"
+    shutil.copytree(source / "__cluster_metadata-0", root / "__cluster_metadata-0")
+    victim = next(p for p in live if p["topic"] != "__cluster_metadata")
+    other = next(topic_id for topic, topic_id in ids.items() if topic != victim["topic"])
+    copied = root / os.path.basename(victim["directory"])
+    shutil.copytree(victim["directory"], copied)
+    (copied / "partition.metadata").write_text(f"version: 0\ntopic_id: {other}")
+    (root / ".kafka_cleanshutdown").write_text("")
+    (partition,) = [p for p in inspect([str(root)])["log_dirs"][0]["partitions"] if p["topic"] == victim["topic"]]
+    (problem,) = [x for x in partition["problems"] if x["kind"] == "topic_id_mismatch"]
+    assert other in problem["message"] and ids[victim["topic"]] in problem["message"]

@@ -20,6 +20,8 @@ from segtool.errors import CorruptData, UnreadableInput
 from segtool.findings import FindingKind, finding
 from segtool.formats import kafka_log_dir, kafka_state
 from segtool.formats.kafka_log import BatchScan, batch_records, control_record_type
+from segtool.formats.kafka_messages import ApiMessageError
+from segtool.formats.kafka_metadata import decode_metadata_record
 from segtool.formats.kafka_names import (
     PRODUCER_SNAPSHOT,
     has_offset_name,
@@ -119,6 +121,9 @@ def inspect_log_dir(path: str) -> InspectedLogDir:
                                              offsets_by_file))
     _cross_check_checkpoints(partitions, offsets_by_file, problems)
     _cross_check_topic_ids(partitions)
+    metadata = [p for p in partitions if p["topic"] == METADATA_TOPIC and p["state"] == "metadata"]
+    if metadata:
+        _cross_check_metadata_topic_ids(partitions, _metadata_topic_ids(metadata[0]["directory"]))
     if partitions and not clean:
         problems.append(finding(FindingKind.NO_CLEAN_SHUTDOWN_MARKER, None,
                                 f"no {kafka_log_dir.CLEAN_SHUTDOWN} in {root}: the broker recovers every partition "
@@ -409,4 +414,46 @@ def _cross_check_topic_ids(partitions: list[InspectedPartition]) -> None:
                                for topic_id, numbers in sorted(seen.items()) if topic_id != partition["topic_id"])
             partition["problems"].append(finding(FindingKind.TOPIC_ID_MISMATCH, None,
                                                  f"topic id {partition['topic_id']}, but {others}"))
+
+
+def _metadata_topic_ids(directory: str) -> dict[str, str]:
+    """Each topic's id as the metadata log leaves it: the newest KRaft snapshot, then the log after
+    its end offset (a TopicRecord names a topic's id, a RemoveTopicRecord drops it)."""
+    names = sorted(os.listdir(directory))
+    snapshots = sorted((kraft_snapshot_id(name), name) for name in names if kraft_snapshot_id(name) is not None)
+    start = snapshots[-1][0][0] if snapshots else 0
+    sources = [(os.path.join(directory, snapshots[-1][1]), True)] if snapshots else []
+    sources += [(os.path.join(directory, name), False) for name in names if is_log_file(name)]
+    ids: dict[str, str] = {}
+    for path, whole in sources:
+        try:
+            for batch in BatchScan(open_buffer(path), path=path):
+                if batch.is_control or (not whole and batch.last_offset < start):
+                    continue
+                for record in batch_records(batch, path):
+                    if not whole and record.offset < start:
+                        continue
+                    try:
+                        change = decode_metadata_record(record.value)
+                    except ApiMessageError:  # reported by dump; here it changes no topic id
+                        continue
+                    if change.name == "TopicRecord":
+                        ids[change.data["name"]] = change.data["topicId"]
+                    elif change.name == "RemoveTopicRecord":
+                        ids = {name: topic_id for name, topic_id in ids.items() if topic_id != change.data["topicId"]}
+        except CorruptData:  # damage ends the replay there; the partition's plan reports it
+            continue
+    return ids
+
+
+def _cross_check_metadata_topic_ids(partitions: list[InspectedPartition], ids: dict[str, str]) -> None:
+    """partition.metadata's topic id against the metadata log's TopicRecord for that topic."""
+    for partition in partitions:
+        expected = ids.get(partition["topic"])
+        if partition["state"] == "live" and partition["topic_id"] is not None and expected is not None \
+                and expected != partition["topic_id"]:
+            partition["problems"].append(finding(
+                FindingKind.TOPIC_ID_MISMATCH, None,
+                f"partition.metadata names topic id {partition['topic_id']}, but the metadata log's TopicRecord "
+                f"for {partition['topic']} names {expected}: the broker treats the directory as stray"))
 
