@@ -279,6 +279,154 @@ def lookup(
     raise typer.Exit(EXIT_CLEAN if found else EXIT_PROBLEMS)
 
 
+def _say_problems(say, problems: list[dict], indent: str = "") -> None:
+    for problem in errors_first(problems):
+        error = problem["severity"] == Severity.ERROR.value
+        say(f"{indent}{problem['severity']:5} {problem['kind']}: {problem['message']}", "red" if error else None)
+
+
+def _render_groups(report: dict) -> None:
+    """Per group: its metadata, then each committed partition with its lag."""
+    say = _Styled()
+    for group in report["groups"]:
+        head = f"group {group['group']} (__consumer_offsets-{group['coordinator_partition']})"
+        if group["deleted"]:
+            head += ": DELETED (tombstone)"
+        elif group["protocol"] is not None:
+            head += (f": {group['protocol']} protocol, type {group['protocol_type']}, generation {group['generation']}"
+                     f", assignor {group['assignor']}, leader {group['leader']}, {len(group['members'])} members")
+        else:
+            head += ": offsets only, no group metadata"
+        say(head, "bold")
+        for member in group["members"]:
+            assigned = " ".join(f"{a['topic']}{a['partitions']}" for a in member["assigned"])
+            say(f"  member {member['member_id']} client {member['client_id']} {member['client_host']}"
+                + (f" assigned {assigned}" if assigned else ""), "dim")
+        for committed in group["offsets"]:
+            lag = "?" if committed["lag"] is None else committed["lag"]
+            end = "not here" if committed["log_end_offset"] is None else committed["log_end_offset"]
+            say(f"  {committed['topic']}-{committed['partition']}: committed {committed['offset']}, log end {end}, "
+                f"lag {lag}" + (f", metadata {committed['metadata']!r}" if committed["metadata"] else ""),
+                "yellow" if isinstance(lag, int) and lag > 0 else None)
+    _say_problems(say, report["problems"])
+    summary = report["summary"]
+    at = "" if report["at"] is None else f" as of {report['at']}"
+    say(f"{summary['groups']} groups{at}, {summary['committed_partitions']} committed partitions, "
+        f"{summary['groups_deleted']} deleted, {summary['pending_transactional_commits']} transactional commits "
+        "awaiting a marker", "bold")
+
+
+@app.command()
+def groups(
+    log_dir: str = typer.Argument(..., help="A Kafka log dir holding __consumer_offsets partitions.", metavar="LOGDIR"),
+    group: Optional[str] = typer.Option(None, "--group", help="Only this consumer group.", metavar="G"),
+    at: Optional[str] = typer.Option(None, "--at", help="The state as of this time: epoch ms or ISO-8601.", metavar="TIME"),
+    as_json: bool = typer.Option(False, "--json", help="One JSON report on stdout."),
+):
+    """Consumer groups' committed offsets, metadata and lag, replayed from __consumer_offsets.
+
+    Records are replayed in offset order (tombstones delete; transactional commits wait
+    for their marker); lag is against each partition's log end in the same log dir
+    (docs/groups-transactions.md).
+
+    Exit code 0 when groups were found, 1 when none were (or --group is not there) or a
+    problem was found, 2 when the log dir cannot be read.
+
+    Examples:
+
+      segtool groups /var/lib/kafka/data
+
+      segtool groups evidence/kafka-logs --group billing --at 2026-11-21T10:00:00Z --json
+    """
+    from segtool.ops.groups import exit_code, groups as replay_groups
+    from segtool.ops.lookup import parse_timestamp
+
+    moment = None if at is None else parse_timestamp(at)
+    if moment is not None and moment < 0:
+        _fail(f"--at takes epoch ms or ISO-8601, not {at!r}")
+    report = replay_groups(log_dir, group=group, at=moment)
+    _State.exit_if_output_closed = exit_code(report)
+    if as_json:
+        _print_json(report)
+    else:
+        _render_groups(report)
+    if not report["groups"]:
+        sys.stderr.write(f"segtool: no consumer group{'' if group is None else ' ' + repr(group)} in {log_dir}\n")
+    raise typer.Exit(exit_code(report))
+
+
+def _stats_text(stats: dict, unit: str) -> str:
+    if not stats["count"]:
+        return "-"
+    return f"{stats['min']}..{stats['max']}{unit} (mean {stats['mean']:.1f})"
+
+
+def _render_transactions(report: dict) -> None:
+    """Transactional ids, then each transactional partition: counts, LSO, empty and open transactions."""
+    say = _Styled()
+    for state in report["transactional_ids"]:
+        partitions = state["partitions"] or state["marker_partitions"]
+        say(f"transactional id {state['transactional_id']}: producer {state['producer_id']} epoch "
+            f"{state['producer_epoch']}, {state['state']}" + (" (TIMED OUT)" if state["timed_out"] else "")
+            + f", partitions {' '.join(p['topic'] + str(p['partitions']) for p in partitions) or '-'}, timeout "
+            f"{state['timeout_ms']} ms", "yellow" if state["timed_out"] else None)
+    for partition in report["partitions"]:
+        if not partition["transactional"]:
+            continue
+        say(f"{partition['topic']}-{partition['partition']}: {partition['commits']} committed, {partition['aborts']} "
+            f"aborted, last stable offset {partition['last_stable_offset']} of log end {partition['log_end_offset']}",
+            "bold")
+        say(f"  size {_stats_text(partition['size_records'], ' records')}, {_stats_text(partition['size_batches'], ' batches')}"
+            f"; duration {_stats_text(partition['duration_ms'], ' ms')}; {len(partition['aborted_ranges'])} aborted ranges")
+        for empty in partition["empty_transactions"]:
+            say(f"  empty transaction: producer {empty['producer_id']} epoch {empty['producer_epoch']} "
+                f"{empty['marker']} at offset {empty['marker_offset']}", "dim")
+        for txn in partition["open_transactions"]:
+            say(f"  open transaction: producer {txn['producer_id']} epoch {txn['producer_epoch']}"
+                f" ({txn['transactional_id'] or 'transactional id unknown'}) from offset {txn['first_offset']}, "
+                f"{txn['records']} records" + (f": HANGING, {txn['why']}" if txn["hanging"] else ""),
+                "red" if txn["hanging"] else "yellow")
+    _say_problems(say, report["problems"])
+    summary = report["summary"]
+    say(f"{summary['transactional_ids']} transactional ids, {summary['transactional_partitions']} of "
+        f"{summary['partitions']} partitions transactional: {summary['commits']} committed, {summary['aborts']} "
+        f"aborted, {summary['open_transactions']} open, {summary['hanging_transactions']} hanging, "
+        f"{summary['disagreements']} disagreements", "bold")
+
+
+@app.command()
+def transactions(
+    log_dir: str = typer.Argument(..., help="A Kafka log dir (with __transaction_state partitions, if any).", metavar="LOGDIR"),
+    as_json: bool = typer.Option(False, "--json", help="One JSON report on stdout."),
+):
+    """Transactions: the coordinator's state, each partition's transactions, hanging ones.
+
+    Each transactional id's state from __transaction_state; per partition the last stable
+    offset, aborted ranges, committed/aborted counts, size and duration statistics, empty
+    and open transactions; hanging transactions and disagreements between the coordinator
+    and the partitions' markers (docs/groups-transactions.md).
+
+    Exit code 0 when transactions were found and all is well, 1 when none were or a
+    transaction hangs, the coordinator and a partition disagree or another problem was
+    found, 2 when the log dir cannot be read.
+
+    Examples:
+
+      segtool transactions /var/lib/kafka/data
+
+      segtool transactions --json evidence/kafka-logs > transactions.json
+    """
+    from segtool.ops.transactions import exit_code, transactions as replay_transactions
+
+    report = replay_transactions(log_dir)
+    _State.exit_if_output_closed = exit_code(report)
+    if as_json:
+        _print_json(report)
+    else:
+        _render_transactions(report)
+    raise typer.Exit(exit_code(report))
+
+
 class _Progress:
     """A byte-progress bar on stderr for long work; silent unless stderr is a terminal."""
 

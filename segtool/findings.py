@@ -190,6 +190,28 @@ class FindingKind(Enum):
         Severity.ERROR, "Kafka log dir", "a directory in the log dir whose name is not `<topic>-<partition>` "
         "(nor a renamed `-delete`/`-future`/`-stray` one)", "LogManager.loadLogs fails on it "
         "(parseTopicPartitionName) and the broker does not start")
+    # -- Kafka coordinator topics and transactions (groups, transactions) -----------------------------------
+    COORDINATOR_RECORD = (
+        Severity.ERROR, "Kafka `__consumer_offsets`, `__transaction_state`", "a record the coordinator's serde "
+        "rejects: an unknown record type or version, or bytes that do not parse as it",
+        "the group coordinator skips a record of an unknown type; any other failure stops it loading the "
+        "partition's groups or transactional ids")
+    HANGING_TRANSACTION = (
+        Severity.ERROR, "Kafka partitions with transactional data", "a transaction with data in a partition and no "
+        "COMMIT or ABORT marker after it, open longer than its timeout, or already completed (or never known) "
+        "by the transaction coordinator", "the last stable offset stays at the transaction's first offset: "
+        "read_committed consumers stop there until the coordinator aborts it, or for ever when the coordinator "
+        "has no ongoing transaction to abort (`kafka-transactions.sh abort`)")
+    TRANSACTION_DISAGREEMENT = (
+        Severity.ERROR, "Kafka `__transaction_state` and transactional partitions", "the transaction coordinator's "
+        "log and a partition's control records disagree: a completed transaction whose marker in a partition "
+        "it names is missing or of the other kind",
+        "none: the coordinator believes the markers were written; consumers see what the partition holds")
+    TXN_INDEX_MISMATCH = (
+        Severity.ERROR, "Kafka `.txnindex`", "the aborted transactions in a segment's `.txnindex` differ from "
+        "those its control records give", "read_committed fetches filter aborted records with the index: data "
+        "of an aborted transaction missing from it is delivered, a wrong entry hides committed records; only "
+        "recovery rebuilds the index")
     # -- RocketMQ CommitLog -----------------------------------------------------------------------------
     BAD_MAGIC = (
         Severity.ERROR, "RocketMQ CommitLog", "neither a message nor a BLANK magic code where a record starts",

@@ -60,6 +60,8 @@ def _outputs(tmp_path) -> dict[str, list]:
     out["scan"] += _segtool("scan", kafka / "c04-transactions" / "data", store, "--out", tmp_path / "s", "--json",
                             "--workers", "1")
     out["inspect"] += _segtool("inspect", "--json", kafka / "c11a-crc-byte-flip" / "data", kafka / "c02-unclean-hot-copy" / "data")
+    out["groups"] += _segtool("groups", "--json", kafka / "c10-consumer-offsets" / "data")
+    out["transactions"] += _segtool("transactions", "--json", kafka / "c04-transactions" / "data")
     out["carve"] += _segtool("carve", kafka / "c08-legacy-formats" / "data", store / "commitlog", "--out",
                              tmp_path / "c", "--json")
     return out

@@ -692,6 +692,176 @@ class InspectReport(TypedDict):
     summary: InspectSummary
 
 
+# -- groups ---------------------------------------------------------------------------------
+
+class TopicPartitions(TypedDict):
+    topic: str
+    partitions: list[int]
+
+
+class GroupMember(TypedDict):
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    client_host: str
+    subscribed_topics: list[str]
+    assigned: list[TopicPartitions]  # classic consumer protocol: the leader's assignment
+
+
+class CommittedOffset(TypedDict):
+    topic: str
+    partition: int
+    offset: int  # the committed offset: the next record the group reads
+    leader_epoch: int
+    metadata: str
+    commit_timestamp: int
+    expire_timestamp: int | None
+    record_offset: int  # where the commit is in its __consumer_offsets partition
+    transactional_producer_id: int | None  # committed by a transaction (TxnOffsetCommit)
+    log_end_offset: int | None  # None: the partition is not in the log dir, or has no .log
+    lag: int | None
+
+
+class ConsumerGroup(TypedDict):
+    group: str
+    coordinator_partition: int  # the __consumer_offsets partition holding it
+    protocol: Literal["classic", "consumer"] | None  # None: only offsets are known
+    protocol_type: str | None  # classic groups: "consumer", "connect", ...
+    generation: int | None  # classic: generation id; consumer protocol (KIP-848): group epoch
+    assignor: str | None
+    leader: str | None
+    state_timestamp: int | None
+    members: list[GroupMember]
+    metadata_record_offset: int | None
+    deleted: bool  # the last group record was a tombstone (the group was deleted or expired)
+    offsets: list[CommittedOffset]
+    total_lag: int | None  # the sum over the partitions whose end is known
+
+
+class CoordinatorPartitionRead(TypedDict):
+    directory: str
+    partition: int
+    records: int  # records replayed (at or before --at)
+    records_after_at: int
+    log_end_offset: int | None  # None: the directory holds no .log
+
+
+class GroupsSummary(TypedDict):
+    groups: int
+    committed_partitions: int
+    groups_deleted: int
+    pending_transactional_commits: int  # offsets committed in a transaction with no marker yet
+
+
+class GroupsReport(TypedDict):
+    log_dir: str
+    at: int | None
+    coordinator_partitions: list[CoordinatorPartitionRead]
+    groups: list[ConsumerGroup]
+    problems: list[Problem]
+    summary: GroupsSummary
+
+
+# -- transactions ---------------------------------------------------------------------------
+
+class TransactionalIdState(TypedDict):
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int
+    state: str  # TransactionState: Empty, Ongoing, PrepareCommit, PrepareAbort, CompleteCommit, ...
+    partitions: list[TopicPartitions]
+    marker_partitions: list[TopicPartitions]  # those of its last PrepareCommit/PrepareAbort: where markers go
+    timeout_ms: int
+    start_timestamp: int
+    last_update_timestamp: int
+    timed_out: bool  # Ongoing and started more than its timeout before the reference time
+    coordinator_partition: int
+    record_offset: int
+
+
+class Stats(TypedDict):
+    count: int
+    min: int | None
+    max: int | None
+    mean: float | None
+
+
+class AbortedRange(TypedDict):
+    producer_id: int
+    first_offset: int
+    last_offset: int
+    last_stable_offset: int
+
+
+class EmptyTransaction(TypedDict):
+    producer_id: int
+    producer_epoch: int
+    marker: Literal["COMMIT", "ABORT"]
+    marker_offset: int
+    timestamp: int
+
+
+class OpenTransaction(TypedDict):
+    producer_id: int
+    producer_epoch: int
+    transactional_id: str | None  # from __transaction_state, when it names this producer id
+    first_offset: int
+    first_timestamp: int | None  # None: opened before the first segment (from its producer snapshot)
+    records: int
+    batches: int
+    hanging: bool
+    why: str | None  # why it is hanging
+
+
+class TransactionPartition(TypedDict):
+    topic: str
+    partition: int
+    directory: str
+    transactional: bool  # holds any transactional batch or marker
+    log_end_offset: int
+    last_stable_offset: int
+    commits: int
+    aborts: int
+    aborted_ranges: list[AbortedRange]
+    size_records: Stats
+    size_batches: Stats
+    duration_ms: Stats  # first data batch to marker (their max timestamps)
+    empty_transactions: list[EmptyTransaction]
+    open_transactions: list[OpenTransaction]
+
+
+class TransactionDisagreement(TypedDict):
+    transactional_id: str
+    producer_id: int
+    topic: str
+    partition: int
+    coordinator_state: str
+    partition_shows: str
+    message: str
+
+
+class TransactionsSummary(TypedDict):
+    transactional_ids: int
+    transactional_ids_deleted: int
+    partitions: int
+    transactional_partitions: int
+    commits: int
+    aborts: int
+    open_transactions: int
+    hanging_transactions: int
+    disagreements: int
+
+
+class TransactionsReport(TypedDict):
+    log_dir: str
+    reference_time: int | None  # the latest timestamp in the log dir: timeouts are judged against it
+    transactional_ids: list[TransactionalIdState]
+    partitions: list[TransactionPartition]
+    disagreements: list[TransactionDisagreement]
+    problems: list[Problem]
+    summary: TransactionsSummary
+
+
 OPEN = {VerifiedFile, LookupAnswer, RocketMQMessageItem, OtherItem, Recovery}
 
 # one schema per command: what it prints (dump: each line)
@@ -706,6 +876,8 @@ COMMAND_OUTPUTS = {
     "carve": CarveReport,
     "salvage": SalvageReport,
     "inspect": InspectReport,
+    "groups": GroupsReport,
+    "transactions": TransactionsReport,
 }
 
 
