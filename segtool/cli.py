@@ -183,8 +183,8 @@ def dump(
         raise typer.Exit(EXIT_UNREADABLE if unreadable else code)
     if format not in ("text", "json"):
         _fail(f"unknown --format {format!r}: use text, json or kafka")
-    from segtool.ops.dump import dump_paths, shows_damage
-    from segtool.ops.render import render_text_item
+    from segtool.ops.dump import BatchRun, dump_paths, shows_damage
+    from segtool.ops.render import render_text_item, run_json_lines, run_text_lines, to_json
 
     out = _LineWriter() if format == "json" or not sys.stdout.isatty() else _ColourWriter()
     note = _err_line_after(out)
@@ -192,7 +192,20 @@ def dump(
     problems = unreadable = skipped = False
     recognised = 0
     current = None
-    for item in dump_paths(named, deep=not shallow, cap=decompress_cap):
+    for item in dump_paths(named, deep=not shallow, cap=decompress_cap, in_runs=True, for_text=format == "text"):
+        if isinstance(item, BatchRun):  # clean Kafka batches, printed a column at a time
+            if item.file != current:
+                current = item.file
+                recognised += 1
+                if format == "text" and several:
+                    out(f"== {current}")
+            lines = run_json_lines(item) if format == "json" else run_text_lines(item, full)
+            if isinstance(out, _LineWriter):
+                out.many(lines)
+            else:  # a terminal's colours are chosen line by line
+                for line in lines:
+                    out(line)
+            continue
         kind = item["kind"]
         if kind == "skipped":
             note(f"segtool: skipped {item['file']}: {item['reason']}")
@@ -212,7 +225,7 @@ def dump(
         if problems:
             _State.exit_if_output_closed = EXIT_PROBLEMS
         if format == "json":
-            out(json.dumps(item, ensure_ascii=False))
+            out(to_json(item))
         else:
             out(render_text_item(item, full))
     out.flush()
@@ -252,12 +265,29 @@ def lookup(
     include_collisions: bool = typer.Option(False, "--include-collisions", help="RocketMQ: keep hash collisions (IndexService's raw answer)."),
     queue_id: Optional[int] = typer.Option(None, "--queue-id", min=0, help="RocketMQ: ConsumeQueue id (with --queue-offset).", metavar="Q"),
     queue_offset: Optional[int] = typer.Option(None, "--queue-offset", min=0, help="RocketMQ: unit number in the ConsumeQueue.", metavar="N"),
+    from_offset: Optional[int] = typer.Option(None, "--from-offset", min=0, help="Kafka filter: records at offsets >= N.", metavar="N"),
+    to_offset: Optional[int] = typer.Option(None, "--to-offset", min=0, help="Kafka filter: records at offsets <= N.", metavar="N"),
+    from_time: Optional[str] = typer.Option(None, "--from-time", help="Kafka filter: records with timestamps >= TIME (epoch ms or ISO-8601).", metavar="TIME"),
+    to_time: Optional[str] = typer.Option(None, "--to-time", help="Kafka filter: records with timestamps <= TIME (epoch ms or ISO-8601).", metavar="TIME"),
+    producer_ids: Optional[List[int]] = typer.Option(None, "--producer-id", help="Kafka filter: batches of this producer id (may repeat).", metavar="PID"),
+    producer_epoch: Optional[int] = typer.Option(None, "--producer-epoch", help="Kafka filter: batches of this producer epoch.", metavar="E"),
+    leader_epoch: Optional[int] = typer.Option(None, "--leader-epoch", help="Kafka filter: batches of this partition leader epoch.", metavar="E"),
+    transactional_id: Optional[str] = typer.Option(None, "--transactional-id", help="Kafka filter: the producer ids of this transactional id, from the log dir's __transaction_state.", metavar="ID"),
+    limit: Optional[int] = typer.Option(None, "--limit", min=1, help="Kafka: at most N records (with --offset/--timestamp: the first N from the answer).", metavar="N"),
+    summary: bool = typer.Option(False, "--summary", help="Kafka: counts, bytes, time span, per-producer and per-codec figures instead of the records."),
+    skip_record_metadata: bool = typer.Option(False, "--skip-record-metadata", help="Kafka: records as key and value only."),
+    key_format: Optional[str] = typer.Option(None, "--key-format", help="Kafka: show keys as text, hex, base64 or json (schema-registry framing shown apart).", metavar="FORMAT"),
+    value_format: Optional[str] = typer.Option(None, "--value-format", help="Kafka: show values as text, hex, base64 or json (schema-registry framing shown apart).", metavar="FORMAT"),
     full: bool = typer.Option(False, "--full", help="Show keys and values whole (text output cuts them at 200 characters)."),
     as_json: bool = typer.Option(False, "--json", help="One JSON object on stdout."),
 ):
     """Answer a broker lookup from files alone.
 
-    Exit code 0 when something was found, 1 when nothing was.
+    Kafka lookups take record filters (docs/filters.md): --offset/--timestamp then answer
+    with the first record from the broker's answer on that passes them, --key keeps the
+    records that pass.
+
+    Exit code 0 when something was found, 1 when nothing was, 2 for a usage error.
 
     Examples:
 
@@ -268,15 +298,45 @@ def lookup(
       segtool lookup data/orders-0 --offset 1200 --floor
 
       segtool lookup store --topic TopicA --key order-42 --begin 2026-11-21T00:00:00Z
+
+      segtool lookup data/orders-0 --offset 0 --transactional-id billing-tx --limit 10 --value-format json
+
+      segtool lookup data/orders-0 --offset 0 --from-time 2026-11-21T10:00:00Z --summary
     """
     from segtool.ops.lookup import LookupRequest, lookup as answer_lookup
+    from segtool.ops.record_filters import RecordShape, record_filter_from_options
 
+    record_filter = record_filter_from_options(
+        from_offset=from_offset, to_offset=to_offset, from_time=from_time, to_time=to_time,
+        producer_ids=producer_ids, producer_epoch=producer_epoch, leader_epoch=leader_epoch,
+        transactional_id=transactional_id, limit=limit, paths=[path])
+    shape = None
+    if key_format or value_format or skip_record_metadata:
+        shape = RecordShape(key_format or "text", value_format or "text", skip_record_metadata)
     request = LookupRequest(offset=offset, timestamp=timestamp, floor=floor, ceiling=ceiling, key=key,
                             key_index=key_index, topic=topic, begin=begin, end=end, max_num=max_num,
-                            include_collisions=include_collisions, queue_id=queue_id, queue_offset=queue_offset)
+                            include_collisions=include_collisions, queue_id=queue_id, queue_offset=queue_offset,
+                            record_filter=record_filter, shape=shape, summary=summary)
     answer, found = answer_lookup(path, request)
-    _print_answer(answer, as_json, full)
+    if shape is not None and not as_json:
+        _print_shaped_answer(answer, full)
+    else:
+        _print_answer(answer, as_json, full)
     raise typer.Exit(EXIT_CLEAN if found else EXIT_PROBLEMS)
+
+
+def _print_shaped_answer(answer: dict, full: bool) -> None:
+    """A lookup answer whose records are shaped (``--key-format`` and so on): the answer's own
+    fields as usual, then each record as its shape shows it."""
+    from segtool.ops.record_filters import shown_record_lines
+    from segtool.ops.render import answer_lines
+
+    records = answer.get("records") or ([answer["record"]] if answer.get("record") else [])
+    lines = answer_lines({name: value for name, value in answer.items() if name not in ("record", "records")}, full)
+    for record in records:
+        lines.append("")
+        lines.extend(shown_record_lines(record, full))
+    sys.stdout.write("\n".join(lines) + "\n")
 
 
 def _say_problems(say, problems: list[dict], indent: str = "") -> None:

@@ -13,6 +13,7 @@ import re
 from functools import lru_cache
 
 USER_KEYED = frozenset({"properties"})
+_BODIES = ("body", "bodyDecompressed")  # bytes, shown as text and base64 (``bytes_fields``)
 _WORD_START = re.compile(r"([a-z0-9])([A-Z])")
 _ACRONYM_END = re.compile(r"([A-Z]+)([A-Z][a-z])")
 
@@ -41,17 +42,26 @@ def bytes_fields(name: str, data: bytes | None) -> dict:
     if data is None:
         return {name: None, f"{name}_b64": None}
     data = bytes(data)
+    return {name: utf8_text(data), f"{name}_b64": base64.b64encode(data).decode("ascii")}
+
+
+def utf8_text(data: bytes) -> str | None:
+    """The bytes as UTF-8 text, None when they are not UTF-8."""
     try:
-        text = data.decode("utf-8")
+        return data.decode("utf-8")
     except UnicodeDecodeError:
-        text = None
-    return {name: text, f"{name}_b64": base64.b64encode(data).decode("ascii")}
+        return None
 
 
 def message_json(msg: dict) -> dict:
     """A decoded CommitLog message (kept with ``keep_body``) as every command shows it:
     snake_case names, the body (and a compressed body's plain bytes) as text and base64."""
-    item = snake_case_keys({k: v for k, v in msg.items() if k not in ("body", "bodyDecompressed")})
+    item = dict(zip(map(snake_case, msg), msg.values()))  # the names alone: no recursion into every value
+    dispatch = item.get("dispatch")
+    if dispatch is not None:
+        item["dispatch"] = dict(zip(map(snake_case, dispatch), dispatch.values()))
+    for name in _BODIES:
+        item.pop(snake_case(name), None)
     if "body" in msg:
         item.update(bytes_fields("body", msg["body"]))
     if "bodyDecompressed" in msg:

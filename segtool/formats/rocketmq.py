@@ -32,6 +32,7 @@ import os
 import sys
 import zlib
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Iterator
 
@@ -243,6 +244,7 @@ def index_key(topic: str, key: str) -> str:
     return f"{topic}#{key}"
 
 
+@lru_cache(maxsize=4096)  # a store holds few distinct TAGS: each is hashed once
 def tags_code(tags: str) -> int:
     """``MessageExtBrokerInner.tagsString2tagsCode``: the TAGS string's hashCode, as a long."""
     return java_string_hashcode(tags)
@@ -260,17 +262,10 @@ def parse_properties(text: str) -> dict[str, str]:
     next \\x02 and may itself contain \\x01.  Later duplicates win (HashMap.put).
     """
     props: dict[str, str] = {}
-    length = len(text)
-    index = 0
-    while index < length:
-        end = text.find(PROPERTY_SEPARATOR, index)
-        if end < 0:
-            end = length
-        if end - index >= 3:
-            sep = text.find(NAME_VALUE_SEPARATOR, index)
-            if index < sep < end - 1:
-                props[text[index:sep]] = text[sep + 1:end]
-        index = end + 1
+    for item in text.split(PROPERTY_SEPARATOR):
+        sep = item.find(NAME_VALUE_SEPARATOR)
+        if 0 < sep < len(item) - 1:
+            props[item[:sep]] = item[sep + 1:]
     return props
 
 
@@ -286,6 +281,7 @@ def parse_delay_levels(spec: str = DEFAULT_MESSAGE_DELAY_LEVEL) -> dict[int, int
 _DEFAULT_DELAY_TABLE = parse_delay_levels()
 
 
+@lru_cache(maxsize=4096)  # one text per client connection, not per message
 def _format_host(address: bytes, port: int) -> str:
     if len(address) == 4:
         return f"{address[0]}.{address[1]}.{address[2]}.{address[3]}:{port}"
@@ -590,7 +586,10 @@ def walk_commitlog(buf, *, file_from_offset: int = 0, file: str | None = None, p
     size = len(buf)
     pos = start
     unpack_head = BLANK_RECORD_FAST.unpack_from
+    released = start - start % mmap.PAGESIZE
     while True:
+        if pos - released > _RELEASE_EVERY:
+            released = _release_pages(buf, released, pos)
         left = size - pos
         if left == 0:
             yield CommitLogEnd(END_OF_FILE, pos, file_from_offset + pos, 0, 0, pos)
@@ -628,6 +627,19 @@ def walk_commitlog(buf, *, file_from_offset: int = 0, file: str | None = None, p
             return
         yield msg
         pos += total_size
+
+
+_RELEASE_EVERY = 16 * 1024 * 1024
+
+
+def _release_pages(buf, start: int, end: int) -> int:
+    """Drop the walked pages of a mapped file from our resident set (they stay in the page cache,
+    and come back if read again): memory does not grow with the file.  Returns the new start."""
+    end -= end % mmap.PAGESIZE
+    if end > start and isinstance(buf, mmap.mmap):
+        buf.madvise(mmap.MADV_DONTNEED, start, end - start)
+        return end
+    return start
 
 
 class CommitLogFileScan:

@@ -12,13 +12,14 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from segtool.errors import SegtoolError
+from segtool.errors import CorruptData, SegtoolError
 from segtool.source import open_buffer
 from segtool.engine.inventory import inventory
 from segtool.formats.detect import NOT_RECOGNISED, DetectedFile, detect
 from segtool.formats.json_names import bytes_fields
 from segtool.engine.salvage import DamagedRange, kafka_pieces
-from segtool.formats.kafka_log import batch_records, control_record_type
+from segtool.formats.kafka_log import (BatchHeaders, BatchScan, ChunkRecords, RecordBatch, batch_records,
+                                       chunk_records, control_record_type)
 from segtool.formats.kafka_names import has_offset_name, offset_from_file_name
 from segtool.ops.output_schema import DumpItem
 
@@ -89,23 +90,123 @@ def dump_kafka_log(path: str, deep: bool = True, cap: int = DEFAULT_CAP) -> Iter
     for piece in kafka_pieces(buf, path, base_offset=base_offset):
         if isinstance(piece, DamagedRange):
             yield {"kind": "damaged_range", **piece.as_dict()}
-            continue
-        batch = piece
-        item = batch_item(batch)
-        yield item
-        if deep:
-            try:
-                for record in batch_records(batch, path, cap):
-                    yield record_item(batch, record)
-            except SegtoolError as exc:  # the batch's records, not its framing: the next batch is still there
-                yield {"kind": "error", "byte_offset": exc.offset, "message": exc.message}
+        else:
+            yield from _batch_items(piece, path, deep, cap)
 
 
-def dump_file(detected: DetectedFile, deep: bool = True, cap: int = DEFAULT_CAP) -> Iterator[dict]:
-    """Dispatch on the detected kind; every item carries the file path."""
+def _batch_items(batch: RecordBatch, path: str, deep: bool, cap: int) -> Iterator[dict]:
+    yield batch_item(batch)
+    if deep:
+        try:
+            for record in batch_records(batch, path, cap):
+                yield record_item(batch, record)
+        except SegtoolError as exc:  # the batch's records, not its framing: the next batch is still there
+            yield {"kind": "error", "byte_offset": exc.offset, "message": exc.message}
+
+
+class BatchRun:
+    """Consecutive v2 batches of one chunk that print alike (valid CRC, not control, records decoded
+    in ``records`` when deep): the items ``dump_kafka_log`` gives for them, kept as columns.
+
+    ``render.run_json_lines`` and ``render.run_text_lines`` print them a column at a time;
+    ``column`` holds the header fields (int64 arrays, with ``position`` and ``size``),
+    ``record_bounds`` batch i's records as ``record_bounds[i]:record_bounds[i + 1]`` of ``records``.
+    """
+
+    __slots__ = ("file", "column", "records", "record_bounds")
+
+    def __init__(self, file: str, column: dict, records: ChunkRecords | None, record_bounds):
+        self.file, self.column, self.records, self.record_bounds = file, column, records, record_bounds
+
+
+_RUN_HEADER_FIELDS = ("base_offset", "partition_leader_epoch", "crc", "attributes", "last_offset_delta",
+                     "base_timestamp", "max_timestamp", "producer_id", "producer_epoch", "base_sequence",
+                     "record_count")
+_CONTROL = 0x20  # batch attribute bit: a control batch (its records print their control type)
+_RUN_SPAN = 1024 * 1024  # bytes of batches decoded at once: their lines, several times as large, are held together
+
+
+def kafka_log_runs(path: str, deep: bool = True, cap: int = DEFAULT_CAP) -> Iterator[dict | BatchRun]:
+    """``dump_kafka_log``'s items, with the clean stretches of a segment as ``BatchRun``s.
+
+    Whole chunks of valid v2 batches are framed and decoded at once (``BatchScan.chunks``,
+    ``chunk_records``); from the first batch that is not (a bad CRC, broken framing,
+    a legacy message) ``kafka_pieces`` takes over, batch by batch, up to the end of
+    the damaged range it finds, and the chunks resume after it.
+    """
+    import numpy as np
+
+    buf = open_buffer(path)
+    end = len(buf)
+    next_offset = offset_from_file_name(path) if has_offset_name(path) else None  # after the last valid batch
+    pos = 0
+    while pos < end:
+        scan = BatchScan(buf, pos, end, path)
+        irregular = None  # where batch-by-batch reading takes over
+        try:
+            for positions, chunk_end in scan.chunks(span=_RUN_SPAN):
+                headers = BatchHeaders(buf, path, positions, chunk_end)
+                clean = 0
+                if headers.regular:
+                    bad = np.flatnonzero(headers.column("crc") != headers.computed_crc)
+                    clean = int(bad[0]) if len(bad) else len(headers)
+                if clean:
+                    yield from _clean_batches(headers, clean, path, deep, cap)
+                    next_offset = int(headers.column("base_offset")[clean - 1]
+                                      + headers.column("last_offset_delta")[clean - 1]) + 1
+                if clean < len(headers):
+                    irregular = positions[clean]
+                    break
+            else:
+                if scan.valid_bytes < end:
+                    irregular = scan.valid_bytes  # a truncated batch or stray bytes at the end
+        except CorruptData:
+            irregular = scan.valid_bytes
+        if irregular is None:
+            return
+        pos = end
+        for piece in kafka_pieces(buf, path, base_offset=next_offset, start=irregular):
+            if isinstance(piece, DamagedRange):
+                yield {"kind": "damaged_range", **piece.as_dict()}
+                pos = piece.end_byte
+                break
+            yield from _batch_items(piece, path, deep, cap)
+            if piece.crc_valid:
+                next_offset = piece.last_offset + 1
+
+
+def _clean_batches(headers: BatchHeaders, count: int, path: str, deep: bool, cap: int) -> Iterator[dict | BatchRun]:
+    """The first ``count`` batches of a regular chunk (all with a valid CRC): runs, and the batches
+    whose records need objects (control batches, records ``chunk_records`` left undecoded) item by item."""
+    import numpy as np
+
+    column = {name: headers.column(name)[:count] for name in _RUN_HEADER_FIELDS}
+    column["position"] = headers.position[:count]
+    column["size"] = headers.size[:count]
+    records = None
+    one_by_one = np.zeros(count, dtype=bool)
+    if deep:
+        records = chunk_records(headers, path, cap)
+        one_by_one = ~records.decoded[:count] | (column["attributes"] & _CONTROL != 0)
+    start = 0
+    for single in np.flatnonzero(one_by_one).tolist() + [count]:
+        if single > start:
+            bounds = None if records is None else records.first[start:single + 1]
+            yield BatchRun(path, {name: values[start:single] for name, values in column.items()}, records, bounds)
+        if single < count:
+            yield from _batch_items(headers.batch(single), path, deep, cap)
+        start = single + 1
+
+
+def dump_file(detected: DetectedFile, deep: bool = True, cap: int = DEFAULT_CAP,
+              in_runs: bool = False, for_text: bool = False) -> Iterator[dict | BatchRun]:
+    """Dispatch on the detected kind; every item carries the file path.  ``in_runs``: a Kafka
+    segment's clean stretches come as ``BatchRun``s (``kafka_log_runs``), for renderers that
+    print them a column at a time.  ``for_text``: items carry only what the text rendering
+    prints (RocketMQ messages without their bodies and digests)."""
     kind = detected.kind
     if kind == "kafka-log":
-        items = dump_kafka_log(detected.path, deep, cap)
+        items = (kafka_log_runs if in_runs else dump_kafka_log)(detected.path, deep, cap)
     elif kind.startswith("kafka-"):
         from segtool.ops.dump_kafka_files import dump_kafka_file
 
@@ -113,11 +214,12 @@ def dump_file(detected: DetectedFile, deep: bool = True, cap: int = DEFAULT_CAP)
     elif kind.startswith("rocketmq-"):
         from segtool.ops.dump_rocketmq import dump_rocketmq_file
 
-        items = dump_rocketmq_file(detected)
+        items = dump_rocketmq_file(detected, for_text)
     else:
         items = iter([{"kind": "skipped", "reason": NOT_RECOGNISED}])
     for item in items:
-        item["file"] = detected.path
+        if not isinstance(item, BatchRun):  # a run knows its file
+            item["file"] = detected.path
         yield item
 
 
@@ -130,10 +232,12 @@ def shows_damage(item: dict) -> bool:
     return kind == "zero_tail" and detect(item["file"]).kind == "kafka-log"
 
 
-def dump_paths(paths: list[str], deep: bool = True, cap: int = DEFAULT_CAP) -> Iterator[DumpItem]:
-    """Every file named or below a named directory; unreadable entries as ``unreadable`` items."""
+def dump_paths(paths: list[str], deep: bool = True, cap: int = DEFAULT_CAP,
+               in_runs: bool = False, for_text: bool = False) -> Iterator[DumpItem | BatchRun]:
+    """Every file named or below a named directory; unreadable entries as ``unreadable`` items
+    (``in_runs``, ``for_text``: see ``dump_file``)."""
     for entry in inventory(paths).entries:
         if entry.unreadable is not None:
             yield {"kind": "unreadable", "reason": entry.unreadable, "file": entry.path}
         else:
-            yield from dump_file(DetectedFile(entry.path, entry.kind), deep, cap)
+            yield from dump_file(DetectedFile(entry.path, entry.kind), deep, cap, in_runs, for_text)

@@ -25,10 +25,12 @@ def _end_item(end: rocketmq.CommitLogEnd) -> Iterator[dict]:
         yield {"kind": kind, "byte_offset": end.file_offset, "phy_offset": end.phy_offset}
 
 
-def _commitlog(path: str) -> Iterator[dict]:
-    """Every message, reading past damage: each damaged stretch is one ``damaged_range`` item."""
+def _commitlog(path: str, for_text: bool = False) -> Iterator[dict]:
+    """Every message, reading past damage: each damaged stretch is one ``damaged_range`` item.
+    ``for_text``: without the bodies, their digests and decompression (a text line shows none)."""
+    decoding = {"digests": False, "decompress": False} if for_text else {"keep_body": True}
     for piece in commitlog_pieces(open_buffer(path), file_from_offset=_start_offset(path),
-                                  file=os.path.basename(path), path=path, keep_body=True):
+                                  file=os.path.basename(path), path=path, **decoding):
         if isinstance(piece, DamagedRange):
             yield {"kind": "damaged_range", **piece.as_dict()}
         elif isinstance(piece, rocketmq.CommitLogEnd):
@@ -63,12 +65,14 @@ def _checkpoint(path: str) -> Iterator[dict]:
 
 _READERS = {
     "rocketmq-checkpoint": _checkpoint,
-    "rocketmq-commitlog": _commitlog,
     "rocketmq-consumequeue": _consumequeue,
     "rocketmq-indexfile": _indexfile,
 }
 
 
-def dump_rocketmq_file(detected: DetectedFile) -> Iterator[dict]:
-    """The file's items, named in snake_case like every other output (the decoders keep RocketMQ's names)."""
+def dump_rocketmq_file(detected: DetectedFile, for_text: bool = False) -> Iterator[dict]:
+    """The file's items, named in snake_case like every other output (the decoders keep RocketMQ's names;
+    a CommitLog's messages are named as they are made, by ``message_json``).  ``for_text``: see ``_commitlog``."""
+    if detected.kind == "rocketmq-commitlog":
+        return errors_as_items(_commitlog(detected.path, for_text))
     return (snake_case_keys(item) for item in errors_as_items(_READERS[detected.kind](detected.path)))

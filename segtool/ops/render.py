@@ -1,9 +1,27 @@
-"""Human-readable text rendering of dump items (the dicts from ``segtool.ops.dump``)."""
+"""Rendering of dump items (the dicts from ``segtool.ops.dump``) as text lines and JSON Lines,
+item by item, or a ``BatchRun`` of Kafka batches a column at a time (the same lines)."""
 
 from __future__ import annotations
 
+import json
+from binascii import b2a_base64
+from functools import lru_cache, partial
+from operator import itemgetter
+
+from segtool.formats.json_names import bytes_fields, utf8_text
+
 _SKIP = {"kind", "file"}
 _PREVIEW = 60  # characters of a key or value a dump line shows
+
+# json.dumps(item, ensure_ascii=False) builds an encoder per call; one is built here, once
+_JSON_ENCODER = json.encoder.c_make_encoder(None, json.JSONEncoder().default, json.encoder.encode_basestring,
+                                             None, ": ", ", ", False, False, True)
+_json_text = json.encoder.encode_basestring
+
+
+def to_json(value) -> str:
+    """``json.dumps(value, ensure_ascii=False)``: a JSON Lines line of an item, or a part of one."""
+    return "".join(_JSON_ENCODER(value, 0))
 
 
 def render_text_item(item: dict, full: bool = False) -> str:
@@ -49,6 +67,238 @@ def render_text_item(item: dict, full: bool = False) -> str:
     return f"{kind} {fields}"
 
 
+# -- a run of Kafka batches (``dump.BatchRun``), a column at a time -------------------------
+# Each function gives the lines the item-by-item rendering prints for the run's batch and
+# record items, in the same order (tests/test_dump_runs.py compares them on every shape).
+
+
+def run_json_lines(run) -> list[str]:
+    """``to_json`` of every batch and record item of the run (all of whose CRCs are valid)."""
+    from segtool.ops.kafka_dump_log import _lines, _texts  # numpy's import: only for runs
+
+    column, file_json = run.column, _json_text(run.file)
+    kinds = _BatchKinds(column["attributes"])
+    base, last, max_ts = column["base_offset"], _last_offsets(column), column["max_timestamp"]
+    horizon = "null"
+    with_horizon = column["attributes"] & 0x40 != 0
+    if with_horizon.any():
+        horizon = [str(ts) if flag else "null" for flag, ts in
+                   zip(with_horizon.tolist(), column["base_timestamp"].tolist())]
+    base_texts = _texts(base)
+    batch_lines = _lines([
+        '{"kind": "batch", "position": ', _texts(column["position"]), ', "magic": 2, "base_offset": ', base_texts,
+        ', "last_offset": ', _texts(last), ', "size": ', _texts(column["size"]), ', "crc": ', _texts(column["crc"]),
+        ', "crc_valid": true, "codec": ', kinds.each(lambda kind: _json_text(kind.codec_name)),
+        ', "timestamp_type": ', kinds.each(lambda kind: _json_text(kind.timestamp_type)),
+        ', "max_timestamp": ', _texts(max_ts), ', "record_count": ', _texts(column["record_count"]),
+        ', "partition_leader_epoch": ', _texts(column["partition_leader_epoch"]),
+        ', "base_timestamp": ', _texts(column["base_timestamp"]), ', "producer_id": ', _texts(column["producer_id"]),
+        ', "producer_epoch": ', _texts(column["producer_epoch"]),
+        ', "base_sequence": ', _texts(column["base_sequence"]),
+        ', "last_sequence": ', _texts(_last_sequences(column)),
+        ', "is_transactional": ', kinds.each(lambda kind: "true" if kind.is_transactional else "false"),
+        ', "is_control": ', kinds.each(lambda kind: "true" if kind.is_control else "false"),
+        ', "delete_horizon_ms": ', horizon, ', "file": ', file_json, "}",
+    ], len(base))
+    if run.records is None:
+        return batch_lines
+    fields = _RunRecords(run)
+    if not fields.count:
+        return batch_lines
+    records, r0, r1 = run.records, fields.r0, fields.r1
+    key_text, key_b64 = _json_bytes(records.data, records.key_start[r0:r1], records.key_len[r0:r1])
+    value_text, value_b64 = _json_bytes(records.data, records.value_start[r0:r1], records.value_len[r0:r1])
+    headers = "[]"
+    if records.headers is not None:
+        headers = [to_json([{"key": key, **bytes_fields("value", value)} for key, value in found])
+                   for found in records.headers[r0:r1]]
+    record_lines = _lines([
+        '{"kind": "record", "batch_position": ', _texts(column["position"][fields.batch_of]),
+        ', "offset": ', fields.texts(fields.offsets, base, base_texts, _texts),
+        ', "timestamp": ', fields.texts(fields.timestamps, max_ts, _texts(max_ts), _texts),
+        ', "key_size": ', _texts(records.key_len[r0:r1]), ', "value_size": ', _texts(records.value_len[r0:r1]),
+        ', "key": ', key_text, ', "key_b64": ', key_b64, ', "value": ', value_text, ', "value_b64": ', value_b64,
+        ', "sequence": ', _texts(fields.sequences()), ', "headers": ', headers, ', "file": ', file_json, "}",
+    ], fields.count)
+    return fields.merged(batch_lines, record_lines)
+
+
+def run_text_lines(run, full: bool = False) -> list[str]:
+    """``render_text_item`` of every batch and record item of the run (all of whose CRCs are valid)."""
+    from segtool.ops.kafka_dump_log import _lines, _texts
+
+    column = run.column
+    kinds = _BatchKinds(column["attributes"])
+    base, max_ts = column["base_offset"], column["max_timestamp"]
+    transactional = column["attributes"] & 0x10 != 0
+    txn = ""
+    if transactional.any():
+        txn = [f" txn pid {pid} epoch {epoch}" if flag else "" for flag, pid, epoch in
+               zip(transactional.tolist(), column["producer_id"].tolist(), column["producer_epoch"].tolist())]
+    base_texts, max_ts_times = _texts(base), _iso_times(max_ts)
+    batch_lines = _lines([
+        "batch @", _texts(column["position"]), " offsets ", base_texts, "..", _texts(_last_offsets(column)),
+        " magic 2 ", kinds.each(lambda kind: f"{kind.codec_name} {kind.timestamp_type}"), " ", max_ts_times,
+        " size ", _texts(column["size"]), " crc ok", kinds.each(lambda kind: " control" if kind.is_control else ""), txn,
+    ], len(base))
+    if run.records is None:
+        return batch_lines
+    fields = _RunRecords(run)
+    if not fields.count:
+        return batch_lines
+    records, r0, r1 = run.records, fields.r0, fields.r1
+    headers = ""
+    if records.headers is not None:
+        headers = [" headers [" + ",".join(show_text(key) for key, _ in found) + "]" if found else ""
+                   for found in records.headers[r0:r1]]
+    record_lines = _lines([
+        "  offset ", fields.texts(fields.offsets, base, base_texts, _texts), " ",
+        fields.texts(fields.timestamps, max_ts, max_ts_times, _iso_times),
+        " key ", _shown_bytes(records.data, records.key_start[r0:r1], records.key_len[r0:r1], full),
+        " value ", _shown_bytes(records.data, records.value_start[r0:r1], records.value_len[r0:r1], full), headers,
+    ], fields.count)
+    return fields.merged(batch_lines, record_lines)
+
+
+class _BatchKinds:
+    """A run's batches grouped by their attributes (codec, timestamp type, flags): texts that
+    depend only on those are made once per kind."""
+
+    def __init__(self, attributes):
+        import numpy as np
+
+        from segtool.formats.kafka_log import RecordBatch
+
+        self.attributes = attributes
+        self.kinds = [RecordBatch(0, 2, 0, 0, 0, 0, value, 0) for value in np.unique(attributes).tolist()]
+
+    def each(self, text) -> str | list[str]:
+        """``text(kind)`` of every batch: one str when all batches are of one kind."""
+        if len(self.kinds) == 1:
+            return text(self.kinds[0])
+        by_kind = {kind.attributes: text(kind) for kind in self.kinds}
+        return [by_kind[value] for value in self.attributes.tolist()]
+
+
+def _last_offsets(column):
+    return column["base_offset"] + column["last_offset_delta"]
+
+
+def _last_sequences(column):
+    from segtool.formats.kafka_log import increment_sequences
+
+    return increment_sequences(column["base_sequence"], column["last_offset_delta"])
+
+
+class _RunRecords:
+    """The record fields of a run that both renderings print, derived from the batch columns."""
+
+    def __init__(self, run):
+        import numpy as np
+
+        column, records, bounds = run.column, run.records, run.record_bounds
+        self.r0, self.r1 = int(bounds[0]), int(bounds[-1])
+        self.count = self.r1 - self.r0
+        per_batch = np.diff(bounds)
+        self.batch_of = np.repeat(np.arange(len(per_batch)), per_batch)
+        self.batch_rows = np.arange(len(per_batch)) + (bounds[:-1] - bounds[0])  # each batch's line among all
+        self.one_each = self.count == len(per_batch)  # single-record batches: the batch columns say it all
+        self.column, self.records = column, records
+        self.offset_delta = records.offset_delta[self.r0:self.r1]
+        self.offsets = column["base_offset"][self.batch_of] + self.offset_delta
+        log_append = (column["attributes"] & 0x08 != 0)[self.batch_of]
+        max_ts = column["max_timestamp"][self.batch_of]
+        self.timestamps = np.where(log_append, max_ts, column["base_timestamp"][self.batch_of]
+                                   + records.timestamp_delta[self.r0:self.r1])
+
+    def texts(self, values, batch_values, batch_texts, convert):
+        """``convert(values)`` of a record column, or the batch lines' ``batch_texts`` of the same
+        values (single-record batches: a record's offset and timestamp are its batch's)."""
+        if self.one_each and (values == batch_values).all():
+            return batch_texts
+        return convert(values)
+
+    def sequences(self):
+        from segtool.formats.kafka_log import increment_sequences
+
+        return increment_sequences(self.column["base_sequence"][self.batch_of], self.offset_delta)
+
+    def merged(self, batch_lines: list[str], record_lines: list[str]) -> list[str]:
+        """Each batch's line, then its records' lines."""
+        import numpy as np
+
+        merged = np.empty(len(batch_lines) + len(record_lines), dtype=object)
+        is_record = np.ones(len(merged), dtype=bool)
+        is_record[self.batch_rows] = False
+        merged[self.batch_rows] = batch_lines
+        merged[is_record] = record_lines
+        return merged.tolist()
+
+
+_b64 = partial(b2a_base64, newline=False)
+
+
+def _byte_strings(data: bytes, starts, lengths) -> tuple[list[bytes], list[str]]:
+    """``data[start:start + length]`` for each (empty for length -1), as bytes and as latin-1 text
+    (one character per byte: ASCII texts are already right), cut in C loops."""
+    import numpy as np
+
+    cut = list(map(slice, starts.tolist(), (starts + np.maximum(lengths, 0)).tolist()))
+    if len(cut) == 1:
+        return [data[cut[0]]], [data[cut[0]].decode("latin-1")]
+    take = itemgetter(*cut)
+    return list(take(data)), list(take(data.decode("latin-1")))
+
+
+def _json_bytes(data: bytes, starts, lengths) -> tuple[list[str], list[str]]:
+    """The JSON of ``bytes_fields`` for each byte string: its UTF-8 text (null when it is not
+    UTF-8) and its base64 (both null for length -1)."""
+    import numpy as np
+
+    chunks, texts = _byte_strings(data, starts, lengths)
+    # quoted and decoded in one piece, then split: no call per string
+    b64 = (b'"' + b'"\n"'.join(map(_b64, chunks)) + b'"').decode("ascii").split("\n")
+    not_ascii = np.flatnonzero(~np.fromiter(map(str.isascii, texts), bool, len(texts))).tolist()
+    texts = list(map(_json_text, texts))
+    for i in not_ascii:  # the latin-1 text is wrong here: the UTF-8 one, or null
+        texts[i] = to_json(utf8_text(chunks[i]))
+    for i in (lengths < 0).nonzero()[0].tolist():
+        texts[i] = b64[i] = "null"
+    return texts, b64
+
+
+def _shown_bytes(data: bytes, starts, lengths, full: bool) -> list[str]:
+    """``show_data`` of each byte string ("null" for length -1), with the dump line's preview length."""
+    import numpy as np
+
+    from segtool.ops.kafka_dump_log import _lines, _texts
+
+    chunks, texts = _byte_strings(data, starts, lengths)
+    count = len(texts)
+    plain = np.fromiter(map(str.isascii, texts), bool, count) & np.fromiter(map(str.isprintable, texts), bool, count)
+    shown = np.array(texts, dtype=object)
+    long = np.flatnonzero(plain & (lengths > _PREVIEW)) if not full else []
+    if len(long):  # printable text, cut: the common case of a value, made a column at a time
+        previews = _byte_strings(data, starts[long], np.full(len(long), _PREVIEW))[1]
+        shown[long] = _lines([previews, "… (", _texts(lengths[long]), " bytes; --full shows all)"], len(long))
+    for i in np.flatnonzero(~plain).tolist():
+        shown[i] = show_data(chunks[i], full, _PREVIEW)
+    shown[lengths == 0] = "(empty)"
+    shown[lengths < 0] = "null"
+    return shown.tolist()
+
+
+def _iso_times(values) -> str | list[str]:
+    """``iso_time`` of an int column, converted once per distinct value."""
+    import numpy as np
+
+    distinct, where = np.unique(values, return_inverse=True)
+    texts = [iso_time(ms) for ms in distinct.tolist()]
+    if len(texts) == 1:
+        return texts[0]
+    return list(itemgetter(*where.tolist())(texts))
+
+
 def damaged_range_text(item: dict) -> str:
     """A damaged range's bytes, why, and what it lost, on one line."""
     text = f"bytes {item['first_byte']}..{item['last_byte']} ({item['length']} bytes, {item['reason']}): {item['message']}"
@@ -78,12 +328,28 @@ _SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"  # its ConsumeQueue's tags code is the d
 
 def iso_time(ms: int | None) -> str:
     """Epoch milliseconds as ISO-8601 UTC; Kafka's -1 as "no timestamp", no value as "-"."""
-    import datetime as dt
-
     if ms is None:
         return NONE
     if ms < 0:
         return "no timestamp"
+    if ms < _EXACT_SECONDS_UP_TO:
+        return f"{_iso_second(ms // 1000)}.{ms % 1000:03d}Z"
+    return _iso_time_of_float(ms)
+
+
+# below 2**32 seconds the float ms / 1000 that datetime takes rounds to the exact millisecond:
+# the second's text can be made once and the milliseconds appended
+_EXACT_SECONDS_UP_TO = 2**32 * 1000
+
+
+@lru_cache(maxsize=4096)
+def _iso_second(seconds: int) -> str:
+    return _iso_time_of_float(seconds * 1000)[:-5]  # without ".000Z"
+
+
+def _iso_time_of_float(ms: int) -> str:
+    import datetime as dt
+
     try:
         moment = dt.datetime.fromtimestamp(ms / 1000, tz=dt.timezone.utc)
     except (OverflowError, OSError, ValueError):
@@ -118,7 +384,11 @@ def show_bytes(b64: str | None, full: bool = False, limit: int = VALUE_LIMIT) ->
 
     if b64 is None:
         return "null"
-    data = base64.b64decode(b64)
+    return show_data(base64.b64decode(b64), full, limit)
+
+
+def show_data(data: bytes, full: bool = False, limit: int = VALUE_LIMIT) -> str:
+    """``show_bytes`` of the bytes themselves."""
     if not data:
         return "(empty)"
     text = data.decode("utf-8", "surrogateescape")  # a byte that is not UTF-8 counts as unprintable

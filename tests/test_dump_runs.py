@@ -1,0 +1,163 @@
+"""The fast dump (Kafka batches a column at a time, RocketMQ messages decoded for their format)
+prints exactly what the straightforward per-item rendering prints: ``json.dumps`` of each
+``dump_paths`` item, or ``render_text_item`` of it.
+
+Checked on every Kafka segment and RocketMQ CommitLog of the corpus (compressed, control,
+transactional, legacy, damaged) and on generated segments of the shapes the corpus has
+few of: single-record batches, headers, null, empty, binary, non-UTF-8 and long keys and
+values, log-append time, and the same segment damaged three ways.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from segtool.formats.kafka_build import build_batch_v2, build_legacy_message, build_records, make_batch
+from segtool.formats.kafka_log import Record, RecordBatch
+from segtool.ops.dump import BatchRun, dump_paths
+from segtool.ops.render import iso_time, render_text_item, run_json_lines, run_text_lines, to_json
+from tests.conftest import CORPUS, SAMPLE_DATA
+
+BASE_TS = 1_795_000_000_000
+
+
+def fast_lines(path: str, fmt: str, deep: bool, full: bool) -> list[str]:
+    """What ``segtool dump`` prints for one file (the CLI's loop without its bookkeeping)."""
+    lines = []
+    for item in dump_paths([path], deep=deep, in_runs=True, for_text=fmt == "text"):
+        if isinstance(item, BatchRun):
+            lines += run_json_lines(item) if fmt == "json" else run_text_lines(item, full)
+        elif item["kind"] not in ("skipped", "unreadable"):
+            lines.append(to_json(item) if fmt == "json" else render_text_item(item, full))
+    return lines
+
+
+def item_lines(path: str, fmt: str, deep: bool, full: bool) -> list[str]:
+    """The same, item by item from the plain dicts."""
+    return [json.dumps(item, ensure_ascii=False) if fmt == "json" else render_text_item(item, full)
+            for item in dump_paths([path], deep=deep) if item["kind"] not in ("skipped", "unreadable")]
+
+
+def assert_same_output(path: str) -> list[dict]:
+    for fmt, deep, full in (("json", True, False), ("json", False, False), ("text", True, False),
+                            ("text", True, True), ("text", False, False)):
+        assert fast_lines(path, fmt, deep, full) == item_lines(path, fmt, deep, full), (path, fmt, deep, full)
+    return list(dump_paths([path]))
+
+
+def _corpus_files() -> list[Path]:
+    root = CORPUS if CORPUS.is_dir() else SAMPLE_DATA
+    logs = sorted(root.rglob("*.log"))
+    commitlogs = sorted(p for p in root.rglob("*") if p.parent.name == "commitlog" and p.is_file())
+    return logs + commitlogs
+
+
+@pytest.mark.parametrize("path", _corpus_files(), ids=lambda p: str(p.relative_to(p.parents[3])))
+def test_corpus_file(path):
+    assert_same_output(str(path))
+
+
+def _record(i: int, key, value, headers=()) -> Record:
+    return Record(i, BASE_TS + i, key, value, list(headers), timestamp_delta=0, offset_delta=0)
+
+
+SHAPES = [  # (key, value, headers) of one record each
+    (b"key-1", b"plain value", ()),
+    (None, b"null key", ()),
+    (b"k", None, ()),
+    (b"", b"", ()),
+    (b"k", "caf\u00e9 \u2603 \U0001F600".encode(), ()),  # UTF-8 beyond ASCII
+    (b"\xff\xfe", b"\x00\x01\x02binary\xff", ()),  # neither UTF-8 nor printable
+    (b"k", b"tab\tand newline\n and \"quotes\" \\", ()),  # escaped in JSON and in text
+    (b"k", b"x" * 500, ()),  # longer than a text line shows
+    (b"k", b"\xc2\x85 next-line character", ()),  # U+0085 is a line break to str.splitlines
+    (b"k", b"with headers", (("h1", b"v1"), ("h\u00e9", None), ("bin", b"\xff"))),
+]
+
+
+def _single_record_batches() -> list[bytes]:
+    batches = []
+    for i, (key, value, headers) in enumerate(SHAPES * 3):
+        attributes = 0x08 if i % 7 == 3 else 0  # some batches with log-append time
+        batch = RecordBatch(position=0, magic=2, base_offset=i, last_offset=i, size=0, crc=0, attributes=attributes,
+                            max_timestamp=BASE_TS + 5 * i, record_count=1, partition_leader_epoch=3,
+                            last_offset_delta=0, base_timestamp=BASE_TS + i, producer_id=7, producer_epoch=1,
+                            base_sequence=i)
+        batches.append(build_batch_v2(batch, build_records([_record(0, key, value, headers)])))
+    return batches
+
+
+def _mixed_segment() -> bytes:
+    """Many-record batches, compressed ones, a transactional batch and its COMMIT marker, an empty batch."""
+    from segtool.formats.kafka_schemas import CONTROL_KEY, END_TXN_MARKER
+
+    out = make_batch(0, [(b"k%d" % i, b"v%d" % i) for i in range(50)], BASE_TS)
+    for codec in (1, 2, 3, 4):
+        out += make_batch(50 * codec, [(b"k%d" % i, b"value %d" % i * 3) for i in range(50)], BASE_TS, codec=codec)
+    txn = RecordBatch(position=0, magic=2, base_offset=250, last_offset=251, size=0, crc=0, attributes=0x10,
+                      max_timestamp=BASE_TS + 1, record_count=2, last_offset_delta=1, base_timestamp=BASE_TS,
+                      producer_id=42, producer_epoch=3, base_sequence=0)
+    out += build_batch_v2(txn, build_records([Record(250 + i, BASE_TS + i, None, b"t", (), timestamp_delta=i,
+                                                      offset_delta=i) for i in range(2)]))
+    marker = RecordBatch(position=0, magic=2, base_offset=252, last_offset=252, size=0, crc=0, attributes=0x30,
+                         max_timestamp=BASE_TS + 2, record_count=1, last_offset_delta=0, base_timestamp=BASE_TS + 2,
+                         producer_id=42, producer_epoch=3)
+    out += build_batch_v2(marker, build_records([Record(
+        252, BASE_TS + 2, CONTROL_KEY.build({"version": 0, "type": 1}),
+        END_TXN_MARKER.build({"version": 0, "coordinator_epoch": 5}), (), timestamp_delta=0, offset_delta=0)]))
+    empty = RecordBatch(position=0, magic=2, base_offset=253, last_offset=253, size=0, crc=0, attributes=0x40,
+                        max_timestamp=BASE_TS, record_count=0, last_offset_delta=0, base_timestamp=BASE_TS)
+    return out + build_batch_v2(empty, b"")
+
+
+def test_generated_segments(tmp_path):
+    batches = _single_record_batches()
+    single = b"".join(batches)
+    legacy = b"".join(build_legacy_message(300 + i, i % 2, 0, b"k", b"legacy %d" % i, BASE_TS + i) for i in range(4))
+    mixed = _mixed_segment()
+    cases = {"single": single, "mixed": mixed, "mixed-then-legacy": mixed + legacy}
+    middle = len(b"".join(batches[:11])) - 1  # the last byte of batch 10 (its record's header count)
+    flipped = bytearray(single)
+    flipped[middle] ^= 0xFF  # the batch still frames, its CRC fails
+    cases["crc-flip"] = bytes(flipped)
+    cases["garbage-between"] = b"".join(batches[:11]) + b"\x07" * 50 + b"".join(batches[11:])
+    cases["truncated"] = single[:-30]
+    cases["zero-filled-tail"] = single + bytes(4096)
+    found = {}
+    for name, data in cases.items():
+        path = tmp_path / name / "00000000000000000000.log"
+        path.parent.mkdir()
+        path.write_bytes(data)
+        found[name] = assert_same_output(str(path))
+    # what the files hold, read from the items: every record of every shape, and the damage where it was made
+    assert [item["offset"] for item in found["single"] if item["kind"] == "record"] == list(range(len(SHAPES) * 3))
+    assert sum(item["kind"] == "record" for item in found["mixed"]) == 254 - 1  # the empty batch has none
+    assert [i.get("control_type") for i in found["mixed"] if i["kind"] == "record"][-1] == "COMMIT"
+    assert [i["magic"] for i in found["mixed-then-legacy"] if i["kind"] == "batch"][-4:] == [0, 1, 0, 1]
+    damaged = [item for item in found["crc-flip"] if item["kind"] == "damaged_range"]
+    assert [(d["reason"], d["first_byte"], d["last_byte"]) for d in damaged] == [
+        ("crc_mismatch", len(b"".join(batches[:10])), middle)]
+    boundary = len(b"".join(batches[:11]))  # the garbage reads as a batch running past the end
+    assert [(i["reason"], i["first_byte"], i["length"]) for i in found["garbage-between"]
+            if i["kind"] == "damaged_range"] == [("truncated", boundary, 50)]
+    assert [i["reason"] for i in found["truncated"] if i["kind"] == "damaged_range"] == ["truncated"]
+    assert [i["reason"] for i in found["zero-filled-tail"] if i["kind"] == "damaged_range"] == ["zero_filled"]
+
+
+def test_iso_time_matches_datetime():
+    """``iso_time``'s per-second texts equal datetime's own rendering of every millisecond."""
+    import datetime as dt
+    import random
+
+    rng = random.Random(16)
+    for ms in [0, 999, 1000, 2**32 * 1000 - 1, 2**32 * 1000, 253402300799999, 10**17] + \
+              [rng.randrange(2**32 * 1000) for _ in range(2000)]:
+        try:
+            expected = dt.datetime.fromtimestamp(ms / 1000, tz=dt.timezone.utc).isoformat(
+                timespec="milliseconds").replace("+00:00", "Z")
+        except (OverflowError, OSError, ValueError):
+            expected = f"{ms} ms (beyond the calendar)"
+        assert iso_time(ms) == expected, ms
