@@ -142,3 +142,26 @@ def test_message_reader_stops_where_the_message_ends():
     message = METADATA_RECORDS[7]
     raw = write_message(message, 0, {"id": 1, "epoch": 2}) + b"tail"
     assert read_message(compile_message(message), raw, 0, 0) == ({"id": 1, "epoch": 2}, len(raw) - 4)
+
+
+def test_dump_shows_every_metadata_record_decoded():
+    """dump's JSON carries each non-control record's key and value as the metadata schemas read them."""
+    import base64
+
+    from segtool.ops.dump import dump_paths
+
+    log = corpus_path("wild", "rjmfernandes__flink-on-prem", "data", "__cluster_metadata-0",
+                      "00000000000000000000.log")
+    control = set()
+    records = 0
+    for item in dump_paths([str(log)]):
+        if item["kind"] == "batch" and item["is_control"]:
+            control.add(item["position"])
+        elif item["kind"] == "record" and item["batch_position"] not in control:
+            value = None if item["value_b64"] is None else base64.b64decode(item["value_b64"])
+            assert item["decoded"] == decode_metadata_item(None, value)
+            assert "error" not in item["decoded"]
+            records += 1
+        elif item["kind"] == "record":
+            assert "decoded" not in item
+    assert records

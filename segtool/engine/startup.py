@@ -37,9 +37,9 @@ from dataclasses import dataclass, field
 from segtool.engine.partition import Segment
 from segtool.engine.recovery import SegmentRecovery, recover_segment
 from segtool.formats.kafka_index import CorruptIndex, TransactionIndex
+from segtool.formats.kafka_names import METADATA_TOPIC
 from segtool.formats.kafka_state import EpochEntry
 
-METADATA_TOPIC = "__cluster_metadata"
 
 # why a segment is recovered
 UNCLEAN_SHUTDOWN = "unclean_shutdown"

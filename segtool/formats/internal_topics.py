@@ -21,7 +21,6 @@ A record Kafka's own serde rejects gives ``{"error": "<Kafka's message>"}``, wit
 from __future__ import annotations
 
 import json
-import os
 from typing import Callable
 
 from segtool.formats.kafka_coordinator import (
@@ -37,7 +36,7 @@ from segtool.formats.kafka_messages import (
     snake_case_data,
 )
 from segtool.formats.kafka_metadata import decode_metadata_record
-from segtool.formats.kafka_names import BOOTSTRAP_CHECKPOINT, topic_partition
+from segtool.formats.kafka_names import METADATA_TOPIC, internal_topic
 from segtool.formats.kafka_offsets import decode_offsets_record
 
 RecordDecoder = Callable[[bytes | None, bytes | None], dict]
@@ -86,7 +85,7 @@ decode_transaction_item = _coordinator_item(decode_transaction_record)
 decode_share_state_item = _coordinator_item(decode_share_state_record)
 
 DECODERS_BY_TOPIC: dict[str, RecordDecoder] = {
-    "__cluster_metadata": decode_metadata_item,
+    METADATA_TOPIC: decode_metadata_item,
     "__consumer_offsets": decode_offsets_item,
     "__transaction_state": decode_transaction_item,
     "__share_group_state": decode_share_state_item,
@@ -97,10 +96,8 @@ DECODERS_BY_TOPIC: dict[str, RecordDecoder] = {
 def record_decoder(path: str) -> RecordDecoder | None:
     """The decoder of the records in the file at ``path`` (None: keys and values are the
     producers' own bytes)."""
-    if os.path.basename(path) == BOOTSTRAP_CHECKPOINT:
-        return decode_metadata_item
-    topic, partition = topic_partition(os.path.basename(os.path.dirname(os.path.abspath(path))))
-    return DECODERS_BY_TOPIC.get(topic) if partition is not None else None
+    topic = internal_topic(path)
+    return None if topic is None else DECODERS_BY_TOPIC.get(topic)
 
 
 def _compact(value) -> str:

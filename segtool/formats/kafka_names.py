@@ -27,6 +27,7 @@ CLEANED = ".cleaned"
 SWAP = ".swap"
 KRAFT_SNAPSHOT = ".checkpoint"
 BOOTSTRAP_CHECKPOINT = "bootstrap.checkpoint"  # BootstrapDirectory.BINARY_BOOTSTRAP_FILENAME
+METADATA_TOPIC = "__cluster_metadata"  # Topic.CLUSTER_METADATA_TOPIC_NAME: the KRaft metadata log
 
 _JAVA_LONG = re.compile(r"[+-]?\d+")
 _KRAFT_SNAPSHOT_NAME = re.compile(r"^(\d{20})-(\d{10})\.checkpoint$")
@@ -99,3 +100,14 @@ def remote_segment_id(path) -> tuple[int, str] | None:
     (``RemoteIndexCache``: ``<offset>_<uuid>.<suffix>``), None for another name."""
     match = _REMOTE_SEGMENT_NAME.match(os.path.basename(str(path)))
     return (int(match.group(1)), match.group(2)) if match else None
+
+
+def internal_topic(path) -> str | None:
+    """The Kafka-internal topic (named ``__...``) whose records a file holds: its partition
+    directory's topic, ``__cluster_metadata`` for ``bootstrap.checkpoint``; None for any other file."""
+    path = str(path)
+    if os.path.basename(path) == BOOTSTRAP_CHECKPOINT:
+        return METADATA_TOPIC
+    topic, partition = topic_partition(os.path.basename(os.path.dirname(os.path.abspath(path))))
+    return topic if partition is not None and topic.startswith("__") else None
+

@@ -20,7 +20,7 @@ from segtool.formats.json_names import bytes_fields
 from segtool.engine.salvage import DamagedRange, kafka_pieces
 from segtool.formats.kafka_log import (BatchHeaders, BatchScan, ChunkRecords, RecordBatch, batch_records,
                                        chunk_records, control_record_type)
-from segtool.formats.kafka_names import has_offset_name, offset_from_file_name
+from segtool.formats.kafka_names import has_offset_name, internal_topic, offset_from_file_name
 from segtool.ops.output_schema import DumpItem
 
 DEFAULT_CAP = 256 * 1024 * 1024
@@ -84,22 +84,37 @@ def batch_item(batch) -> dict:
 
 def dump_kafka_log(path: str, deep: bool = True, cap: int = DEFAULT_CAP) -> Iterator[dict]:
     """Every batch (and record) of a segment, reading past damage: each damaged stretch is one
-    ``damaged_range`` item and the dump goes on with the next valid batch."""
+    ``damaged_range`` item and the dump goes on with the next valid batch.  Records of Kafka's
+    internal topics (``internal_topics.record_decoder``) also carry their key and value ``decoded``."""
     buf = open_buffer(path)
     base_offset = offset_from_file_name(path) if has_offset_name(path) else None
+    decode = _record_decoder(path)
     for piece in kafka_pieces(buf, path, base_offset=base_offset):
         if isinstance(piece, DamagedRange):
             yield {"kind": "damaged_range", **piece.as_dict()}
         else:
-            yield from _batch_items(piece, path, deep, cap)
+            yield from _batch_items(piece, path, deep, cap, decode)
 
 
-def _batch_items(batch: RecordBatch, path: str, deep: bool, cap: int) -> Iterator[dict]:
+def _record_decoder(path: str):
+    """The decoder of an internal topic's records, or None; imported only for such a file (the
+    message schemas take a tenth of a second to load)."""
+    if internal_topic(path) is None:
+        return None
+    from segtool.formats.internal_topics import record_decoder
+
+    return record_decoder(path)
+
+
+def _batch_items(batch: RecordBatch, path: str, deep: bool, cap: int, decode=None) -> Iterator[dict]:
     yield batch_item(batch)
     if deep:
         try:
             for record in batch_records(batch, path, cap):
-                yield record_item(batch, record)
+                item = record_item(batch, record)
+                if decode is not None and not batch.is_control:
+                    item["decoded"] = decode(record.key, record.value)
+                yield item
         except SegtoolError as exc:  # the batch's records, not its framing: the next batch is still there
             yield {"kind": "error", "byte_offset": exc.offset, "message": exc.message}
 
@@ -206,7 +221,9 @@ def dump_file(detected: DetectedFile, deep: bool = True, cap: int = DEFAULT_CAP,
     prints (RocketMQ messages without their bodies and digests)."""
     kind = detected.kind
     if kind == "kafka-log":
-        items = (kafka_log_runs if in_runs else dump_kafka_log)(detected.path, deep, cap)
+        # internal topics' records are decoded one by one: only plain records print a column at a time
+        runs = in_runs and internal_topic(detected.path) is None
+        items = (kafka_log_runs if runs else dump_kafka_log)(detected.path, deep, cap)
     elif kind.startswith("kafka-"):
         from segtool.ops.dump_kafka_files import dump_kafka_file
 

@@ -15,7 +15,7 @@ from collections import defaultdict
 
 from segtool.engine.inventory import Partition, inventory
 from segtool.engine.partition import PartitionView, Segment
-from segtool.engine.startup import METADATA_TOPIC, PartitionPlan, plan_partition
+from segtool.engine.startup import PartitionPlan, plan_partition
 from segtool.errors import CorruptData, UnreadableInput
 from segtool.findings import FindingKind, finding
 from segtool.formats import kafka_log_dir, kafka_state
@@ -23,6 +23,7 @@ from segtool.formats.kafka_log import BatchScan, batch_records, control_record_t
 from segtool.formats.kafka_messages import ApiMessageError
 from segtool.formats.kafka_metadata import decode_metadata_record
 from segtool.formats.kafka_names import (
+    METADATA_TOPIC,
     PRODUCER_SNAPSHOT,
     has_offset_name,
     is_log_file,

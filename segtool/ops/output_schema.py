@@ -104,6 +104,7 @@ class KafkaRecordItem(TypedDict):
     control_type: NotRequired[str]
     crc: NotRequired[int]
     crc_valid: NotRequired[bool]
+    decoded: NotRequired[dict[str, Any]]  # an internal topic's record: key and value as its schema reads them
     file: str
 
 

@@ -47,6 +47,10 @@ def render_text_item(item: dict, full: bool = False) -> str:
             text += " headers [" + ",".join(show_text(h["key"]) for h in item["headers"]) + "]"
         if item.get("control_type"):
             text += f" control {item['control_type']}"
+        if item.get("decoded"):
+            from segtool.formats.internal_topics import decoded_text  # only an internal topic's records have one
+
+            text += " " + decoded_text(item["decoded"])
         return text
     if kind == "message":
         crc = "ok" if item.get("body_crc") == item.get("body_crc_computed") else "BAD"
