@@ -25,6 +25,8 @@ demo: $(STAMP)
 	-$(BIN)/segtool dump --shallow $(KAFKA)/c11c-zero-tail-64k/data/c01-plain-0/00000000000000000000.log | tail -n 2
 	@echo "== segtool verify of a segment with one flipped byte: where Kafka's recovery would cut it (exit 1)"
 	-$(BIN)/segtool verify sample_data/kafka/c11a-crc-byte-flip/data
+	@echo "== segtool salvage of the same partition: every valid batch written back with its indexes (exit 1: damage)"
+	-$(BIN)/segtool salvage sample_data/kafka/c11a-crc-byte-flip/data --out $$(mktemp -d)/salvaged | head -n 4
 	@echo "== segtool lookup --offset inside a compaction gap: the next record, as a fetch returns it"
 	$(BIN)/segtool lookup $(KAFKA)/c07-compacted/data/c07-compact-0 --offset 3000
 	@echo "== segtool lookup --timestamp max-timestamp (Kafka's ListOffsets), as JSON"
