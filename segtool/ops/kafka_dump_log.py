@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import json
 import os
-from itertools import repeat
 from operator import itemgetter
 from dataclasses import dataclass
 from typing import Callable
 
 from segtool.errors import CorruptData, SegtoolError, UnreadableInput
 from segtool.source import open_buffer
+from segtool.ops.render import column_lines, column_texts
 from segtool.formats import kafka_index, kafka_state
 from segtool.formats.kafka_names import kraft_snapshot_id, offset_from_file_name, sibling
 from segtool.formats.kafka_log import (
@@ -466,26 +466,11 @@ _HEADER_FIELDS = ("base_offset", "partition_leader_epoch", "crc", "attributes", 
                   "max_timestamp", "producer_id", "producer_epoch", "base_sequence", "record_count")
 
 
-def _texts(values) -> str | list[str]:
-    """An int column as text: one str when every value is the same, else a str per value
-    (converted once per run of equal values: timestamps repeat within a millisecond)."""
-    import numpy as np
-
-    heads = np.flatnonzero(values[1:] != values[:-1]) + 1
-    if not len(heads):
-        return str(values[0])
-    if len(heads) > len(values) // 4:
-        return list(map(str, values.tolist()))
-    heads = np.concatenate(([0], heads))
-    texts = np.array(list(map(str, values[heads].tolist())), dtype=object)
-    return np.repeat(texts, np.diff(heads, append=len(values))).tolist()
-
-
 def _texts_of(values, known, known_texts: str | list[str]) -> str | list[str]:
-    """``_texts(values)``, reusing ``known_texts`` (of the column ``known``) when the values are those."""
+    """``column_texts(values)``, reusing ``known_texts`` (of the column ``known``) when the values are those."""
     if len(values) == len(known) and (values == known).all():
         return known_texts
-    return _texts(values)
+    return column_texts(values)
 
 
 def _chosen(flags, when_set: str, otherwise: str) -> str | list[str]:
@@ -493,20 +478,6 @@ def _chosen(flags, when_set: str, otherwise: str) -> str | list[str]:
     if flags.all() or not flags.any():
         return when_set if flags[0] else otherwise
     return [when_set if flag else otherwise for flag in flags.tolist()]
-
-
-def _lines(pieces: list, count: int) -> list[str]:
-    """``count`` lines, each the concatenation of ``pieces``: a str is the same in every
-    line, a list gives each line its own (joined in a C loop, no format per line)."""
-    merged: list = []
-    for piece in pieces:
-        if isinstance(piece, str) and merged and isinstance(merged[-1], str):
-            merged[-1] += piece
-        else:
-            merged.append(piece)
-    if len(merged) == 1 and isinstance(merged[0], str):
-        return merged * count
-    return list(map("".join, zip(*[repeat(piece) if isinstance(piece, str) else piece for piece in merged])))
 
 
 def _batch_lines(column: dict) -> list[str]:
@@ -527,7 +498,7 @@ def _batch_lines(column: dict) -> list[str]:
 
     base = column["base_offset"]
     last = base + column["last_offset_delta"]
-    base_texts = _texts(base)
+    base_texts = column_texts(base)
     base_seq = column["base_sequence"]
     with_horizon = attributes & 0x40 != 0
     horizon = _optional_long(None)
@@ -536,20 +507,20 @@ def _batch_lines(column: dict) -> list[str]:
                    zip(with_horizon.tolist(), column["base_timestamp"].tolist())]
     pieces = [
         "baseOffset: ", base_texts, " lastOffset: ", _texts_of(last, base, base_texts),
-        " count: ", _texts(column["record_count"]),
-        " baseSequence: ", _texts(base_seq),
-        " lastSequence: ", _texts(increment_sequences(base_seq, column["last_offset_delta"])),
-        " producerId: ", _texts(column["producer_id"]), " producerEpoch: ", _texts(column["producer_epoch"]),
-        " partitionLeaderEpoch: ", _texts(column["partition_leader_epoch"]),
+        " count: ", column_texts(column["record_count"]),
+        " baseSequence: ", column_texts(base_seq),
+        " lastSequence: ", column_texts(increment_sequences(base_seq, column["last_offset_delta"])),
+        " producerId: ", column_texts(column["producer_id"]), " producerEpoch: ", column_texts(column["producer_epoch"]),
+        " partitionLeaderEpoch: ", column_texts(column["partition_leader_epoch"]),
         " isTransactional: ", per_kind(lambda kind: _java_bool(kind.is_transactional)),
         " isControl: ", per_kind(lambda kind: _java_bool(kind.is_control)),
         " deleteHorizonMs: ", horizon,
-        " position: ", _texts(column["position"]), " ", per_kind(lambda kind: kind.timestamp_type), ": ",
-        _texts(column["max_timestamp"]), " size: ", _texts(column["size"]), " magic: 2",
-        " compresscodec: ", per_kind(lambda kind: kind.codec_name), " crc: ", _texts(column["crc"]),
+        " position: ", column_texts(column["position"]), " ", per_kind(lambda kind: kind.timestamp_type), ": ",
+        column_texts(column["max_timestamp"]), " size: ", column_texts(column["size"]), " magic: 2",
+        " compresscodec: ", per_kind(lambda kind: kind.codec_name), " crc: ", column_texts(column["crc"]),
         " isvalid: ", _chosen(column["crc_valid"], "true", "false"),
     ]
-    return _lines(pieces, len(base))
+    return column_lines(pieces, len(base))
 
 
 def _record_lines(column: dict, records, r0: int, r1: int, batch_of, print_contents: bool):
@@ -567,10 +538,10 @@ def _record_lines(column: dict, records, r0: int, r1: int, batch_of, print_conte
     max_ts = column["max_timestamp"][batch_of]
     timestamps = np.where(log_append, max_ts, column["base_timestamp"][batch_of] + records.timestamp_delta[r0:r1])
     if one_each:  # the batch line's texts say the same
-        offset_texts = _texts_of(offsets, base, _texts(base))
-        timestamp_texts = _texts_of(timestamps, max_ts, _texts(max_ts))
+        offset_texts = _texts_of(offsets, base, column_texts(base))
+        timestamp_texts = _texts_of(timestamps, max_ts, column_texts(max_ts))
     else:
-        offset_texts, timestamp_texts = _texts(offsets), _texts(timestamps)
+        offset_texts, timestamp_texts = column_texts(offsets), column_texts(timestamps)
     key_len, value_len = records.key_len[r0:r1], records.value_len[r0:r1]
     if records.headers is None:
         header_keys = ""
@@ -578,8 +549,8 @@ def _record_lines(column: dict, records, r0: int, r1: int, batch_of, print_conte
         header_keys = [",".join([h[0] for h in found]) for found in records.headers[r0:r1]]
     pieces = [
         "| offset: ", offset_texts, " ", _chosen(log_append, TIMESTAMP_TYPES[1], TIMESTAMP_TYPES[0]), ": ",
-        timestamp_texts, " keySize: ", _texts(key_len), " valueSize: ", _texts(value_len),
-        " sequence: ", _texts(increment_sequences(column["base_sequence"][batch_of], records.offset_delta[r0:r1])),
+        timestamp_texts, " keySize: ", column_texts(key_len), " valueSize: ", column_texts(value_len),
+        " sequence: ", column_texts(increment_sequences(column["base_sequence"][batch_of], records.offset_delta[r0:r1])),
         " headerKeys: [", header_keys, "]",
     ]
     if print_contents:
@@ -589,7 +560,7 @@ def _record_lines(column: dict, records, r0: int, r1: int, batch_of, print_conte
             present = lengths >= 0
             if present.any():
                 pieces += [_chosen(present, label, ""), _utf8_texts(data, starts, lengths)]
-    return _lines(pieces, count), offsets
+    return column_lines(pieces, count), offsets
 
 
 def _utf8_texts(data: bytes, starts, lengths) -> list[str]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from binascii import b2a_base64
 from functools import lru_cache, partial
+from itertools import repeat
 from operator import itemgetter
 
 from segtool.formats.json_names import bytes_fields, utf8_text
@@ -76,9 +77,40 @@ def render_text_item(item: dict, full: bool = False) -> str:
 # record items, in the same order (tests/test_dump_runs.py compares them on every shape).
 
 
+# -- column rendering: a run of batches or records printed a column at a time --------
+
+
+def column_texts(values) -> str | list[str]:
+    """An int column as text: one str when every value is the same, else a str per value
+    (converted once per run of equal values: timestamps repeat within a millisecond)."""
+    import numpy as np
+
+    heads = np.flatnonzero(values[1:] != values[:-1]) + 1
+    if not len(heads):
+        return str(values[0])
+    if len(heads) > len(values) // 4:
+        return list(map(str, values.tolist()))
+    heads = np.concatenate(([0], heads))
+    texts = np.array(list(map(str, values[heads].tolist())), dtype=object)
+    return np.repeat(texts, np.diff(heads, append=len(values))).tolist()
+
+
+def column_lines(pieces: list, count: int) -> list[str]:
+    """``count`` lines, each the concatenation of ``pieces``: a str is the same in every
+    line, a list gives each line its own (joined in a C loop, no format per line)."""
+    merged: list = []
+    for piece in pieces:
+        if isinstance(piece, str) and merged and isinstance(merged[-1], str):
+            merged[-1] += piece
+        else:
+            merged.append(piece)
+    if len(merged) == 1 and isinstance(merged[0], str):
+        return merged * count
+    return list(map("".join, zip(*[repeat(piece) if isinstance(piece, str) else piece for piece in merged])))
+
+
 def run_json_lines(run) -> list[str]:
     """``to_json`` of every batch and record item of the run (all of whose CRCs are valid)."""
-    from segtool.ops.kafka_dump_log import _lines, _texts  # numpy's import: only for runs
 
     column, file_json = run.column, _json_text(run.file)
     kinds = _BatchKinds(column["attributes"])
@@ -88,18 +120,18 @@ def run_json_lines(run) -> list[str]:
     if with_horizon.any():
         horizon = [str(ts) if flag else "null" for flag, ts in
                    zip(with_horizon.tolist(), column["base_timestamp"].tolist())]
-    base_texts = _texts(base)
-    batch_lines = _lines([
-        '{"kind": "batch", "position": ', _texts(column["position"]), ', "magic": 2, "base_offset": ', base_texts,
-        ', "last_offset": ', _texts(last), ', "size": ', _texts(column["size"]), ', "crc": ', _texts(column["crc"]),
+    base_texts = column_texts(base)
+    batch_lines = column_lines([
+        '{"kind": "batch", "position": ', column_texts(column["position"]), ', "magic": 2, "base_offset": ', base_texts,
+        ', "last_offset": ', column_texts(last), ', "size": ', column_texts(column["size"]), ', "crc": ', column_texts(column["crc"]),
         ', "crc_valid": true, "codec": ', kinds.each(lambda kind: _json_text(kind.codec_name)),
         ', "timestamp_type": ', kinds.each(lambda kind: _json_text(kind.timestamp_type)),
-        ', "max_timestamp": ', _texts(max_ts), ', "record_count": ', _texts(column["record_count"]),
-        ', "partition_leader_epoch": ', _texts(column["partition_leader_epoch"]),
-        ', "base_timestamp": ', _texts(column["base_timestamp"]), ', "producer_id": ', _texts(column["producer_id"]),
-        ', "producer_epoch": ', _texts(column["producer_epoch"]),
-        ', "base_sequence": ', _texts(column["base_sequence"]),
-        ', "last_sequence": ', _texts(_last_sequences(column)),
+        ', "max_timestamp": ', column_texts(max_ts), ', "record_count": ', column_texts(column["record_count"]),
+        ', "partition_leader_epoch": ', column_texts(column["partition_leader_epoch"]),
+        ', "base_timestamp": ', column_texts(column["base_timestamp"]), ', "producer_id": ', column_texts(column["producer_id"]),
+        ', "producer_epoch": ', column_texts(column["producer_epoch"]),
+        ', "base_sequence": ', column_texts(column["base_sequence"]),
+        ', "last_sequence": ', column_texts(_last_sequences(column)),
         ', "is_transactional": ', kinds.each(lambda kind: "true" if kind.is_transactional else "false"),
         ', "is_control": ', kinds.each(lambda kind: "true" if kind.is_control else "false"),
         ', "delete_horizon_ms": ', horizon, ', "file": ', file_json, "}",
@@ -116,20 +148,19 @@ def run_json_lines(run) -> list[str]:
     if records.headers is not None:
         headers = [to_json([{"key": key, **bytes_fields("value", value)} for key, value in found])
                    for found in records.headers[r0:r1]]
-    record_lines = _lines([
-        '{"kind": "record", "batch_position": ', _texts(column["position"][fields.batch_of]),
-        ', "offset": ', fields.texts(fields.offsets, base, base_texts, _texts),
-        ', "timestamp": ', fields.texts(fields.timestamps, max_ts, _texts(max_ts), _texts),
-        ', "key_size": ', _texts(records.key_len[r0:r1]), ', "value_size": ', _texts(records.value_len[r0:r1]),
+    record_lines = column_lines([
+        '{"kind": "record", "batch_position": ', column_texts(column["position"][fields.batch_of]),
+        ', "offset": ', fields.texts(fields.offsets, base, base_texts, column_texts),
+        ', "timestamp": ', fields.texts(fields.timestamps, max_ts, column_texts(max_ts), column_texts),
+        ', "key_size": ', column_texts(records.key_len[r0:r1]), ', "value_size": ', column_texts(records.value_len[r0:r1]),
         ', "key": ', key_text, ', "key_b64": ', key_b64, ', "value": ', value_text, ', "value_b64": ', value_b64,
-        ', "sequence": ', _texts(fields.sequences()), ', "headers": ', headers, ', "file": ', file_json, "}",
+        ', "sequence": ', column_texts(fields.sequences()), ', "headers": ', headers, ', "file": ', file_json, "}",
     ], fields.count)
     return fields.merged(batch_lines, record_lines)
 
 
 def run_text_lines(run, full: bool = False) -> list[str]:
     """``render_text_item`` of every batch and record item of the run (all of whose CRCs are valid)."""
-    from segtool.ops.kafka_dump_log import _lines, _texts
 
     column = run.column
     kinds = _BatchKinds(column["attributes"])
@@ -139,11 +170,11 @@ def run_text_lines(run, full: bool = False) -> list[str]:
     if transactional.any():
         txn = [f" txn pid {pid} epoch {epoch}" if flag else "" for flag, pid, epoch in
                zip(transactional.tolist(), column["producer_id"].tolist(), column["producer_epoch"].tolist())]
-    base_texts, max_ts_times = _texts(base), _iso_times(max_ts)
-    batch_lines = _lines([
-        "batch @", _texts(column["position"]), " offsets ", base_texts, "..", _texts(_last_offsets(column)),
+    base_texts, max_ts_times = column_texts(base), _iso_times(max_ts)
+    batch_lines = column_lines([
+        "batch @", column_texts(column["position"]), " offsets ", base_texts, "..", column_texts(_last_offsets(column)),
         " magic 2 ", kinds.each(lambda kind: f"{kind.codec_name} {kind.timestamp_type}"), " ", max_ts_times,
-        " size ", _texts(column["size"]), " crc ok", kinds.each(lambda kind: " control" if kind.is_control else ""), txn,
+        " size ", column_texts(column["size"]), " crc ok", kinds.each(lambda kind: " control" if kind.is_control else ""), txn,
     ], len(base))
     if run.records is None:
         return batch_lines
@@ -155,8 +186,8 @@ def run_text_lines(run, full: bool = False) -> list[str]:
     if records.headers is not None:
         headers = [" headers [" + ",".join(show_text(key) for key, _ in found) + "]" if found else ""
                    for found in records.headers[r0:r1]]
-    record_lines = _lines([
-        "  offset ", fields.texts(fields.offsets, base, base_texts, _texts), " ",
+    record_lines = column_lines([
+        "  offset ", fields.texts(fields.offsets, base, base_texts, column_texts), " ",
         fields.texts(fields.timestamps, max_ts, max_ts_times, _iso_times),
         " key ", _shown_bytes(records.data, records.key_start[r0:r1], records.key_len[r0:r1], full),
         " value ", _shown_bytes(records.data, records.value_start[r0:r1], records.value_len[r0:r1], full), headers,
@@ -275,7 +306,6 @@ def _shown_bytes(data: bytes, starts, lengths, full: bool) -> list[str]:
     """``show_data`` of each byte string ("null" for length -1), with the dump line's preview length."""
     import numpy as np
 
-    from segtool.ops.kafka_dump_log import _lines, _texts
 
     chunks, texts = _byte_strings(data, starts, lengths)
     count = len(texts)
@@ -284,7 +314,7 @@ def _shown_bytes(data: bytes, starts, lengths, full: bool) -> list[str]:
     long = np.flatnonzero(plain & (lengths > _PREVIEW)) if not full else []
     if len(long):  # printable text, cut: the common case of a value, made a column at a time
         previews = _byte_strings(data, starts[long], np.full(len(long), _PREVIEW))[1]
-        shown[long] = _lines([previews, "… (", _texts(lengths[long]), " bytes; --full shows all)"], len(long))
+        shown[long] = column_lines([previews, "… (", column_texts(lengths[long]), " bytes; --full shows all)"], len(long))
     for i in np.flatnonzero(~plain).tolist():
         shown[i] = show_data(chunks[i], full, _PREVIEW)
     shown[lengths == 0] = "(empty)"
