@@ -131,6 +131,20 @@ def dump(
     shallow: bool = typer.Option(False, "--shallow", help="text/json: batches only, no records."),
     full: bool = typer.Option(False, "--full", help="text: keys and values whole (cut at 60 characters otherwise)."),
     decompress_cap: int = typer.Option(256 * 1024 * 1024, "--decompress-cap", min=1, help="Largest decompressed batch, bytes.", metavar="BYTES"),
+    from_offset: Optional[int] = typer.Option(None, "--from-offset", min=0, help="Kafka filter: records at offsets >= N.", metavar="N"),
+    to_offset: Optional[int] = typer.Option(None, "--to-offset", min=0, help="Kafka filter: records at offsets <= N.", metavar="N"),
+    from_time: Optional[str] = typer.Option(None, "--from-time", help="Kafka filter: records with timestamps >= TIME (epoch ms or ISO-8601).", metavar="TIME"),
+    to_time: Optional[str] = typer.Option(None, "--to-time", help="Kafka filter: records with timestamps <= TIME (epoch ms or ISO-8601).", metavar="TIME"),
+    key: Optional[str] = typer.Option(None, "--key", help="Kafka filter: records whose key is KEY (UTF-8).", metavar="KEY"),
+    producer_ids: Optional[List[int]] = typer.Option(None, "--producer-id", help="Kafka filter: batches of this producer id (may repeat).", metavar="PID"),
+    producer_epoch: Optional[int] = typer.Option(None, "--producer-epoch", help="Kafka filter: batches of this producer epoch.", metavar="E"),
+    leader_epoch: Optional[int] = typer.Option(None, "--leader-epoch", help="Kafka filter: batches of this partition leader epoch.", metavar="E"),
+    transactional_id: Optional[str] = typer.Option(None, "--transactional-id", help="Kafka filter: the producer ids of this transactional id, from the log dir's __transaction_state.", metavar="ID"),
+    limit: Optional[int] = typer.Option(None, "--limit", min=1, help="Kafka: at most N records (batches with --shallow).", metavar="N"),
+    summary: bool = typer.Option(False, "--summary", help="Kafka: counts, bytes, time span, per-producer and per-codec figures instead of the records."),
+    skip_record_metadata: bool = typer.Option(False, "--skip-record-metadata", help="Kafka: records as key and value only."),
+    key_format: Optional[str] = typer.Option(None, "--key-format", help="Kafka: show keys as text, hex, base64 or json (schema-registry framing shown apart).", metavar="FORMAT"),
+    value_format: Optional[str] = typer.Option(None, "--value-format", help="Kafka: show values as text, hex, base64 or json (schema-registry framing shown apart).", metavar="FORMAT"),
 ):
     """Decode files: Kafka segments, indexes, snapshots, checkpoints; RocketMQ CommitLog, ConsumeQueue, IndexFile.
 
@@ -154,6 +168,19 @@ def dump(
         _fail("give the files to dump: PATH... or --files FILE,FILE")
     if as_json:
         format = "json"
+    from segtool.ops.record_filters import (RecordShape, Summary, filter_dump_items, record_filter_from_options,
+                                            shape_dump_items, shown_record_line, summary_lines)
+
+    record_filter = record_filter_from_options(
+        from_offset=from_offset, to_offset=to_offset, from_time=from_time, to_time=to_time, key=key,
+        producer_ids=producer_ids, producer_epoch=producer_epoch, leader_epoch=leader_epoch,
+        transactional_id=transactional_id, limit=limit, paths=named)
+    shape = None
+    if key_format or value_format or skip_record_metadata:
+        shape = RecordShape(key_format or "text", value_format or "text", skip_record_metadata)
+    filtered = record_filter.active or shape is not None or summary
+    if filtered and format == "kafka":
+        _fail("record filters, --summary and the key/value formats go with --format text or json")
     if format == "kafka":
         from segtool.engine.inventory import inventory
         from segtool.ops.kafka_dump_log import KafkaDumpOptions, run_kafka_dump
@@ -192,7 +219,13 @@ def dump(
     problems = unreadable = skipped = False
     recognised = 0
     current = None
-    for item in dump_paths(named, deep=not shallow, cap=decompress_cap, in_runs=True, for_text=format == "text"):
+    items = dump_paths(named, deep=not shallow, cap=decompress_cap, in_runs=not filtered, for_text=format == "text")
+    if filtered:  # item by item: the column runs print every record as it is
+        items = filter_dump_items(items, record_filter, deep=not shallow)
+    if shape is not None:
+        items = shape_dump_items(items, shape)
+    tally = Summary() if summary else None
+    for item in items:
         if isinstance(item, BatchRun):  # clean Kafka batches, printed a column at a time
             if item.file != current:
                 current = item.file
@@ -219,15 +252,21 @@ def dump(
         if item["file"] != current:
             current = item["file"]
             recognised += 1
-            if format == "text" and several:
+            if format == "text" and several and tally is None:
                 out(f"== {current}")
         problems = problems or shows_damage(item)
         if problems:
             _State.exit_if_output_closed = EXIT_PROBLEMS
-        if format == "json":
+        if tally is not None:
+            tally.add(item)
+        elif format == "json":
             out(to_json(item))
         else:
-            out(render_text_item(item, full))
+            out(shown_record_line(item, full) if "value_format" in item else render_text_item(item, full))
+    if tally is not None:
+        report = tally.report()
+        for line in [to_json(report)] if format == "json" else summary_lines(report):
+            out(line)
     out.flush()
     if unreadable:
         raise typer.Exit(EXIT_UNREADABLE)

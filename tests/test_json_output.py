@@ -41,6 +41,11 @@ def _outputs(tmp_path) -> dict[str, list]:
         if (case / "store").is_dir():
             out["dump"] += _segtool("dump", "--json", case / "store")
             out["verify"] += _segtool("verify", "--json", "--no-hash", case / "store")
+    txn = kafka / "c04-transactions" / "data"
+    out["dump"] += _segtool("dump", "--json", "--summary", txn)
+    out["dump"] += _segtool("dump", "--json", "--from-offset", "10", "--limit", "5", "--value-format", "hex", txn)
+    out["dump"] += _segtool("dump", "--json", "--skip-record-metadata", "--limit", "3", txn)
+    out["lookup"] += _segtool("lookup", compacted, "--offset", "3000", "--value-format", "base64", "--json")
     out["lookup"] += _segtool("lookup", compacted, "--offset", "3000", "--json")
     out["lookup"] += _segtool("lookup", compacted, "--offset", "99999999", "--json")
     out["lookup"] += _segtool("lookup", compacted, "--offset", "3000", "--floor", "--json")

@@ -108,6 +108,30 @@ class KafkaRecordItem(TypedDict):
     file: str
 
 
+class ShownRecordItem(TypedDict):
+    """A Kafka record shown with --key-format/--value-format/--skip-record-metadata: key and value
+    rendered (``*_format`` the format used; ``*_schema_id`` when schema-registry framed, the
+    rendering then of the payload after the 5 framing bytes); no metadata when skipped."""
+    kind: Literal["record"]
+    batch_position: NotRequired[int]
+    offset: NotRequired[int]
+    timestamp: NotRequired[int]
+    key_size: NotRequired[int]
+    value_size: NotRequired[int]
+    sequence: NotRequired[int]
+    headers: NotRequired[list[Header]]
+    control_type: NotRequired[str]
+    crc: NotRequired[int]
+    crc_valid: NotRequired[bool]
+    key: str | None
+    key_format: Literal["text", "hex", "base64", "json"] | None
+    key_schema_id: NotRequired[int]
+    value: str | None
+    value_format: Literal["text", "hex", "base64", "json"] | None
+    value_schema_id: NotRequired[int]
+    file: NotRequired[str]
+
+
 class RocketMQMessageItem(TypedDict):
     """A CommitLog message, the same in dump and in lookup answers (every header field besides these)."""
     kind: Literal["message"]
@@ -154,7 +178,6 @@ class DamagedRangeItem(TypedDict):
     physical_offset: NotRequired[int | None]
 
 
-DumpItem = Union[KafkaBatchItem, KafkaRecordItem, RocketMQMessageItem, DamagedRangeItem, OtherItem]
 
 
 # -- verify ---------------------------------------------------------------------------------
@@ -210,8 +233,8 @@ class VerifyReport(TypedDict):
 
 class LookupAnswer(TypedDict):
     """Every lookup answer: the fields of its method, the record(s) or message(s) it found, notes."""
-    record: NotRequired[KafkaRecordItem]
-    records: NotRequired[list[KafkaRecordItem]]
+    record: NotRequired[KafkaRecordItem | ShownRecordItem]
+    records: NotRequired[list[KafkaRecordItem | ShownRecordItem]]
     message: NotRequired[RocketMQMessageItem | None]
     messages: NotRequired[list[RocketMQMessageItem]]
     notes: NotRequired[list[str]]
@@ -862,6 +885,54 @@ class TransactionsReport(TypedDict):
     problems: list[Problem]
     summary: TransactionsSummary
 
+
+# -- record filters: dump/lookup --summary, --key-format/--value-format (docs/filters.md) ----
+
+class ProducerFigures(TypedDict):
+    producer_id: int  # -1: no producer id (not idempotent, or a legacy message)
+    producer_epochs: list[int]
+    transactional: bool
+    batches: int
+    records: int
+    bytes: int
+    first_offset: int | None
+    last_offset: int | None
+
+
+class CodecFigures(TypedDict):
+    codec: str
+    batches: int
+    records: int
+    bytes: int
+
+
+class RecordsSummary(TypedDict):
+    """What --summary prints instead of the records: the batches and records that passed the filter."""
+    kind: Literal["records_summary"]
+    files: int
+    batches: int
+    records: int
+    bytes: int  # the sizes of the batches shown (whole batches: a batch is stored whole)
+    control_batches: int
+    control_records: int
+    key_bytes: int
+    value_bytes: int
+    null_keys: int
+    null_values: int
+    schema_registry_framed_values: int
+    first_offset: int | None
+    last_offset: int | None
+    first_timestamp: int | None
+    last_timestamp: int | None
+    time_span_ms: int | None
+    producers: list[ProducerFigures]
+    codecs: list[CodecFigures]
+    problems: int
+
+
+# shaped records and the summary come from the record filters (docs/filters.md)
+DumpItem = Union[KafkaBatchItem, KafkaRecordItem, ShownRecordItem, RocketMQMessageItem, DamagedRangeItem, OtherItem,
+                 RecordsSummary]
 
 OPEN = {VerifiedFile, LookupAnswer, RocketMQMessageItem, OtherItem, Recovery}
 
