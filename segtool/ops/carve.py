@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import json
 import os
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 
@@ -39,7 +38,7 @@ from segtool.formats.kafka_log import RecordBatch, batch_at, batch_records, incr
 from segtool.formats.rocketmq import decode_message, message_header
 from segtool.ops.dump import batch_item, record_item
 from segtool.ops.output_schema import CarveReport
-from segtool.source import open_buffer, sha256_of
+from segtool.source import open_buffer, sha256_beside
 
 FINDS_JSONL = "finds.jsonl"
 KAFKA_BATCHES = "kafka_batches.parquet"
@@ -349,10 +348,11 @@ def carve(paths: list[str], out_dir: str, force: bool = False, hash_inputs: bool
     placer = _Placer()
     total = SearchCounts()
     inputs = []
-    with ThreadPoolExecutor(max_workers=1) as hasher, ExitStack() as stack:
+    with ExitStack() as stack:
         outputs = _Outputs(stack, out_dir, force)
         for entry in found_files.files:
-            digest = hasher.submit(sha256_of, entry.path) if hash_inputs else None  # on the other core
+            # on a thread, as before: no fork beside the Parquet writers' threads
+            digest = sha256_beside(entry.path, fork=False) if hash_inputs else None
             counts, tally = SearchCounts(), _FileTally()
             try:
                 buf = open_buffer(entry.path)
