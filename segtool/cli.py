@@ -386,14 +386,17 @@ def _say_problems(say, problems: list[dict], indent: str = "") -> None:
 
 def _render_groups(report: dict) -> None:
     """Per group: its metadata, then each committed partition with its lag."""
+    from segtool.ops.render import show_text
+
     say = _Styled()
     for group in report["groups"]:
         head = f"group {group['group']} (__consumer_offsets-{group['coordinator_partition']})"
         if group["deleted"]:
             head += ": DELETED (tombstone)"
         elif group["protocol"] is not None:
-            head += (f": {group['protocol']} protocol, type {group['protocol_type']}, generation {group['generation']}"
-                     f", assignor {group['assignor']}, leader {group['leader']}, {len(group['members'])} members")
+            head += (f": {group['protocol']} protocol, type {show_text(group['protocol_type'])}"
+                     f", generation {group['generation']}, assignor {show_text(group['assignor'])}"
+                     f", leader {show_text(group['leader'])}, {len(group['members'])} members")
         else:
             head += ": offsets only, no group metadata"
         say(head, "bold")
@@ -405,7 +408,7 @@ def _render_groups(report: dict) -> None:
             lag = "?" if committed["lag"] is None else committed["lag"]
             end = "not here" if committed["log_end_offset"] is None else committed["log_end_offset"]
             say(f"  {committed['topic']}-{committed['partition']}: committed {committed['offset']}, log end {end}, "
-                f"lag {lag}" + (f", metadata {committed['metadata']!r}" if committed["metadata"] else ""),
+                f"lag {lag}" + (f", metadata {show_text(committed['metadata'])}" if committed["metadata"] else ""),
                 "yellow" if isinstance(lag, int) and lag > 0 else None)
     _say_problems(say, report["problems"])
     summary = report["summary"]
