@@ -153,7 +153,7 @@ def run_json_lines(run) -> list[str]:
         ', "offset": ', fields.texts(fields.offsets, base, base_texts, column_texts),
         ', "timestamp": ', fields.texts(fields.timestamps, max_ts, column_texts(max_ts), column_texts),
         ', "key_size": ', column_texts(records.key_len[r0:r1]), ', "value_size": ', column_texts(records.value_len[r0:r1]),
-        ', "key": ', key_text, ', "key_b64": ', key_b64, ', "value": ', value_text, ', "value_b64": ', value_b64,
+        ', "key": ', *key_text, ', "key_b64": ', key_b64, ', "value": ', *value_text, ', "value_b64": ', value_b64,
         ', "sequence": ', column_texts(fields.sequences()), ', "headers": ', headers, ', "file": ', file_json, "}",
     ], fields.count)
     return fields.merged(batch_lines, record_lines)
@@ -285,21 +285,30 @@ def _byte_strings(data: bytes, starts, lengths) -> tuple[list[bytes], list[str]]
     return list(take(data)), list(take(data.decode("latin-1")))
 
 
-def _json_bytes(data: bytes, starts, lengths) -> tuple[list[str], list[str]]:
-    """The JSON of ``bytes_fields`` for each byte string: its UTF-8 text (null when it is not
-    UTF-8) and its base64 (both null for length -1)."""
+# the bytes a JSON string holds as they are (not ", \\, control bytes or non-ASCII): deleting
+# them from a string's bytes leaves nothing when its latin-1 text is its JSON text unquoted
+_PLAIN_IN_JSON = bytes(b for b in range(0x20, 0x80) if b not in b'"\\')
+
+
+def _json_bytes(data: bytes, starts, lengths) -> tuple[list, list[str]]:
+    """The JSON of ``bytes_fields`` for each byte string, as pieces for ``column_lines``: its UTF-8
+    text (null when it is not UTF-8) and its base64 (both null for length -1)."""
     import numpy as np
 
     chunks, texts = _byte_strings(data, starts, lengths)
     # quoted and decoded in one piece, then split: no call per string
     b64 = (b'"' + b'"\n"'.join(map(_b64, chunks)) + b'"').decode("ascii").split("\n")
-    not_ascii = np.flatnonzero(~np.fromiter(map(str.isascii, texts), bool, len(texts))).tolist()
-    texts = list(map(_json_text, texts))
-    for i in not_ascii:  # the latin-1 text is wrong here: the UTF-8 one, or null
-        texts[i] = to_json(utf8_text(chunks[i]))
-    for i in (lengths < 0).nonzero()[0].tolist():
-        texts[i] = b64[i] = "null"
-    return texts, b64
+    absent = np.flatnonzero(lengths < 0).tolist()
+    for i in absent:
+        b64[i] = "null"
+    if not absent and not b"".join(chunks).translate(None, _PLAIN_IN_JSON):
+        return ['"', texts, '"'], b64  # the common case: every text goes between quotes as it is
+    quoted = []
+    for chunk, text in zip(chunks, texts):
+        quoted.append(f'"{text}"' if not chunk.translate(None, _PLAIN_IN_JSON) else to_json(utf8_text(chunk)))
+    for i in absent:
+        quoted[i] = "null"
+    return [quoted], b64
 
 
 def _shown_bytes(data: bytes, starts, lengths, full: bool) -> list[str]:
