@@ -149,3 +149,67 @@ def test_transactions_command_exit_codes(tmp_path):
     assert segtool("transactions", tmp_path).returncode == 1  # nothing transactional
     assert segtool("transactions", tmp_path / "missing").returncode == 2
     assert "committed" in segtool("transactions", corpus_path("kafka", "c04-transactions", "data")).stdout
+
+
+def _truncated_before_last_marker(partition_dir) -> dict:
+    """Cut the partition's last segment just before its last control batch; that batch's item."""
+    items = _dumped(partition_dir)
+    last_marker = [i for i in items if i["kind"] == "batch" and i["is_control"]][-1]
+    last_log = sorted(partition_dir.glob("*.log"))[-1]
+    with open(last_log, "r+b") as f:
+        f.truncate(last_marker["position"])
+    return last_marker
+
+
+def test_a_completed_transaction_whose_marker_is_missing_hangs_and_disagrees(tmp_path):
+    """The coordinator wrote CompleteCommit naming the partition; the partition has no marker."""
+    source = corpus_path("wild", "ItumelengMogase__Real-Time-Data-Pipeline-for-Patient-Admissions", "kafka-data")
+    log_dir = tmp_path / "logs"
+    shutil.copytree(source, log_dir)
+    before = transactions(str(log_dir))
+    completed = {s["producer_id"]: s for s in before["transactional_ids"] if s["state"] == "CompleteCommit"}
+    named = [(entry["topic"], number, state) for state in completed.values()
+             for entry in state["marker_partitions"] for number in entry["partitions"]]
+    assert named and before["disagreements"] == []
+    topic, number, state = named[0]
+    marker = _truncated_before_last_marker(log_dir / f"{topic}-{number}")
+    assert marker["producer_id"] == state["producer_id"]
+
+    report = transactions(str(log_dir))
+    (partition,) = [p for p in report["partitions"] if (p["topic"], p["partition"]) == (topic, number)]
+    (open_txn,) = partition["open_transactions"]
+    assert open_txn["producer_id"] == state["producer_id"] and open_txn["hanging"]
+    assert "CompleteCommit" in open_txn["why"]
+    (disagreement,) = report["disagreements"]
+    assert disagreement["transactional_id"] == state["transactional_id"]
+    assert report["summary"]["hanging_transactions"] == 1
+    assert segtool("transactions", log_dir).returncode == 1
+
+
+@pytest.mark.parametrize("past_timeout", [True, False])
+def test_an_open_transaction_hangs_once_open_longer_than_the_timeout(tmp_path, past_timeout):
+    """No coordinator state: Kafka's transaction.max.timeout.ms default decides, measured to the
+    latest timestamp in the log dir (here a one-record partition written at the chosen moment)."""
+    from segtool.formats.kafka_build import make_batch
+    from segtool.ops.transactions import DEFAULT_MAX_TIMEOUT_MS
+
+    source = corpus_path("kafka", "c04-transactions", "data", "c04-txn-0")
+    log_dir = tmp_path / "logs"
+    shutil.copytree(source, log_dir / source.name)
+    _truncated_before_last_marker(log_dir / source.name)
+    (open_txn,) = transactions(str(log_dir))["partitions"][0]["open_transactions"]
+    first_data = [i for i in _dumped(log_dir / source.name)
+                  if i["kind"] == "batch" and i["producer_id"] == open_txn["producer_id"]
+                  and i["base_offset"] >= open_txn["first_offset"]][0]
+    assert not open_txn["hanging"]  # the partition's own clock ends inside the timeout
+
+    moment = first_data["max_timestamp"] + DEFAULT_MAX_TIMEOUT_MS + (1 if past_timeout else 0)
+    (log_dir / "clock-0").mkdir()
+    (log_dir / "clock-0" / "00000000000000000000.log").write_bytes(make_batch(0, [(b"k", b"now")], moment))
+    report = transactions(str(log_dir))
+    assert report["reference_time"] == moment
+    (partition,) = [p for p in report["partitions"] if p["topic"] == "c04-txn"]
+    (open_txn,) = partition["open_transactions"]
+    assert open_txn["hanging"] is past_timeout
+    if past_timeout:
+        assert f"longer than its timeout ({DEFAULT_MAX_TIMEOUT_MS} ms" in open_txn["why"]
