@@ -86,10 +86,11 @@ class FindingKind(Enum):
         "none at recovery (the CRC matches); a broker never appends such a batch")
     RELATIVE_OFFSET_OVERFLOW = (
         Severity.ERROR, "Kafka `.log`", "an offset more than 2^31-1 past the segment base (indexes cannot hold it)",
-        "LogSegment.recover stops there (offset out of range) and the segment is truncated")
+        "LogSegment.recover throws LogSegmentOffsetOverflowException; LogLoader splits the segment "
+        "(LocalLog.splitOverflowedSegment) and loads again, dropping nothing")
     OFFSET_BEFORE_BASE = (
         Severity.ERROR, "Kafka `.log`", "a batch below the offset in the file name",
-        "LogSegment.recover stops there when the batch's last offset is below the base too")
+        "when the batch's last offset is below the base too, recovery splits the segment as for an overflow")
     OFFSETS_NOT_INCREASING = (
         Severity.ERROR, "Kafka `.log`", "a batch does not start after the previous one's last offset",
         "none at recovery; fetches skip or repeat records")

@@ -309,3 +309,35 @@ def test_partition_metadata_topic_ids_are_checked_against_the_metadata_log(tmp_p
     (partition,) = [p for p in inspect([str(root)])["log_dirs"][0]["partitions"] if p["topic"] == victim["topic"]]
     (problem,) = [x for x in partition["problems"] if x["kind"] == "topic_id_mismatch"]
     assert other in problem["message"] and ids[victim["topic"]] in problem["message"]
+
+
+def test_offsets_beyond_a_segments_relative_range_split_it(log_dir):
+    """LogSegment.recover throws LogSegmentOffsetOverflowException on a batch whose last offset is more
+    than 2^31-1 past the segment's base; LogLoader splits the segment (LocalLog.splitOverflowedSegment)
+    and loads again: nothing is truncated."""
+    from segtool.formats.kafka_build import make_batch
+
+    logs = sorted((log_dir / "c01-plain-0").glob("*.log"))
+    last = logs[-1]
+    original_size = last.stat().st_size
+    far = offset_from_file_name(last) + 2**31 + 10
+    appended = make_batch(far, [(b"k", b"v%d" % i) for i in range(3)], 1_700_000_000_000)
+    with open(last, "ab") as f:
+        f.write(appended)
+    (log_dir / ".kafka_cleanshutdown").unlink()
+    _checkpoint(log_dir, "recovery-point-offset-checkpoint", [("c01-plain", 0, offset_from_file_name(last))])
+    report = inspect([str(log_dir)])
+    plan = _only_partition(report)["plan"]
+    assert [(s["base_offset"], s["first_byte"], s["size"], s["split_from"]) for s in plan["split_segments"]] == [
+        (offset_from_file_name(last), 0, original_size, str(last)),
+        (far, original_size, len(appended), str(last))]
+    assert [s["base_offset"] for s in plan["recovered_segments"]] == [offset_from_file_name(last), far]
+    assert plan["truncated_at"] is None and plan["deleted_segments"] == []
+    assert plan["log_end_offset"] == far + 3
+    assert any("splits it" in note for note in plan["notes"])
+    # verify names the overflow and, as the broker splits rather than cuts, predicts no loss
+    run = segtool("verify", "--json", last)
+    (checked,) = json.loads(run.stdout)["files"]
+    kinds = [p["kind"] for p in checked["problems"]]
+    assert "relative_offset_overflow" in kinds and "recovery_truncation" not in kinds
+    assert checked["recovery"]["records_lost"] == 0 and checked["recovery"]["salvage"] is None

@@ -37,7 +37,8 @@ from dataclasses import dataclass, field
 from segtool.engine.partition import Segment
 from segtool.engine.recovery import SegmentRecovery, recover_segment
 from segtool.formats.kafka_index import CorruptIndex, TransactionIndex
-from segtool.formats.kafka_names import METADATA_TOPIC
+from segtool.formats.kafka_log import BatchScan
+from segtool.formats.kafka_names import METADATA_TOPIC, file_name
 from segtool.formats.kafka_state import EpochEntry
 
 
@@ -45,6 +46,10 @@ from segtool.formats.kafka_state import EpochEntry
 UNCLEAN_SHUTDOWN = "unclean_shutdown"
 MISSING_OFFSET_INDEX = "missing_offset_index"
 CORRUPT_TXN_INDEX = "corrupt_txn_index"
+SPLIT_FROM_OVERFLOWED_SEGMENT = "split_from_overflowed_segment"
+
+_OFFSET_OUT_OF_RANGE = "offset_out_of_range"  # recover_segment's stop: LogSegmentOffsetOverflowException
+_INT32_MAX = 2**31 - 1
 
 
 @dataclass
@@ -58,6 +63,8 @@ class SegmentStep:
     reason_detail: str | None = None
     recovery: SegmentRecovery | None = None
     deleted_by_recovery: bool = False
+    split_from: str | None = None  # the overflowed segment this one is split from
+    split_first_byte: int | None = None  # where its bytes start in that segment
 
     @property
     def next_offset_after_recovery(self) -> int:
@@ -105,6 +112,58 @@ def _load_time_recovery(segment: Segment) -> tuple[str, str] | None:
     return None
 
 
+@dataclass
+class SplitPiece:
+    """A segment ``LocalLog.splitOverflowedSegment`` makes from an overflowed one: a run of its
+    batches under a new base offset, written with fresh indexes."""
+
+    log: memoryview
+    log_path: str
+    base_offset: int
+    split_from: str
+    first_byte: int
+    last_offset: int
+
+    @property
+    def size(self) -> int:
+        return len(self.log)
+
+    def next_offset(self) -> int:
+        return self.last_offset + 1
+
+
+def _split_overflowed(segment) -> tuple[list[SplitPiece], str | None]:
+    """LocalLog.splitOverflowedSegment: from the first batch at a position, a new segment based at
+    that batch's base offset takes every following batch whose last offset its 32-bit relative
+    offsets can hold (LogSegment.appendFromFile). Also a note when the pieces do not hold the
+    whole file: Kafka then fails the load ("Inconsistent segment sizes after split")."""
+    runs: list[list[int]] = []  # [base offset, first byte, end byte, last offset]
+    for batch in BatchScan(segment.log, path=segment.log_path):
+        run = runs[-1] if runs else None
+        if run is not None and 0 <= batch.last_offset - run[0] <= _INT32_MAX:
+            run[2], run[3] = batch.end, batch.last_offset
+        else:
+            runs.append([batch.base_offset, batch.position, batch.end, batch.last_offset])
+    directory = os.path.dirname(segment.log_path)
+    view = memoryview(segment.log)
+    pieces = [SplitPiece(view[start:end], os.path.join(directory, file_name(base, ".log")), base,
+                         segment.log_path, start, last) for base, start, end, last in runs]
+    covered = runs[-1][2] if runs else 0
+    failure = None
+    if covered != segment.size:
+        failure = (f"{os.path.basename(segment.log_path)}: its batches frame only {covered} of {segment.size} bytes, "
+                   f"so the split fails (IllegalStateException: Inconsistent segment sizes after split) "
+                   f"and the broker cannot load this log")
+    return pieces, failure
+
+
+def _overflowed(steps: list[SegmentStep]) -> int | None:
+    for i, step in enumerate(steps):
+        if step.recovery is not None and step.recovery.stop_reason == _OFFSET_OUT_OF_RANGE:
+            return i
+    return None
+
+
 def _floor_index(base_offsets: list[int], offset: int) -> int:
     """LogSegments.values(offset, MAX)'s first segment: the floor of ``offset``, else the first."""
     floor = 0
@@ -118,12 +177,39 @@ def plan_partition(directory: str, segments: list[Segment], notes: list[str], cl
                    recovery_point: int, log_start_offset: int, epochs: list[EpochEntry],
                    snapshot_offsets: list[int], for_deletion: bool) -> PartitionPlan:
     """LogLoader.load of one partition directory (its segments as ``PartitionView`` loads them), as a
-    plan (see the module's docstring)."""
+    plan (see the module's docstring). A segment whose offsets overflow its base is split and the
+    load starts again (LogLoader.retryOnOffsetOverflow)."""
+    notes = list(notes)
+    while True:
+        steps, truncated = _load_and_recover(segments, clean_shutdown, recovery_point, for_deletion)
+        overflowed = _overflowed(steps)
+        if overflowed is None:
+            break
+        pieces, failure = _split_overflowed(segments[overflowed])
+        notes.append(f"{os.path.basename(segments[overflowed].log_path)} has offsets beyond its base's 32-bit "
+                     f"relative range: the broker splits it into segments at base offsets "
+                     f"{', '.join(str(piece.base_offset) for piece in pieces)} and loads again")
+        if failure is not None:
+            notes.append(failure)
+            break
+        segments = segments[:overflowed] + pieces + segments[overflowed + 1:]
+    return _finish_plan(directory, segments, steps, truncated, notes, clean_shutdown, recovery_point,
+                        log_start_offset, epochs, snapshot_offsets, for_deletion)
+
+
+def _load_and_recover(segments: list, clean_shutdown: bool, recovery_point: int,
+                      for_deletion: bool) -> tuple[list[SegmentStep], SegmentStep | None]:
+    """loadSegmentFiles' recoveries, then recoverLog's after an unclean shutdown."""
     steps = [SegmentStep(s.log_path, s.base_offset, s.size) for s in segments]
     for step, segment in zip(steps, segments):
+        if isinstance(segment, SplitPiece):
+            step.split_from, step.split_first_byte = segment.split_from, segment.first_byte
+            continue  # written with its indexes by the split
         reason = _load_time_recovery(segment)
         if reason is not None:
             _recover(step, segment, *reason)
+            if step.recovery.stop_reason == _OFFSET_OUT_OF_RANGE:
+                return steps, None
     truncated = None
     if not clean_shutdown and not for_deletion:
         for i in range(_floor_index([s.base_offset for s in segments], recovery_point), len(steps)):
@@ -132,11 +218,19 @@ def plan_partition(directory: str, segments: list[Segment], notes: list[str], cl
                 _recover(step, segments[i], UNCLEAN_SHUTDOWN, f"at or after the recovery point {recovery_point}")
             elif step.recovered_because != UNCLEAN_SHUTDOWN:
                 continue  # already truncated at load: recovering it again truncates nothing
+            if step.recovery.stop_reason == _OFFSET_OUT_OF_RANGE:
+                return steps, None
             if step.recovery.bytes_lost:
                 truncated = step
                 for later in steps[i + 1:]:
                     later.deleted_by_recovery = True
                 break
+    return steps, truncated
+
+
+def _finish_plan(directory: str, segments: list, steps: list[SegmentStep], truncated: SegmentStep | None,
+                 notes: list[str], clean_shutdown: bool, recovery_point: int, log_start_offset: int,
+                 epochs: list[EpochEntry], snapshot_offsets: list[int], for_deletion: bool) -> PartitionPlan:
     kept = [step for step in steps if not step.deleted_by_recovery]
     if kept:
         last = kept[-1]

@@ -292,6 +292,9 @@ def _plan_report(plan: PartitionPlan, is_metadata: bool, summaries: list[Inspect
         "recovery_point": plan.recovery_point_checkpoint,
         "log_start_offset": plan.log_start_offset_checkpoint,
         "recovery_skipped_for_deletion": plan.recovery_skipped_for_deletion,
+        "split_segments": [{"path": s.log_path, "base_offset": s.base_offset, "split_from": s.split_from,
+                            "first_byte": s.split_first_byte, "size": s.size}
+                           for s in plan.segments if s.split_from is not None],
         "recovered_segments": recovered,
         "truncated_at": truncated,
         "deleted_segments": [s.log_path for s in plan.segments if s.deleted_by_recovery],

@@ -649,12 +649,22 @@ class Truncation(TypedDict):
     bytes_dropped: int  # the truncated tail and the segments deleted after it
 
 
+class SplitSegment(TypedDict):
+    """A segment LocalLog.splitOverflowedSegment writes from one whose offsets overflow its base."""
+    path: str
+    base_offset: int
+    split_from: str
+    first_byte: int  # where its bytes start in the overflowed segment
+    size: int
+
+
 class StartupPlan(TypedDict):
     loaded_by: Literal["LogManager", "KafkaMetadataLog"]
     clean_shutdown: bool
     recovery_point: int
     log_start_offset: int
     recovery_skipped_for_deletion: bool
+    split_segments: list[SplitSegment]
     recovered_segments: list[RecoveredSegment]
     truncated_at: Truncation | None
     deleted_segments: list[str]

@@ -156,12 +156,16 @@ def verify_log(path: str, deep: bool = False, progress: Callable[[int], None] | 
         problems.append(finding(FindingKind.SEGMENT_NAME, 0, f"file is named for offset {base} but its first batch "
                                                              f"starts at {first_base}", info=first_base > base,
                                 offset=first_base))
-    lost_records, torn_records = records_after(buf, recovery.valid_bytes, path) if recovery.bytes_lost else (0, 0)
-    if recovery.bytes_lost and recovery.stop_reason in ("invalid_batch", "offset_out_of_range"):
+    # an offset outside the base's 32-bit range is not cut: LogLoader splits the segment there and
+    # loads again (LocalLog.splitOverflowedSegment; `inspect` shows the split)
+    splits = recovery.stop_reason == "offset_out_of_range"
+    lost_records, torn_records = records_after(buf, recovery.valid_bytes, path) \
+        if recovery.bytes_lost and not splits else (0, 0)
+    if recovery.bytes_lost and recovery.stop_reason == "invalid_batch":
         problems.append(finding(FindingKind.RECOVERY_TRUNCATION, recovery.valid_bytes,
                                 f"Kafka's recovery stops here: {recovery.stop_message}"))
     salvage = None
-    if recovery.bytes_lost:  # a clean segment never pays for reading past damage
+    if recovery.bytes_lost and not splits:  # a clean segment never pays for reading past damage
         salvage = salvage_after(buf, path, recovery.valid_bytes,
                                 base if recovery.next_offset is None else recovery.next_offset, problems)
     return {
