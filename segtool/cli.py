@@ -126,6 +126,7 @@ def dump(
     cluster_metadata_decoder: bool = typer.Option(False, "--cluster-metadata-decoder", help="kafka: decode KRaft metadata records (__cluster_metadata, snapshots, bootstrap.checkpoint)."),
     remote_log_metadata_decoder: bool = typer.Option(False, "--remote-log-metadata-decoder", help="kafka: decode __remote_log_metadata records."),
     share_group_state_decoder: bool = typer.Option(False, "--share-group-state-decoder", help="kafka: decode __share_group_state records."),
+    kafka_version: str = typer.Option("3.9", "--kafka-version", help="kafka: print as this kafka-dump-log prints: 3.9, or 4.1 (__transaction_state records as JSON).", metavar="VERSION"),
     max_bytes: int = typer.Option(2**31 - 1, "--max-bytes", min=0, help="kafka: read at most this many bytes of each .log.", metavar="BYTES"),
     max_message_size: int = typer.Option(5 * 1024 * 1024, "--max-message-size", min=1, help="kafka: largest batch an index entry may point to.", metavar="BYTES"),
     shallow: bool = typer.Option(False, "--shallow", help="text/json: batches only, no records."),
@@ -181,6 +182,8 @@ def dump(
     filtered = record_filter.active or shape is not None or summary
     if filtered and format == "kafka":
         _fail("record filters, --summary and the key/value formats go with --format text or json")
+    if kafka_version not in ("3.9", "4.1"):
+        _fail(f"--kafka-version takes 3.9 or 4.1, not {kafka_version!r}")
     if format == "kafka":
         from segtool.engine.inventory import inventory
         from segtool.ops.kafka_dump_log import KafkaDumpOptions, run_kafka_dump
@@ -195,6 +198,7 @@ def dump(
             cluster_metadata_decoder=cluster_metadata_decoder,
             remote_log_metadata_decoder=remote_log_metadata_decoder,
             share_group_state_decoder=share_group_state_decoder,
+            kafka_version=kafka_version,
             max_bytes=max_bytes,
             max_message_size=max_message_size,
             decompress_cap=decompress_cap,

@@ -10,6 +10,7 @@
   ``producerId:<pid>,producerEpoch:<epoch>,state=<State>,partitions=[t-0,...],txnLastUpdateTimestamp=<ms>,txnTimeoutMs=<ms>``,
   the partitions in the iteration order of the Scala ``mutable.HashSet`` that holds them;
   a key version other than 0 prints ``unknown::version=<v>``; a tombstone ``<DELETE>``.
+  Kafka 4.x prints them as JSON instead (:func:`transaction_log_json_texts`).
 * ``__share_group_state`` (``--share-group-state-decoder``): ``CoordinatorRecordSerde``
   framing (the key's int16 version is the record type: 0 ShareSnapshot, 1 ShareUpdate)
   with share-coordinator/src/main/resources/common/message/Share{Snapshot,Update}{Key,Value}.json;
@@ -21,8 +22,9 @@
   ``RemoteLogSegmentMetadata`` / ``...Update`` / ``RemotePartitionDeleteMetadata`` /
   ``RemoteLogSegmentMetadataSnapshot`` and DumpLogSegments prints its ``toString()``.
 
-The share-group state layouts follow the share coordinator's sources of late 2024 (Kafka 4.0
-development); no real broker file is behind them or behind the remote-log metadata.
+The share-group state layouts are Kafka 4.1's (int32 ``snapshotEpoch``, ShareSnapshotValue's
+``createTimestamp`` / ``writeTimestamp``); the remote-log metadata records carry 4.0's tagged
+``txnIndexEmpty`` (KIP-1058).  No real broker file is behind them.
 """
 
 from __future__ import annotations
@@ -88,19 +90,24 @@ SHARE_SNAPSHOT_KEY = M(
     F("partition", "int32", "0"),
 )
 
+_STATE_BATCH = S(
+    "StateBatch", "0+",
+    F("firstOffset", "int64", "0+"),
+    F("lastOffset", "int64", "0+"),
+    F("deliveryState", "int8", "0+"),
+    F("deliveryCount", "int16", "0+"),
+)
+
+# Kafka 4.1: snapshotEpoch int32 (uint16 before), createTimestamp / writeTimestamp added
 SHARE_SNAPSHOT_VALUE = M(
     "ShareSnapshotValue", "0", "0+",
-    F("snapshotEpoch", "uint16", "0"),
+    F("snapshotEpoch", "int32", "0+"),
     F("stateEpoch", "int32", "0+"),
     F("leaderEpoch", "int32", "0+"),
-    F("startOffset", "int64", "0"),
-    F("stateBatches", Array(S(
-        "StateBatch", "0",
-        F("firstOffset", "int64", "0"),
-        F("lastOffset", "int64", "0"),
-        F("deliveryState", "int8", "0"),
-        F("deliveryCount", "int16", "0"),
-    )), "0"),
+    F("startOffset", "int64", "0+"),
+    F("createTimestamp", "int64", "0+"),
+    F("writeTimestamp", "int64", "0+"),
+    F("stateBatches", Array(_STATE_BATCH), "0+"),
 )
 
 SHARE_UPDATE_KEY = M(
@@ -112,16 +119,10 @@ SHARE_UPDATE_KEY = M(
 
 SHARE_UPDATE_VALUE = M(
     "ShareUpdateValue", "0", "0+",
-    F("snapshotEpoch", "uint16", "0"),
+    F("snapshotEpoch", "int32", "0+"),
     F("leaderEpoch", "int32", "0+"),
-    F("startOffset", "int64", "0"),
-    F("stateBatches", Array(S(
-        "StateBatch", "0",
-        F("firstOffset", "int64", "0"),
-        F("lastOffset", "int64", "0"),
-        F("deliveryState", "int8", "0"),
-        F("deliveryCount", "int16", "0"),
-    )), "0"),
+    F("startOffset", "int64", "0+"),
+    F("stateBatches", Array(_STATE_BATCH), "0+"),
 )
 
 SHARE_RECORD_TYPES: dict[int, CoordinatorRecordType] = {
@@ -156,6 +157,7 @@ REMOTE_LOG_SEGMENT_METADATA_RECORD = M(
     F("segmentSizeInBytes", "int32", "0+"),
     F("customMetadata", "bytes", "0+", nullable="0+", default=None),
     F("remoteLogSegmentState", "int8", "0+"),
+    F("txnIndexEmpty", "bool", "0+", tagged="0+", tag=0),  # Kafka 4.0 (KIP-1058)
 )
 
 REMOTE_LOG_SEGMENT_METADATA_UPDATE_RECORD = M(
@@ -205,6 +207,7 @@ REMOTE_LOG_SEGMENT_METADATA_SNAPSHOT_RECORD = M(
     F("segmentSizeInBytes", "int32", "0+"),
     F("customMetadata", "bytes", "0+", nullable="0+", default=None),
     F("remoteLogSegmentState", "int8", "0+"),
+    F("txnIndexEmpty", "bool", "0+", tagged="0+", tag=0),  # Kafka 4.0 (KIP-1058)
 )
 
 REMOTE_LOG_METADATA_RECORDS = {
@@ -296,6 +299,22 @@ def transaction_log_texts(key: bytes | None, value: bytes | None, offset: int) -
     return key_text, (f"producerId:{data['producerId']},producerEpoch:{data['producerEpoch']},state={state},"
                       f"partitions=[{partitions}],txnLastUpdateTimestamp={data['transactionLastUpdateTimestampMs']},"
                       f"txnTimeoutMs={data['transactionTimeoutMs']}")
+
+
+def transaction_log_json_texts(key: bytes | None, value: bytes | None, offset: int) -> tuple[str, str | None]:
+    """The key and payload ``kafka-dump-log.sh --transaction-log-decoder`` prints from Kafka 4.0
+    on: DumpLogSegments' ``CoordinatorRecordMessageParser`` over the transaction coordinator's
+    serde, ``{"type":"0","data":{"transactionalId":...}}`` and
+    ``{"version":"<v>","data":{<TransactionLogValue as JSON>}}`` (``<DELETE>`` for a tombstone,
+    ``Unknown record type N at offset O, skipping.`` for a key version other than 0)."""
+    if key is None:
+        raise CorruptData(f"Failed to decode message at offset {offset} using the specified decoder "
+                          "(message had a missing key)")
+    try:
+        record = decode_transaction_record(bytes(key), None if value is None else bytes(value))
+    except CoordinatorRecordError as e:
+        return coordinator_error_text(e, offset), None
+    return coordinator_record_texts(record, "version")
 
 
 # --------------------------------------------------------------------------

@@ -7,8 +7,11 @@ through the JSON converters generated from the message schemas:
 
 * record key   = int16 record type, then the key message read *with the record type
   as its version* (0/1 OffsetCommitKey, 2 GroupMetadataKey, 3..8 the KIP-848
-  ConsumerGroup* keys, 9..15 the KIP-932 ShareGroup* keys).  Printed as
-  ``{"type":"<type>","data":{...}}``.
+  ConsumerGroup* keys, 9..15 the KIP-932 ShareGroup* keys, and from Kafka 4.x
+  16 ConsumerGroupRegularExpressionKey and 17, 19..23 the KIP-1071 StreamsGroup*
+  keys).  Printed as ``{"type":"<type>","data":{...}}`` (Kafka 4.x prints the same:
+  its ``CoordinatorRecordMessageParser`` writes the key message's apiKey, which is
+  the record type).
 * record value = int16 value version, then the value message of that type read
   with that version.  Printed as ``{"version":"<version>","data":{...}}``;
   a null value (tombstone) prints ``<DELETE>``.
@@ -27,7 +30,12 @@ The message layouts are declared below in the form of Kafka's
 ``group-coordinator/src/main/resources/common/message/*.json`` files and compiled by
 :mod:`segtool.formats.kafka_messages`.  The ShareGroup* records (types 9..15) follow the
 group coordinator's sources of late 2024 (Kafka 4.0 development): no real broker file
-is behind them.
+is behind them.  The Kafka 4.x layouts (4.1 specs) are declared where 4.x changed them:
+OffsetCommitValue's tagged ``topicId``, the ``metadataHash`` of ConsumerGroupMetadataValue
+(tagged) and ShareGroupMetadataValue, ShareGroupStatePartitionMetadataValue's
+``initializingTopics`` and ``createTimestamp``.  Type 9 (ShareGroupPartitionMetadata) is
+kept for 3.9/4.0 although Kafka 4.1 dropped it; type 18 (4.0's
+StreamsGroupPartitionMetadata) is not declared, as in 4.1, and prints as an unknown type.
 """
 
 from __future__ import annotations
@@ -73,6 +81,7 @@ OFFSET_COMMIT_VALUE = M(
     F("metadata", "string", "0+"),
     F("commitTimestamp", "int64", "0+"),
     F("expireTimestamp", "int64", "1", default=-1),
+    F("topicId", "uuid", "4+", tagged="4+", tag=0),  # Kafka 4.1 (KAFKA-19141)
 )
 
 GROUP_METADATA_KEY = M(
@@ -90,10 +99,10 @@ GROUP_METADATA_VALUE = M(
     F("members", Array(S(
         "MemberMetadata", "0+",
         F("memberId", "string", "0+"),
-        F("groupInstanceId", "string", "3+", nullable="3+"),
+        F("groupInstanceId", "string", "3+", nullable="3+", default=None),
         F("clientId", "string", "0+"),
         F("clientHost", "string", "0+"),
-        F("rebalanceTimeout", "int32", "1+"),
+        F("rebalanceTimeout", "int32", "1+", default=-1),
         F("sessionTimeout", "int32", "0+"),
         F("subscription", "bytes", "0+"),
         F("assignment", "bytes", "0+"),
@@ -112,6 +121,7 @@ CONSUMER_GROUP_METADATA_KEY = _group_key("ConsumerGroupMetadataKey", 3)
 CONSUMER_GROUP_METADATA_VALUE = M(
     "ConsumerGroupMetadataValue", "0", "0+",
     F("epoch", "int32"),
+    F("metadataHash", "int64", tagged="0+", tag=0),  # Kafka 4.1 (KIP-1101)
 )
 
 CONSUMER_GROUP_PARTITION_METADATA_KEY = _group_key("ConsumerGroupPartitionMetadataKey", 4)
@@ -250,6 +260,7 @@ SHARE_GROUP_METADATA_KEY = M(
 SHARE_GROUP_METADATA_VALUE = M(
     "ShareGroupMetadataValue", "0", "0+",
     F("epoch", "int32", "0+"),
+    F("metadataHash", "int64", "0+"),  # Kafka 4.1 (KIP-1101)
 )
 
 SHARE_GROUP_PARTITION_METADATA_KEY = M(
@@ -282,6 +293,7 @@ _TOPIC_PARTITIONS_INFO = S(
     F("topicId", "uuid", "0+"),
     F("topicName", "string", "0+"),
     F("partitions", Array("int32"), "0+"),
+    F("createTimestamp", "int64", "0+"),
 )
 _TOPIC_INFO = S(
     "TopicInfo", "0+",
@@ -290,6 +302,7 @@ _TOPIC_INFO = S(
 )
 SHARE_GROUP_STATE_PARTITION_METADATA_VALUE = M(
     "ShareGroupStatePartitionMetadataValue", "0", "0+",
+    F("initializingTopics", Array(_TOPIC_PARTITIONS_INFO), "0+"),
     F("initializedTopics", Array(_TOPIC_PARTITIONS_INFO), "0+"),
     F("deletingTopics", Array(_TOPIC_INFO), "0+"),
 )
@@ -317,6 +330,121 @@ SHARE_GROUP_TARGET_ASSIGNMENT_METADATA_KEY = M(
 SHARE_GROUP_TARGET_ASSIGNMENT_METADATA_VALUE = M(
     "ShareGroupTargetAssignmentMetadataValue", "0", "0+",
     F("assignmentEpoch", "int32", "0+"),
+)
+
+
+# Kafka 4.x records (group-coordinator message specs of Kafka 4.1; in 4.x each spec names
+# its record type as "apiKey" with "type": "coordinator-key"/"coordinator-value", and the
+# key's version prefix on disk is that record type).
+
+CONSUMER_GROUP_REGULAR_EXPRESSION_KEY = _group_key(
+    "ConsumerGroupRegularExpressionKey", 16, "regularExpression")
+CONSUMER_GROUP_REGULAR_EXPRESSION_VALUE = M(
+    "ConsumerGroupRegularExpressionValue", "0", "0+",
+    F("topics", Array("string")),
+    F("version", "int64"),
+    F("timestamp", "int64"),
+)
+
+# KIP-1071 streams groups (early access in Kafka 4.1).  Kafka 4.1 has no record type 18:
+# StreamsGroupPartitionMetadata was dropped before the release (KIP-1101's metadata hash).
+
+STREAMS_GROUP_METADATA_KEY = _group_key("StreamsGroupMetadataKey", 17)
+STREAMS_GROUP_METADATA_VALUE = M(
+    "StreamsGroupMetadataValue", "0", "0+",
+    F("epoch", "int32"),
+    F("metadataHash", "int64"),
+    # written from Kafka 4.1.1 / 4.2 (KAFKA-19661); a 4.1.0 reader skips the tag
+    F("validatedTopologyEpoch", "int32", tagged="0+", tag=0, default=-1),
+)
+
+_STREAMS_TOPIC_INFO = S(
+    "TopicInfo", "0+",
+    F("name", "string"),
+    F("partitions", "int32"),
+    F("replicationFactor", "int16"),
+    F("topicConfigs", Array(S(
+        "TopicConfig", "0+",
+        F("key", "string"),
+        F("value", "string"),
+    ))),
+)
+STREAMS_GROUP_TOPOLOGY_KEY = _group_key("StreamsGroupTopologyKey", 23)
+STREAMS_GROUP_TOPOLOGY_VALUE = M(
+    "StreamsGroupTopologyValue", "0", "0+",
+    F("epoch", "int32"),
+    F("subtopologies", Array(S(
+        "Subtopology", "0+",
+        F("subtopologyId", "string"),
+        F("sourceTopics", Array("string")),
+        F("sourceTopicRegex", Array("string")),
+        F("stateChangelogTopics", Array(_STREAMS_TOPIC_INFO)),
+        F("repartitionSinkTopics", Array("string")),
+        F("repartitionSourceTopics", Array(_STREAMS_TOPIC_INFO)),
+        F("copartitionGroups", Array(S(
+            "CopartitionGroup", "0+",
+            F("sourceTopics", Array("int16")),
+            F("sourceTopicRegex", Array("int16")),
+            F("repartitionSourceTopics", Array("int16")),
+        ))),
+    ))),
+)
+
+STREAMS_GROUP_MEMBER_METADATA_KEY = _group_key("StreamsGroupMemberMetadataKey", 19, "memberId")
+STREAMS_GROUP_MEMBER_METADATA_VALUE = M(
+    "StreamsGroupMemberMetadataValue", "0", "0+",
+    F("instanceId", "string", nullable="0+"),
+    F("rackId", "string", nullable="0+"),
+    F("clientId", "string"),
+    F("clientHost", "string"),
+    F("rebalanceTimeoutMs", "int32", default=-1),
+    F("topologyEpoch", "int32"),
+    F("processId", "string"),
+    F("userEndpoint", S(
+        "Endpoint", "0+",
+        F("host", "string"),
+        F("port", "uint16"),
+    ), nullable="0+"),
+    F("clientTags", Array(S(
+        "KeyValue", "0+",
+        F("key", "string"),
+        F("value", "string"),
+    ))),
+)
+
+_STREAMS_TASK_IDS = S(
+    "TaskIds", "0+",
+    F("subtopologyId", "string"),
+    F("partitions", Array("int32")),
+)
+STREAMS_GROUP_TARGET_ASSIGNMENT_METADATA_KEY = _group_key("StreamsGroupTargetAssignmentMetadataKey", 20)
+STREAMS_GROUP_TARGET_ASSIGNMENT_METADATA_VALUE = M(
+    "StreamsGroupTargetAssignmentMetadataValue", "0", "0+",
+    F("assignmentEpoch", "int32"),
+)
+
+STREAMS_GROUP_TARGET_ASSIGNMENT_MEMBER_KEY = _group_key(
+    "StreamsGroupTargetAssignmentMemberKey", 21, "memberId")
+STREAMS_GROUP_TARGET_ASSIGNMENT_MEMBER_VALUE = M(
+    "StreamsGroupTargetAssignmentMemberValue", "0", "0+",
+    F("activeTasks", Array(_STREAMS_TASK_IDS)),
+    F("standbyTasks", Array(_STREAMS_TASK_IDS)),
+    F("warmupTasks", Array(_STREAMS_TASK_IDS)),
+)
+
+STREAMS_GROUP_CURRENT_MEMBER_ASSIGNMENT_KEY = _group_key(
+    "StreamsGroupCurrentMemberAssignmentKey", 22, "memberId")
+STREAMS_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE = M(
+    "StreamsGroupCurrentMemberAssignmentValue", "0", "0+",
+    F("memberEpoch", "int32"),
+    F("previousMemberEpoch", "int32"),
+    F("state", "int8"),
+    F("activeTasks", Array(_STREAMS_TASK_IDS)),
+    F("standbyTasks", Array(_STREAMS_TASK_IDS)),
+    F("warmupTasks", Array(_STREAMS_TASK_IDS)),
+    F("activeTasksPendingRevocation", Array(_STREAMS_TASK_IDS)),
+    F("standbyTasksPendingRevocation", Array(_STREAMS_TASK_IDS)),
+    F("warmupTasksPendingRevocation", Array(_STREAMS_TASK_IDS)),
 )
 
 
@@ -351,6 +479,16 @@ RECORD_TYPES: dict[int, CoordinatorRecordType] = {
                                 SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE),
     15: coordinator_record_type(SHARE_GROUP_STATE_PARTITION_METADATA_KEY,
                                 SHARE_GROUP_STATE_PARTITION_METADATA_VALUE),
+    16: coordinator_record_type(CONSUMER_GROUP_REGULAR_EXPRESSION_KEY, CONSUMER_GROUP_REGULAR_EXPRESSION_VALUE),
+    17: coordinator_record_type(STREAMS_GROUP_METADATA_KEY, STREAMS_GROUP_METADATA_VALUE),
+    19: coordinator_record_type(STREAMS_GROUP_MEMBER_METADATA_KEY, STREAMS_GROUP_MEMBER_METADATA_VALUE),
+    20: coordinator_record_type(STREAMS_GROUP_TARGET_ASSIGNMENT_METADATA_KEY,
+                                STREAMS_GROUP_TARGET_ASSIGNMENT_METADATA_VALUE),
+    21: coordinator_record_type(STREAMS_GROUP_TARGET_ASSIGNMENT_MEMBER_KEY,
+                                STREAMS_GROUP_TARGET_ASSIGNMENT_MEMBER_VALUE),
+    22: coordinator_record_type(STREAMS_GROUP_CURRENT_MEMBER_ASSIGNMENT_KEY,
+                                STREAMS_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE),
+    23: coordinator_record_type(STREAMS_GROUP_TOPOLOGY_KEY, STREAMS_GROUP_TOPOLOGY_VALUE),
 }
 
 _SUBSCRIPTION_PARSER = compile_message(CONSUMER_PROTOCOL_SUBSCRIPTION)

@@ -4,7 +4,8 @@ Line formats, the order of the end-of-run reports and the stopping rules follow
 ``kafka.tools.DumpLogSegments``.  Where Kafka would die with a Java stack trace
 we stop at the same point and raise a ``SegtoolError`` naming the file and byte
 offset (the CLI prints it as one line); everything printed before that point is
-identical.
+identical.  ``KafkaDumpOptions.kafka_version="4.1"`` switches to Kafka 4.x's JSON form of
+``--transaction-log-decoder``; the other decoders print the same in 3.9 and 4.1.
 """
 
 from __future__ import annotations
@@ -52,13 +53,17 @@ class KafkaDumpOptions:
     max_bytes: int = INT_MAX
     max_message_size: int = 5 * 1024 * 1024
     decompress_cap: int = 256 * 1024 * 1024
+    # the kafka-dump-log whose output is reproduced: "3.9" (the corpus goldens) or "4.1",
+    # which prints __transaction_state records as JSON (see transaction_log_json_texts)
+    kafka_version: str = "3.9"
 
     @property
     def parser(self) -> Callable | None:
         """The record parser of the chosen decoder option (DumpLogSegmentsOptions.messageParser:
         the first one set, in Kafka's order), None for the plain string decoder."""
+        transaction_log_parser = _transaction_log_parser if self.kafka_version == "3.9" else _transaction_log_json_parser
         for chosen, parser in ((self.offsets_decoder, _offsets_parser),
-                               (self.transaction_log_decoder, _transaction_log_parser),
+                               (self.transaction_log_decoder, transaction_log_parser),
                                (self.cluster_metadata_decoder, _cluster_metadata_parser),
                                (self.remote_log_metadata_decoder, _remote_log_metadata_parser),
                                (self.share_group_state_decoder, _share_group_state_parser)):
@@ -97,6 +102,12 @@ def _transaction_log_parser(record) -> tuple[str | None, str | None]:
     from segtool.formats.kafka_coordinator import transaction_log_texts
 
     return transaction_log_texts(record.key, record.value, record.offset)
+
+
+def _transaction_log_json_parser(record) -> tuple[str | None, str | None]:
+    from segtool.formats.kafka_coordinator import transaction_log_json_texts
+
+    return transaction_log_json_texts(record.key, record.value, record.offset)
 
 
 def _cluster_metadata_parser(record) -> tuple[str | None, str | None]:
