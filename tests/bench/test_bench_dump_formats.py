@@ -86,6 +86,8 @@ def test_dump_formats_speed(bench_dir):
                    if isinstance(step, dict))
     print(f"\n[bench] RocketMQ CommitLog: {commitlog.stat().st_size / 2**20:.0f} MiB, {messages} messages "
           f"(walked in {time.perf_counter() - started:.2f} s)")
+    floor = timed([SEGTOOL[0], str(Path(__file__).with_name("rocketmq_floor.py")), str(commitlog)])
+    report("floor of any Python text dump of it (tests/bench/rocketmq_floor.py)", floor, reference, "sha256sum")
     for name, options in (("dump (text)", []), ("dump --json", ["--json"])):
         seconds, rss = timed_with_rss(SEGTOOL + ["dump", *options, str(commitlog)])
         report(f"RocketMQ 64 MiB CommitLog, {name}", seconds, reference, "sha256sum", 2.5)
