@@ -44,6 +44,9 @@ docs: $(STAMP)
 # the layers contract in pyproject.toml first, then the tests
 test: $(STAMP)
 	$(BIN)/lint-imports
+	@# the report's pages are opened in Debian's chromium (tests/test_report.py skips without it)
+	@command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium) >/dev/null 2>&1 \
+		|| echo "no chromium: the report's browser tests will skip"
 	$(BIN)/python -m pytest -q
 
 # Compiled bytecode first, as an installed wheel has it: this environment sets

@@ -299,15 +299,22 @@ def lookup(
     timestamp: Optional[str] = typer.Option(None, "--timestamp", help="Kafka: ListOffsets for epoch ms, ISO-8601, latest, earliest or max-timestamp.", metavar="TIME"),
     floor: bool = typer.Option(False, "--floor", help="With --offset: the offset index's floor entry (<=), no scan."),
     ceiling: bool = typer.Option(False, "--ceiling", help="With --offset: the offset index's ceiling entry (>=), no scan."),
-    key: Optional[str] = typer.Option(None, "--key", help="Find records by key: a Kafka partition (index-keys makes it fast) or a RocketMQ store with --topic.", metavar="KEY"),
+    key: Optional[str] = typer.Option(None, "--key", "-k", help="Find records by key: a Kafka partition (index-keys makes it fast) or a RocketMQ store with --topic.", metavar="KEY"),
     key_index: Optional[str] = typer.Option(None, "--key-index", help="Kafka --key: the directory index-keys wrote (default: its cache place).", metavar="DIR"),
-    topic: Optional[str] = typer.Option(None, "--topic", help="RocketMQ topic.", metavar="TOPIC"),
+    topic: Optional[str] = typer.Option(None, "--topic", "-t", help="RocketMQ topic.", metavar="TOPIC"),
     begin: str = typer.Option("0", "--begin", help="RocketMQ key lookup: window start, epoch ms or ISO-8601.", metavar="TIME"),
-    end: str = typer.Option(str(2**63 - 1), "--end", help="RocketMQ key lookup: window end, epoch ms or ISO-8601.", metavar="TIME"),
+    end: str = typer.Option(str(2**63 - 1), "--end", "-e", help="RocketMQ key lookup and --print-msg: window end, epoch ms or ISO-8601.", metavar="TIME"),
     max_num: int = typer.Option(64, "--max", min=1, help="RocketMQ key lookup: most offsets to return (RocketMQ caps at 64).", metavar="N"),
     include_collisions: bool = typer.Option(False, "--include-collisions", help="RocketMQ: keep hash collisions (IndexService's raw answer)."),
     queue_id: Optional[int] = typer.Option(None, "--queue-id", min=0, help="RocketMQ: ConsumeQueue id (with --queue-offset).", metavar="Q"),
-    queue_offset: Optional[int] = typer.Option(None, "--queue-offset", min=0, help="RocketMQ: unit number in the ConsumeQueue.", metavar="N"),
+    queue_offset: Optional[int] = typer.Option(None, "--queue-offset", "-o", min=0, help="RocketMQ: unit number in the ConsumeQueue.", metavar="N"),
+    msg_id: Optional[str] = typer.Option(None, "--msg-id", help="RocketMQ queryMsgById: offset message ids or unique keys (UNIQ_KEY), comma-separated; with --topic a unique key goes through the IndexFile, else the CommitLog is scanned.", metavar="ID[,ID]"),
+    mqadmin_i: Optional[str] = typer.Option(None, "-i", help="mqadmin's -i: the queue id with -o (queryMsgByOffset), else message ids (queryMsgById).", metavar="ID"),
+    mqadmin_b: Optional[str] = typer.Option(None, "-b", help="mqadmin's -b: the broker name with -o (queryMsgByOffset), else --begin (printMsg's beginTimestamp).", metavar="B"),
+    print_msg: bool = typer.Option(False, "--print-msg", help="RocketMQ printMsg: every message of --topic, per queue, within --begin/--end."),
+    charset: str = typer.Option("UTF-8", "--charset", "-c", help="--print-msg: the body's charset (a Java name: UTF-8, GBK ...).", metavar="CHARSET"),
+    sub_expression: str = typer.Option("*", "--sub-expression", "-s", help="--print-msg: tags, as a subscription expression (TagA || TagB).", metavar="EXPR"),
+    print_body: str = typer.Option("true", "--print-body", "-d", help="--print-msg: true or false, print the body (printMsg's -d).", metavar="BOOL"),
     from_offset: Optional[int] = typer.Option(None, "--from-offset", min=0, help="Kafka filter: records at offsets >= N.", metavar="N"),
     to_offset: Optional[int] = typer.Option(None, "--to-offset", min=0, help="Kafka filter: records at offsets <= N.", metavar="N"),
     from_time: Optional[str] = typer.Option(None, "--from-time", help="Kafka filter: records with timestamps >= TIME (epoch ms or ISO-8601).", metavar="TIME"),
@@ -356,16 +363,55 @@ def lookup(
     shape = None
     if key_format or value_format or skip_record_metadata:
         shape = RecordShape(key_format or "text", value_format or "text", skip_record_metadata)
+    queue_id, msg_id, begin, broker_name = _mqadmin_short_options(mqadmin_i, mqadmin_b, queue_id, queue_offset,
+                                                                  msg_id, begin)
     request = LookupRequest(offset=offset, timestamp=timestamp, floor=floor, ceiling=ceiling, key=key,
                             key_index=key_index, topic=topic, begin=begin, end=end, max_num=max_num,
                             include_collisions=include_collisions, queue_id=queue_id, queue_offset=queue_offset,
-                            record_filter=record_filter, shape=shape, summary=summary)
+                            record_filter=record_filter, shape=shape, summary=summary,
+                            msg_ids=None if msg_id is None else tuple(i for i in msg_id.split(",") if i.strip()),
+                            print_msg=print_msg, broker_name=broker_name, charset=charset,
+                            sub_expression=sub_expression, print_body=_java_boolean(print_body))
     answer, found = answer_lookup(path, request)
-    if shape is not None and not as_json:
+    if not as_json and (request.msg_ids is not None or request.print_msg or "mqadmin" in answer):
+        from segtool.ops.mqadmin import mqadmin_answer_lines
+
+        sys.stdout.write("\n".join(mqadmin_answer_lines(answer, full)) + "\n")
+    elif shape is not None and not as_json:
         _print_shaped_answer(answer, full)
     else:
         _print_answer(answer, as_json, full)
     raise typer.Exit(EXIT_CLEAN if found else EXIT_PROBLEMS)
+
+
+def _mqadmin_short_options(mqadmin_i, mqadmin_b, queue_id, queue_offset, msg_id, begin):
+    """mqadmin's -i and -b mean two things: with -o (queryMsgByOffset -t -b -i -o) they are the
+    broker name and the queue id, otherwise the message ids (queryMsgById -i) and printMsg's
+    beginTimestamp.  Returns (queue_id, msg_id, begin, broker_name)."""
+    from segtool.errors import UsageError
+
+    broker_name = None
+    if queue_offset is not None:
+        if mqadmin_i is not None:
+            if queue_id is not None or not mqadmin_i.strip().isdigit():
+                raise UsageError("with -o, -i is the queue id (queryMsgByOffset): give one number, once")
+            queue_id = int(mqadmin_i)
+        broker_name = mqadmin_b
+    else:
+        if mqadmin_i is not None:
+            if msg_id is not None:
+                raise UsageError("give the message ids once: -i or --msg-id")
+            msg_id = mqadmin_i
+        if mqadmin_b is not None:
+            if begin != "0":
+                raise UsageError("give the window start once: -b or --begin")
+            begin = mqadmin_b
+    return queue_id, msg_id, begin, broker_name
+
+
+def _java_boolean(text: str) -> bool:
+    """``Boolean.parseBoolean``: true when the text is "true" in any case, false otherwise."""
+    return text.strip().lower() == "true"
 
 
 def _print_shaped_answer(answer: dict, full: bool) -> None:
@@ -424,9 +470,9 @@ def _render_groups(report: dict) -> None:
 
 @app.command()
 def groups(
-    log_dir: str = typer.Argument(..., help="A Kafka log dir holding __consumer_offsets partitions.", metavar="LOGDIR"),
+    log_dir: str = typer.Argument(..., help="A Kafka log dir holding __consumer_offsets partitions, or a RocketMQ store (commitlog/ or config/ inside).", metavar="LOGDIR|STORE"),
     group: Optional[str] = typer.Option(None, "--group", help="Only this consumer group.", metavar="G"),
-    at: Optional[str] = typer.Option(None, "--at", help="The state as of this time: epoch ms or ISO-8601.", metavar="TIME"),
+    at: Optional[str] = typer.Option(None, "--at", help="Kafka: the state as of this time: epoch ms or ISO-8601.", metavar="TIME"),
     as_json: bool = typer.Option(False, "--json", help="One JSON report on stdout."),
 ):
     """Consumer groups' committed offsets, metadata and lag, replayed from __consumer_offsets.
@@ -435,6 +481,11 @@ def groups(
     for their marker); lag is against each partition's log end in the same log dir
     (docs/groups-transactions.md).
 
+    A RocketMQ store: per group, topic and queue the committed offset (config/consumerOffset.json),
+    the ConsumeQueue's min and max offsets, the lag (max - committed, as mqadmin consumerProgress)
+    and the last consumed message's store time; the delay levels' progress (delayOffset.json);
+    every config file read as the broker reads it and compared with its .bak.
+
     Exit code 0 when groups were found, 1 when none were (or --group is not there) or a
     problem was found, 2 when the log dir cannot be read.
 
@@ -442,11 +493,18 @@ def groups(
 
       segtool groups /var/lib/kafka/data
 
+      segtool groups rocketmq/store --group billing-consumers
+
       segtool groups evidence/kafka-logs --group billing --at 2026-11-21T10:00:00Z --json
     """
     from segtool.ops.groups import exit_code, groups as replay_groups
     from segtool.ops.lookup import parse_timestamp
+    from segtool.ops.rocketmq_groups import rocketmq_store_root
 
+    if rocketmq_store_root(log_dir) is not None:
+        if at is not None:
+            _fail("--at replays Kafka's __consumer_offsets; a RocketMQ store keeps only the last committed offsets")
+        _rocketmq_groups(log_dir, group, as_json)
     moment = None if at is None else parse_timestamp(at)
     if moment is not None and moment < 0:
         _fail(f"--at takes epoch ms or ISO-8601, not {at!r}")
@@ -458,6 +516,65 @@ def groups(
         _render_groups(report)
     if not report["groups"]:
         sys.stderr.write(f"segtool: no consumer group{'' if group is None else ' ' + repr(group)} in {log_dir}\n")
+    raise typer.Exit(exit_code(report))
+
+
+def _render_rocketmq_groups(report: dict) -> None:
+    """Per group and topic, each queue's committed offset, bounds, lag and last consumed time;
+    the delay levels; then the config files that do not read or differ from their .bak."""
+    from segtool.ops.render import iso_time, show_text
+
+    def known(value) -> str:
+        return "-" if value is None else str(value)
+
+    say = _Styled()
+    for group in report["groups"]:
+        head = f"group {show_text(group['group'])}"
+        if group["subscription_configured"]:
+            head += (f": consume {'enabled' if group['consume_enable'] else 'DISABLED'}, "
+                     f"{'broadcast allowed' if group['consume_broadcast_enable'] else 'no broadcast'}, "
+                     f"retry max {known(group['retry_max_times'])}")
+        else:
+            head += ": not in subscriptionGroup.json"
+        say(head + f", total lag {known(group['total_lag'])}", "bold")
+        for topic in group["topics"]:
+            queues = "not configured" if topic["read_queue_nums"] is None else f"{topic['read_queue_nums']} read queues"
+            say(f"  topic {show_text(topic['topic'])} ({queues}), lag {known(topic['total_lag'])}")
+            for queue in topic["queues"]:
+                committed = "none (0)" if queue["committed_offset"] is None else queue["committed_offset"]
+                last = queue["last_consumed_timestamp"]
+                say(f"    queue {queue['queue_id']}: committed {committed}, min {known(queue['min_offset'])}, "
+                    f"max {known(queue['max_offset'])}, lag {known(queue['lag'])}"
+                    + ("" if last is None else f", last consumed stored {iso_time(last)}"),
+                    "yellow" if isinstance(queue["lag"], int) and queue["lag"] > 0 else None)
+    for level in report["delay_levels"]:
+        delay = "" if level["delay_ms"] is None else f" ({level['delay_ms'] // 1000} s by default)"
+        say(f"delay level {level['delay_level']}{delay}: queue {level['queue_id']} offset {known(level['offset'])}, "
+            f"max {known(level['max_offset'])}, pending {known(level['pending'])}",
+            "yellow" if isinstance(level["pending"], int) and level["pending"] > 0 else None)
+    for config in report["config_files"]:
+        if config["loaded_from"] == "backup":
+            say(f"{config['name']}: the broker loads {config['name']}.bak (the file does not read)", "red")
+    _say_problems(say, report["problems"])
+    summary = report["summary"]
+    queues = "" if report["queues_read"] else " (no consumequeue/ in this copy: no bounds, lag or times)"
+    say(f"{summary['groups']} groups, {summary['topics']} topics, {summary['queues']} queues, total lag "
+        f"{known(summary['total_lag'])}; {summary['delay_levels']} delay levels, "
+        f"{known(summary['pending_delayed'])} delayed messages pending{queues}", "bold")
+
+
+def _rocketmq_groups(store: str, group: Optional[str], as_json: bool) -> None:
+    from segtool.ops.rocketmq_groups import exit_code, rocketmq_groups
+
+    report = rocketmq_groups(store, group=group)
+    _State.exit_if_output_closed = exit_code(report)
+    if as_json:
+        _print_json(report)
+    else:
+        _render_rocketmq_groups(report)
+    if not report["groups"]:
+        sys.stderr.write(f"segtool: no consumer group{'' if group is None else ' ' + repr(group)} with committed "
+                         f"offsets in {store}\n")
     raise typer.Exit(exit_code(report))
 
 
@@ -682,6 +799,120 @@ def verify(
     raise typer.Exit(exit_code(report))
 
 
+_SPARKS = "▁▂▃▄▅▆▇█"
+
+
+def _sparkline(values: list[float], width: int = 60) -> str:
+    """Values summed into at most ``width`` columns, each drawn as one of eight heights."""
+    if not values:
+        return "(no timestamps)"
+    columns = [sum(values[i * len(values) // width:(i + 1) * len(values) // width])
+               for i in range(min(width, len(values)))] if len(values) > width else list(values)
+    top = max(columns) or 1
+    return "".join(_SPARKS[min(7, int(v / top * 7.999))] if v else " " for v in columns)
+
+
+def _render_report(figures: dict) -> None:
+    """Per partition and store: counts, span, rates, a sparkline of its timeline, its findings."""
+    from segtool.ops.render import iso_time
+
+    say = _Styled()
+
+    def span(count: int, what: str, first, last) -> str:
+        if first is None or last is None:
+            return "no timestamps"
+        seconds = (last - first) / 1000
+        rate = f", {count / seconds:.1f} {what}/s" if seconds > 0 else ""
+        return f"{iso_time(first)} .. {iso_time(last)} ({seconds:g} s{rate})"
+
+    def findings(found: dict) -> None:
+        if not found["total"]:
+            say("  findings: none", "green")
+            return
+        say("  findings: " + ", ".join(f"{kind} {n}" for kind, n in sorted(found["by_kind"].items())), "red")
+        errors = [f for f in found["shown"] if f["severity"] == Severity.ERROR.value]
+        for item in errors[:10]:
+            where = "" if item["placed_at"] is None else f" at {item['placed_at']}"
+            say(f"    {item['kind']}{where}: {item['message']}", "red")
+        if len(errors) > 10:
+            say(f"    … {len(errors) - 10} more errors (see --json or --out)")
+
+    for p in figures["partitions"]:
+        say(f"Kafka partition {p['directory']}", "bold")
+        say(f"  {len(p['segments'])} segments, {p['batches']} batches, {p['records']} records, {p['bytes']} bytes, "
+            f"offsets {p['first_offset']}..{p['last_offset']}")
+        say(f"  {span(p['records'], 'records', p['first_timestamp'], p['last_timestamp'])}")
+        say(f"  records/s {_sparkline(p['rates']['records_per_second'])}")
+        say(f"  {p['gaps']['count']} offset gaps, {p['out_of_order']['count']} timestamps out of order, "
+            f"{p['future']['count']} in the future; transactions {p['transactions']['committed']} committed, "
+            f"{p['transactions']['aborted']} aborted, {p['transactions']['open']} open")
+        truncation = p["truncation"]
+        if truncation is not None:
+            say(f"  Kafka's recovery truncates {truncation['file']} at byte {truncation['byte_offset']} "
+                f"(offset {truncation['offset']}, {truncation['reason']})", "red")
+        findings(p["findings"])
+    for s in figures["stores"]:
+        say(f"RocketMQ store {s['root']}", "bold")
+        say(f"  {s['messages']} messages, {s['bytes']} bytes, {len(s['queues'])} queues, "
+            f"{len(s['commitlog'])} CommitLog files, {len(s['index_files'])} IndexFiles")
+        say(f"  {span(s['messages'], 'messages', s['first_timestamp'], s['last_timestamp'])}")
+        say(f"  messages {_sparkline([sum(c) for c in zip(*(q['messages'] for q in s['timeline']['series']))])}")
+        if s["truncation"] is not None:
+            say(f"  RocketMQ's recovery cuts at physical offset {s['truncation']['offset']} "
+                f"({s['truncation']['reason']})", "red")
+        findings(s["findings"])
+    if figures["other_findings"]["total"]:
+        say("Other files", "bold")
+        findings(figures["other_findings"])
+    summary = figures["summary"]
+    say(f"{summary['files']} files: {summary['ok']} ok, {summary['problems']} with problems, "
+        f"{summary['unreadable']} unreadable, {summary['skipped']} skipped", "bold")
+
+
+@app.command()
+def report(
+    paths: List[str] = typer.Argument(..., help="Files, partition directories, log directories or RocketMQ stores.", metavar="PATH..."),
+    out: Optional[str] = typer.Option(None, "--out", "-o", help="Write the picture as one self-contained HTML file.", metavar="FILE"),
+    force: bool = typer.Option(False, "--force", help="Replace an existing --out file (a backup is kept)."),
+    deep: bool = typer.Option(False, "--deep", help="verify decodes every record, not just batch headers and CRCs."),
+    no_hash: bool = typer.Option(False, "--no-hash", help="Skip the sha256 of each input."),
+    as_json: bool = typer.Option(False, "--json", help="Print the figures as one JSON object."),
+):
+    """A picture of partitions and stores: timelines, rates, batches, every verify finding placed.
+
+    With --out: one HTML file that opens with no network (plotly embedded); big inputs are
+    aggregated (the page says where). Without it: a summary per partition and store.
+    Exit codes as verify: 0 clean, 1 problems found, 2 an input is unreadable.
+
+    Examples:
+
+      segtool report /var/lib/kafka/data/orders-0 --out orders-0.html
+
+      segtool report evidence/kafka-logs evidence/rocketmq-store
+
+      segtool report --json /var/lib/kafka/data/orders-0 > figures.json
+    """
+    from segtool.ops.report import exit_code, report as run_report
+
+    with _Progress(enabled=not as_json) as progress:
+        options = {"deep": deep, "hash_inputs": not no_hash, "progress_factory": progress.factory}
+        if out is not None:
+            from segtool.ops.report_html import write_report
+
+            figures = write_report(paths, out, force=force, **options)
+        else:
+            figures = run_report(paths, **options)
+    _State.exit_if_output_closed = exit_code(figures)
+    if as_json:
+        _print_json(figures)
+    elif out is not None:
+        _Styled()(f"wrote {out}: {len(figures['partitions'])} partitions, {len(figures['stores'])} stores, "
+                  f"{sum(f['problems'] for f in figures['files'])} findings", "bold")
+    else:
+        _render_report(figures)
+    raise typer.Exit(exit_code(figures))
+
+
 def _render_inspect(report: dict) -> None:
     """Per log dir: its files, then each partition with its startup plan; problems in red."""
     say = _Styled()
@@ -748,9 +979,100 @@ def _render_inspect(report: dict) -> None:
         f"{summary['unreadable']} unreadable", "bold")
 
 
+def _render_inspect_rocketmq(report: dict) -> None:
+    """Per store: shutdown, checkpoint, files, then the start-up plan; problems in red."""
+    from segtool.ops.render import iso_time
+
+    say = _Styled()
+    for store in report["stores"]:
+        shutdown, checkpoint, commitlog, plan = store["shutdown"], store["checkpoint"], store["commitlog"], store["plan"]
+        say(f"store {store['path']}", "bold")
+        say("  shutdown: " + ("ABNORMAL (abort file present): the next start runs the abnormal recovery"
+                              if shutdown["last_exit"] == "abnormal" else "normal (no abort file)")
+            + (f"; lock file present ({shutdown['lock_content']})" if shutdown["lock_file"] else "; no lock file"),
+            "yellow" if shutdown["last_exit"] == "abnormal" else None)
+        if checkpoint:
+            say(f"  checkpoint: physicMsgTimestamp {iso_time(checkpoint['physic_msg_timestamp'])}, logicsMsgTimestamp "
+                f"{iso_time(checkpoint['logics_msg_timestamp'])}, indexMsgTimestamp "
+                f"{iso_time(checkpoint['index_msg_timestamp'])}")
+            say(f"    newest message {iso_time(checkpoint['last_message_store_timestamp'])}, newest queued message "
+                f"{iso_time(checkpoint['last_unit_store_timestamp'])}, newest index end "
+                f"{iso_time(checkpoint['last_index_end_timestamp'])}")
+        else:
+            say("  checkpoint: none")
+        if commitlog:
+            say(f"  commitlog: {len(commitlog['files'])} files of {commitlog['configured_file_size']} bytes, "
+                f"{commitlog['messages']} messages, data up to physical offset {commitlog['data_end_phy_offset']}"
+                + ("" if commitlog["names_continuous"] else ", names NOT continuous"))
+            for f in commitlog["files"]:
+                span = (f"{f['messages']} messages {f['first_phy_offset']}..{f['last_phy_offset']}, "
+                        f"{iso_time(f['first_store_timestamp'])} .. {iso_time(f['last_store_timestamp'])}"
+                        if f["messages"] else "no message")
+                say(f"    {f['name']} {f['size']} bytes: {span}; ends {f['end_kind']} at {f['end_file_offset']}")
+        queues = store["consume_queues"]
+        say(f"  consumequeue: {len(queues)} queues, {sum(q['units'] for q in queues)} units in "
+            f"{sum(len(q['files']) for q in queues)} files")
+        for q in queues:
+            if q["directory"] is None:
+                say(f"    {q['topic']}/{q['queue_id']}: not on disk; created by the re-dispatch at start", "dim")
+                continue
+            say(f"    {q['topic']}/{q['queue_id']}: {len(q['files'])} files, {q['units']} units, max offset "
+                f"{q['max_offset']}, max physical offset {q['max_physic_offset']}", "dim")
+        for f in store["index_files"]:
+            say(f"  index {f['name']}: {f['size']} bytes, geometry {f['hash_slot_num']}/{f['index_num']}, indexCount "
+                f"{f['index_count']}, {iso_time(f['begin_timestamp'])} .. {iso_time(f['end_timestamp'])}, physical "
+                f"offsets {f['begin_phy_offset']}..{f['end_phy_offset']}")
+        if store["config_files"]:
+            say("  config: " + ", ".join(f"{f['name']} ({f['size']} bytes)" for f in store["config_files"]))
+        for path in store["other_files"]:
+            say(f"  other file: {path}", "dim")
+        for item in store["unreadable"]:
+            say(f"  UNREADABLE {item['path']}: {item['reason']}", "red")
+        say("  start-up plan:", "bold")
+        if not plan["loads"]:
+            say("    DefaultMessageStore.load fails: the broker does not start (files of the wrong length: "
+                + ", ".join(plan["refused_files"]) + ")", "red")
+        recovery = plan["commitlog"]
+        if recovery:
+            say(f"    {recovery['method']} from {recovery['start_file']}: stops at physical offset "
+                f"{recovery['max_phy_offset']} ({recovery['stop_kind']}"
+                + (f": {recovery['stop_reason']}" if recovery["stop_reason"] else "") + ")")
+            cut = recovery["truncated_at"]
+            if cut:
+                say(f"    truncates the CommitLog in {cut['file']} at byte {cut['file_offset']}: "
+                    f"{cut['bytes_dropped']} bytes, {cut['messages_dropped']} messages dropped", "red")
+            if recovery["deleted_files"]:
+                say(f"    deletes CommitLog file(s) {', '.join(recovery['deleted_files'])}")
+        if plan["truncates_consume_queues"] or plan["consume_queue_units_dropped"]:
+            say(f"    ConsumeQueues: {plan['consume_queue_units_dropped']} units dropped"
+                + (" (truncateDirtyLogicFiles runs)" if plan["truncates_consume_queues"] else ""),
+                "red" if plan["consume_queue_units_dropped"] else None)
+        index = plan["index"]
+        if index["destroyed"]:
+            say(f"    IndexService.load destroys {', '.join(index['destroyed'])}", "yellow")
+        for name, step in (("recovery dispatch", plan["recovery_dispatch"]), ("reput", plan["reput"])):
+            if step:
+                say(f"    {name}: {step['messages']} messages from {step['from_file']} to physical offset "
+                    f"{step['to_phy_offset']}, {step['units_added']} ConsumeQueue units added")
+        if index["entries_written"]:
+            say(f"    index: {index['entries_written']} entries for {index['messages_indexed']} messages, "
+                f"{index['files_created']} new file(s)" + (f", appended to {index['appended_to']}"
+                                                           if index["appended_to"] else ""))
+        for note in plan["notes"]:
+            say(f"    note: {note}", "dim")
+        _say_problems(say, store["problems"], "  ")
+        say("")
+    summary = report["summary"]
+    say(f"{summary['stores']} stores: {summary['abnormal_shutdowns']} abnormal shutdowns, "
+        f"{summary['stores_not_loading']} not loading, {summary['commitlogs_truncated']} CommitLogs truncated, "
+        f"{summary['consume_queue_units_dropped']} ConsumeQueue units dropped, {summary['index_files_destroyed']} "
+        f"IndexFiles destroyed; {summary['errors']} errors, {summary['notes']} notes, {summary['unreadable']} "
+        "unreadable", "bold")
+
+
 @app.command()
 def inspect(
-    paths: List[str] = typer.Argument(..., help="Kafka log dirs (the directories holding the partition directories).", metavar="LOGDIR..."),
+    paths: List[str] = typer.Argument(..., help="Kafka log dirs (the directories holding the partition directories), or RocketMQ store roots.", metavar="LOGDIR..."),
     as_json: bool = typer.Option(False, "--json", help="One JSON report on stdout."),
 ):
     """Inventory a Kafka log dir and say what the broker will do when it starts on it.
@@ -758,6 +1080,11 @@ def inspect(
     meta.properties, quorum-state, every checkpoint, the clean-shutdown marker and each
     partition's files; cross-checks between them; and the startup plan: which segments
     are recovered, where recovery truncates and what it drops (docs/inspect.md).
+
+    A RocketMQ store root instead: its CommitLog, ConsumeQueue and IndexFiles, the
+    checkpoint against them, config/, the abort and lock markers, and what the broker's
+    normal or abnormal recovery does on start: where it cuts the CommitLog, which
+    ConsumeQueue units and IndexFiles it drops, what it re-dispatches.
 
     Exit code 0 when nothing is wrong, 1 when a cross-check or the plan found an error,
     2 when a file cannot be read.
@@ -767,15 +1094,30 @@ def inspect(
       segtool inspect /var/lib/kafka/data
 
       segtool inspect --json evidence/kafka-logs > startup-plan.json
-    """
-    from segtool.ops.inspect import exit_code, inspect as run_inspect
 
-    report = run_inspect(paths)
+      segtool inspect evidence/rocketmq/store
+    """
+    from segtool.engine.inventory import is_store_root
+
+    stores = [path for path in paths if is_store_root(path)]
+    if stores and len(stores) != len(paths):
+        _fail("give Kafka log dirs or RocketMQ stores, not both: "
+              + ", ".join(path for path in paths if path not in stores) + " are not RocketMQ stores")
+    if stores:
+        from segtool.ops.inspect_rocketmq import exit_code, inspect_stores
+
+        report = inspect_stores(stores)
+        render = _render_inspect_rocketmq
+    else:
+        from segtool.ops.inspect import exit_code, inspect as run_inspect
+
+        report = run_inspect(paths)
+        render = _render_inspect
     _State.exit_if_output_closed = exit_code(report)
     if as_json:
         _print_json(report)
     else:
-        _render_inspect(report)
+        render(report)
     raise typer.Exit(exit_code(report))
 
 

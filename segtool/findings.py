@@ -261,10 +261,19 @@ class FindingKind(Enum):
     DELETED_BY_RECOVERY = (
         Severity.ERROR, "RocketMQ CommitLog", "a file after the point where recovery cuts the CommitLog",
         "truncateDirtyFiles deletes it with its messages", "the file holds no messages")
+    MISSING_MAPPED_FILE = (
+        Severity.ERROR, "RocketMQ CommitLog, ConsumeQueue", "the file names jump by more than the file size: a "
+        "file between them is missing", "MappedFileQueue loads the files it finds; offsets in the gap resolve to "
+        "no file and lookups there fail")
     # -- RocketMQ ConsumeQueue ----------------------------------------------------------------------------
     INVALID_UNIT = (
         Severity.ERROR, "RocketMQ ConsumeQueue", "a unit with an impossible offset or size",
         "ConsumeQueue recovery stops at it and truncates the queue")
+    CONSUME_QUEUE_TRUNCATION = (
+        Severity.ERROR, "RocketMQ ConsumeQueue", "units the broker's start-up drops: written after the first "
+        "invalid unit (ConsumeQueue.recover), or pointing at or past the point where the CommitLog is cut "
+        "(truncateDirtyLogicFiles)", "the units are removed; consumers lose those queue offsets unless a "
+        "re-dispatch writes them again")
     PARTIAL_UNIT = (
         Severity.ERROR, "RocketMQ ConsumeQueue", "the file size is not a multiple of the 20-byte unit",
         "the partial unit is ignored")
@@ -397,6 +406,96 @@ class FindingKind(Enum):
     STORE_DOES_NOT_LOAD = (
         Severity.INFO, "RocketMQ checkpoint", "CommitLog files without the configured size",
         "the broker does not start on this store")
+    # -- RocketMQ 5.x store files (formats/rocketmq5.py) ----------------------------------------------------
+    PROPERTY_CRC_MISMATCH = (
+        Severity.ERROR, "RocketMQ 5.x CommitLog (and DLedger, compaction logs)", "a message's `__CRC32#` property "
+        "(enabledAppendPropCRC) is not the CRC32 of the message before its last 18 bytes, or does not parse",
+        "with forceVerifyPropCRC, checkMessageAndReturnSize fails: recovery cuts the CommitLog at the message; "
+        "otherwise none (the body CRC is checked instead)",
+        "a compaction log: CompactionLog copies the message and rewrites its PHYSICALOFFSET after the CRC was "
+        "computed at the CommitLog offset")
+    CHECKPOINT_OFFSET = (
+        Severity.ERROR, "RocketMQ 5.x checkpoint", "masterFlushedOffset or confirmPhyOffset is negative or beyond "
+        "the end of the CommitLog", "recovery corrects confirmOffset into [minPhyOffset, the recovered end] "
+        "(logged 'correct confirmOffset'); a slave truncates to masterFlushedOffset")
+    BATCH_UNIT_INVALID = (
+        Severity.ERROR, "RocketMQ 5.x BatchConsumeQueue, compaction queue", "a unit recovery refuses (offset < 0, "
+        "size <= 0, msgBaseOffset < 0 or batchSize <= 0) before the end of the written units, or zero units "
+        "in a file that is not the queue's last", "BatchConsumeQueue.recover stops there and truncates the queue")
+    BATCH_UNIT_MISMATCH = (
+        Severity.ERROR, "RocketMQ 5.x BatchConsumeQueue, compaction queue", "a unit that disagrees with its "
+        "message (size, msgBaseOffset, batchSize, store time, tagsCode) or points at no message",
+        "pulls through the unit return another message or none")
+    BATCH_UNITS_OUT_OF_ORDER = (
+        Severity.ERROR, "RocketMQ 5.x BatchConsumeQueue, compaction queue", "a unit whose msgBaseOffset is not "
+        "after the previous unit's batch, or whose commitLogOffset is not after the previous one",
+        "offset lookups (a binary search on msgBaseOffset) find the wrong unit")
+    TIMER_LOG_UNIT = (
+        Severity.ERROR, "RocketMQ 5.x timer log", "a unit whose size is not 52 or whose magic is not a timer "
+        "magic, a BLANK record whose size is not the bytes left, or bytes after the end",
+        "recoverAndRevise stops there and truncates the timer log: timer messages after it are lost")
+    TIMER_WHEEL_SIZE = (
+        Severity.ERROR, "RocketMQ 5.x timer wheel", "the file is not 2 x 7 x 86400 slots of 32 bytes",
+        "the TimerWheel constructor throws ('Timer wheel length ... != expected'): the broker does not start")
+    TIMER_SLOT_MISMATCH = (
+        Severity.ERROR, "RocketMQ 5.x timer wheel", "a slot whose time does not belong at its index, whose "
+        "positions are outside the timer log, or whose unit chain (lastPos back through prevPos to firstPos) "
+        "does not hold units of the slot's time", "the dequeue side reads the wrong units for that second; "
+        "recovery rewrites slots from the timer log only after the checkpoint's flush position",
+        "the chain count differs from num, which deletes and rolls also change")
+    TIMER_CHECKPOINT_OFFSET = (
+        Severity.ERROR, "RocketMQ 5.x timercheck", "a negative field, or lastTimerLogFlushPos beyond the timer log",
+        "recovery re-reads the timer log from lastTimerLogFlushPos (or 0)")
+    TIMER_METRICS = (
+        Severity.ERROR, "RocketMQ 5.x timermetrics", "the file is empty or does not parse, or a topic's count "
+        "is negative", "TimerMetrics.load falls back to the `.bak`; a bad count shows in the timing statistics")
+    DLEDGER_ENTRY = (
+        Severity.ERROR, "RocketMQ 5.x DLedger CommitLog", "an entry header DLedgerMmapFileStore.recover refuses "
+        "(pos, size, magic, index sequence, term order), or bytes after the last entry",
+        "recovery stops there and truncates the raft log: the entries after it are lost on this node")
+    DLEDGER_INDEX_MISMATCH = (
+        Severity.ERROR, "RocketMQ 5.x DLedger index", "an index entry that differs from its data entry (magic, "
+        "pos, size, index, term), or points at none", "recovery truncates the index there and rewrites it from "
+        "the data")
+    DLEDGER_MESSAGE = (
+        Severity.ERROR, "RocketMQ 5.x DLedger CommitLog", "the body of an entry is not a valid CommitLog message, "
+        "or its PHYSICALOFFSET is not the entry's pos + 48",
+        "DLedgerCommitLog.checkMessageAndReturnSize fails: dispatch and recovery stop at the entry")
+    COMPACTION_ORDER = (
+        Severity.ERROR, "RocketMQ 5.x compaction log", "a message whose queue offset is not above the previous "
+        "one's, or of another topic or queue than its directory", "compaction keeps one message per key in "
+        "queue order: pulls of the compacted topic return the messages out of order")
+    # -- RocketMQ config files and consumer progress (groups) ---------------------------------------------
+    CONFIG_SYNTAX = (
+        Severity.ERROR, "RocketMQ `config/*.json` and `.bak`", "the file is empty, does not parse as fastjson "
+        "reads it, or holds a value of another type than RocketMQ's class declares (file and byte offset)",
+        "ConfigManager.load logs the error and loads the `.bak` instead (5.x deletes the file first); when the "
+        "`.bak` fails too the broker does not start")
+    CONFIG_BACKUP_DIFFERS = (
+        Severity.INFO, "RocketMQ `config/*.json.bak`", "the `.bak` differs from its file: it holds the version "
+        "before the last persist, and the keys listed are what that persist changed",
+        "none while the file reads; when it does not, the broker loads the `.bak` and the changes are lost")
+    CONFIG_ENTRY_IGNORED = (
+        Severity.INFO, "RocketMQ `consumerOffset.json`", "an offsetTable key that is not `topic@group`",
+        "the broker never matches it to a group (it splits keys on `@` and wants two parts)")
+    TOPIC_NOT_CONFIGURED = (
+        Severity.INFO, "RocketMQ `consumerOffset.json`, `topics.json`", "a group's committed topic that "
+        "`topics.json` does not list", "getConsumeStats skips the topic: `mqadmin consumerProgress` does not "
+        "show it")
+    COMMITTED_BEYOND_QUEUE = (
+        Severity.ERROR, "RocketMQ `consumerOffset.json`, ConsumeQueue", "a committed offset beyond the queue's "
+        "max offset: the ConsumeQueue lost units, or the offsets belong to another store",
+        "pulls answer OFFSET_OVERFLOW_BADLY and the broker moves the consumer back to the max offset "
+        "(PULL_OFFSET_MOVED); the lag shows negative")
+    COMMITTED_BELOW_QUEUE = (
+        Severity.INFO, "RocketMQ `consumerOffset.json`, ConsumeQueue", "a committed offset below the queue's "
+        "min offset: messages were deleted (file retention) before the group consumed them",
+        "pulls answer OFFSET_TOO_SMALL and the broker moves the consumer to the min offset (PULL_OFFSET_MOVED)")
+    DELAY_OFFSET_OUT_OF_RANGE = (
+        Severity.ERROR, "RocketMQ `delayOffset.json`, ConsumeQueue", "a delay level's offset outside its "
+        "SCHEDULE_TOPIC_XXXX queue's [min, max] offsets",
+        "ScheduleMessageService.correctDelayOffset moves it into the range at start-up (logs 'correct delay "
+        "offset'): delayed messages are delivered again or skipped")
 
 
 @dataclass(frozen=True)

@@ -69,6 +69,10 @@ def _outputs(tmp_path) -> dict[str, list]:
     out["transactions"] += _segtool("transactions", "--json", kafka / "c04-transactions" / "data")
     out["carve"] += _segtool("carve", kafka / "c08-legacy-formats" / "data", store / "commitlog", "--out",
                              tmp_path / "c", "--json")
+    out["inspect"] += _segtool("inspect", "--json", store)
+    out["groups"] += _segtool("groups", "--json", store)
+    out["lookup"] += _segtool("lookup", store, "--msg-id", "7F00000100002A9F0000000000000000", "--json")
+    out["report"] += _segtool("report", "--json", "--no-hash", kafka / "c11a-crc-byte-flip" / "data", store)
     return out
 
 

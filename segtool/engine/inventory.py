@@ -140,6 +140,27 @@ def is_store_directory(path: str) -> bool:
     return True
 
 
+# what a broker's storePathRootDir holds besides the data directories (StorePathConfigHelper,
+# BrokerPathConfigHelper): a store whose data files were not kept still has these
+STORE_ROOT_FILES = ("checkpoint", "abort", "lock")
+STORE_CONFIG_FILES = ("topics.json", "consumerOffset.json", "subscriptionGroup.json", "delayOffset.json",
+                      "consumerFilter.json")
+
+
+def is_store_root(path: str) -> bool:
+    """Is ``path`` a RocketMQ store root: a store directory (``store_directory``), or a directory
+    holding the broker's ``config/`` files or a ``checkpoint`` only?"""
+    if is_store_directory(path):
+        return True
+    root = Path(path)
+    if not root.is_dir():
+        return False
+    config = root / "config"
+    return (root / "checkpoint").is_file() or (
+        config.is_dir() and any((config / name).is_file() or (config / f"{name}.bak").is_file()
+                                for name in STORE_CONFIG_FILES))
+
+
 def rocketmq_stores(paths: list[str]) -> list[str]:
     """The RocketMQ stores ``paths`` name: a store directory as given, and every store with
     CommitLog files found below any other directory."""

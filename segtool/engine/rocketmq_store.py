@@ -59,6 +59,8 @@ class DispatchRequest(NamedTuple):
     keys: str | None
     uniq_key: str | None
     msg_size: int = 0
+    queue_id: int = -1  # where CommitLogDispatcherBuildConsumeQueue puts it (-1: not known)
+    queue_offset: int = -1
 
 
 @dataclass
@@ -84,7 +86,7 @@ def _dispatch_from(msg: dict, check_crc: bool) -> tuple[DispatchRequest | None, 
         else:
             return None, d.get("reason", "dispatch failed")
     return DispatchRequest(d["commitLogOffset"], msg["storeTimestamp"], msg["sysFlag"], msg["topic"],
-                           d["keys"], d["uniqKey"], msg["totalSize"]), None
+                           d["keys"], d["uniqKey"], msg["totalSize"], msg["queueId"], msg["queueOffset"]), None
 
 
 # how a walk's end reads to the dispatch feeds (their "stopped"/"skipped" kinds)
@@ -388,6 +390,31 @@ class StoreView:
             return None
         return log.message_at(phy_offset, keep_body=True)
 
+    def messages(self, start: int = 0, stop: int | None = None, *, keep_body: bool = False,
+                 ends: list | None = None) -> Iterator[dict]:
+        """The CommitLog's messages with ``start <= phyOffset < stop`` in order, through the one
+        walker (``start`` is 0 or a message's first byte).  Each file is read to its own end; where
+        damage ends a file's reading, ``ends`` (when given) gets ``{"file", "phy_offset", "reason"}``."""
+        if not self.commitlog_dir.is_dir():
+            return
+        for file_start, path in rmq.list_mapped_files(self.commitlog_dir):
+            if stop is not None and file_start >= stop:
+                return
+            with rmq.MappedFile(path) as mf:
+                if file_start + mf.size <= start:
+                    continue
+                for step in rmq.walk_commitlog(mf.buf, file_from_offset=file_start, file=path.name,
+                                               path=str(path), start=max(start - file_start, 0),
+                                               digests=False, keep_body=keep_body):
+                    if isinstance(step, rmq.CommitLogEnd):
+                        if step.damaged and ends is not None:
+                            ends.append({"file": path.name, "phy_offset": step.phy_offset,
+                                         "reason": step.error.message if step.error else step.kind})
+                        break
+                    if stop is not None and step["phyOffset"] >= stop:
+                        return
+                    yield step
+
     # ---- index files ----
 
     def _open_disk_index(self) -> list[rmq.IndexFile]:
@@ -439,6 +466,9 @@ class StoreView:
             "checkpointMissing": checkpoint is None,
             "droppedIndexFiles": [f.name for f in dropped],
             "keptIndexFiles": [f.name for f in kept],
+            "keptEndPhyOffset": kept[-1].end_phy_offset if kept else None,
+            "commitlogRecoveryStartPhyOffset": (int(feed.start_file) if feed.start_file is not None
+                                                and feed.start_file.isdigit() else None),
             "geometry": {"hashSlotNum": geometry[0], "indexNum": geometry[1], "source": geometry_source},
             "commitlogRecoveryStartFile": feed.start_file,
             "commitlogDispatched": feed.dispatched,

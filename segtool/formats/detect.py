@@ -31,6 +31,21 @@ KAFKA_NAMED_KINDS = {
 NOT_RECOGNISED = "not a recognised Kafka or RocketMQ file"
 _TWENTY_DIGITS = re.compile(r"^\d{20}$")
 _ROCKETMQ_INDEX_NAME = re.compile(r"^\d{17}$")  # yyyyMMddHHmmssSSS
+_DLEDGER_DIR = re.compile(r"^dledger-.+$")  # DLedgerConfig.getDefaultPath: <root>/dledger-<selfId>
+# RocketMQ 5.x files named by their place (formats.rocketmq5): (directory names above the file, innermost
+# first, None for any) -> kind, for 20-digit mapped files
+_ROCKETMQ5_MAPPED_FILES = (
+    (("timerlog",), "rocketmq-timerlog"),
+    ((None, None, "batchconsumequeue"), "rocketmq-batchconsumequeue"),
+    ((None, None, "compactionLog"), "rocketmq-compaction-log"),
+    (("compacting", None, None, "compactionLog"), "rocketmq-compaction-log"),
+    (("replicating", None, None, "compactionLog"), "rocketmq-compaction-log"),
+    ((None, None, "compactionCq"), "rocketmq-compaction-cq"),
+    (("compacting", None, None, "compactionCq"), "rocketmq-compaction-cq"),
+    (("replicating", None, None, "compactionCq"), "rocketmq-compaction-cq"),
+)
+# a store root holds one of these beside its lock and abort markers
+_STORE_ROOT_ENTRIES = ("commitlog", "consumequeue", "index", "checkpoint", "timerlog", "batchconsumequeue")
 _COMMITLOG_MAGICS = {
     bytes.fromhex("daa320a7"),  # MESSAGE_MAGIC_CODE (v1)
     bytes.fromhex("daa320ab"),  # MESSAGE_MAGIC_CODE_V2
@@ -77,9 +92,46 @@ def detect(path: str) -> DetectedFile:
         return DetectedFile(path, "rocketmq-checkpoint")
     if _ROCKETMQ_INDEX_NAME.match(name) and parent == "index":
         return DetectedFile(path, "rocketmq-indexfile")
+    rocketmq5 = _rocketmq5_kind(name, parts[:-1])
+    if rocketmq5 is not None:
+        return DetectedFile(path, rocketmq5)
     if _TWENTY_DIGITS.match(name) and _head(path, 8)[4:8] in _COMMITLOG_MAGICS:
         return DetectedFile(path, "rocketmq-commitlog")
     return DetectedFile(path, "unknown")
+
+
+def _rocketmq5_kind(name: str, directories: list[str]) -> str | None:
+    """The kind of a RocketMQ 5.x store file, or of a store's lock/abort marker, by its place."""
+    parent = directories[-1] if directories else ""
+    if _TWENTY_DIGITS.match(name):
+        above = directories[::-1]
+        for pattern, kind in _ROCKETMQ5_MAPPED_FILES:
+            if len(above) >= len(pattern) and all(want is None or want == got for want, got in zip(pattern, above)):
+                return kind
+        if len(above) > 1 and _DLEDGER_DIR.match(above[1]) and parent in ("data", "index"):
+            return "rocketmq-dledger-data" if parent == "data" else "rocketmq-dledger-index"
+        return None
+    if name == "timerwheel":
+        return "rocketmq-timerwheel"
+    if parent == "config" and name == "timercheck":
+        return "rocketmq-timercheck"
+    if parent == "config" and name in ("timermetrics", "timermetrics.bak"):
+        return "rocketmq-timermetrics"
+    if parent == "compaction" and name == "position-checkpoint":
+        return "rocketmq-compaction-position"
+    if name == "checkpoint" and _DLEDGER_DIR.match(parent):
+        return "rocketmq-dledger-checkpoint"
+    if name in ("lock", "abort") and _is_store_root(os.sep.join(directories) or os.sep):
+        return f"rocketmq-{name}"
+    return None
+
+
+def _is_store_root(directory: str) -> bool:
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return False
+    return any(n in _STORE_ROOT_ENTRIES or _DLEDGER_DIR.match(n) for n in names)
 
 
 def _head(path: str, n: int) -> bytes:

@@ -71,6 +71,8 @@ PROPERTY_KEYS = "KEYS"
 PROPERTY_TAGS = "TAGS"
 PROPERTY_UNIQ_KEY = "UNIQ_KEY"
 PROPERTY_DELAY_TIME_LEVEL = "DELAY"
+PROPERTY_CRC32 = "__CRC32#"  # 5.x, enabledAppendPropCRC: CRC32 of the record before its last 18 bytes
+CRC32_RESERVED_LEN = len(PROPERTY_CRC32) + 1 + 10 + 1  # CommitLog.CRC32_RESERVED_LEN: name, \x01, 10 digits, \x02
 SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
 DEFAULT_MESSAGE_DELAY_LEVEL = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
 
@@ -267,6 +269,15 @@ def parse_properties(text: str) -> dict[str, str]:
         if 0 < sep < len(item) - 1:
             props[item[:sep]] = item[sep + 1:]
     return props
+
+
+def property_crc32(text: str) -> int:
+    """The ``__CRC32#`` value as ``CommitLog.checkMessageAndReturnSize`` reads it: the digits are stored
+    least significant first (``MessageDecoder.createCrc32``), read back from the last, in int arithmetic."""
+    value = 0
+    for char in reversed(text):
+        value = (value * 10 + ord(char) - ord("0")) & 0xFFFFFFFF
+    return value - 0x100000000 if value & 0x80000000 else value
 
 
 def parse_delay_levels(spec: str = DEFAULT_MESSAGE_DELAY_LEVEL) -> dict[int, int]:
@@ -511,6 +522,11 @@ def decode_message(
             dispatch = {"success": True, "msgSize": total_size, "tagsCode": code, "keys": keys,
                         "uniqKey": uniq, "commitLogOffset": physical_offset}
     msg["dispatch"] = dispatch
+    crc_text = props.get(PROPERTY_CRC32)
+    if crc_text is not None:
+        # 5.x forceVerifyPropCRC: the property against the CRC32 of the record up to its reserved tail
+        msg["propCRC"] = property_crc32(crc_text)
+        msg["propCRCComputed"] = zlib.crc32(buf[pos:record_end - CRC32_RESERVED_LEN]) & 0x7FFFFFFF
     return msg
 
 

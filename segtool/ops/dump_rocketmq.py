@@ -1,13 +1,16 @@
-"""`dump` items for RocketMQ files: CommitLog messages, ConsumeQueue units, IndexFile entries."""
+"""`dump` items for RocketMQ files: CommitLog messages, ConsumeQueue units, IndexFile entries, and the
+5.x files (formats/rocketmq5.py): BatchConsumeQueue units, the timer store, DLedger entries with their
+messages, compaction logs and queues, the lock and abort markers."""
 
 from __future__ import annotations
 
 import os
 from typing import Iterator
 
+from segtool.errors import CorruptData, SegtoolError
 from segtool.source import open_buffer
 from segtool.engine.salvage import DamagedRange, commitlog_pieces
-from segtool.formats import rocketmq
+from segtool.formats import rocketmq, rocketmq5
 from segtool.formats.detect import DetectedFile
 from segtool.formats.json_names import message_json, snake_case_keys
 from segtool.ops.dump_errors import errors_as_items
@@ -60,19 +63,162 @@ def _indexfile(path: str) -> Iterator[dict]:
 
 
 def _checkpoint(path: str) -> Iterator[dict]:
-    yield {"kind": "checkpoint", **rocketmq.read_checkpoint(open_buffer(path), path)}
+    buf = open_buffer(path)
+    item = {"kind": "checkpoint", **rocketmq.read_checkpoint(buf, path)}
+    if len(buf) >= rocketmq5.CHECKPOINT_5X_FAST.size:  # what 5.x reads after 4.x's fields (zero from a 4.x broker)
+        checkpoint = rocketmq5.read_checkpoint_5x(buf, path)
+        item.update((name, checkpoint[name]) for name in rocketmq5.CHECKPOINT_5X_FIELDS)
+    yield item
+
+
+# -- RocketMQ 5.x ------------------------------------------------------------------------------
+
+
+def _queue_of(path: str, up: int) -> tuple[str, int | None]:
+    """(topic, queueId) from the directories ``up`` and ``up - 1`` levels above the file."""
+    parts = os.path.normpath(os.path.abspath(path)).split(os.sep)
+    queue = parts[-up + 1]
+    return parts[-up], int(queue) if queue.lstrip("-").isdigit() else None
+
+
+def _batch_queue(path: str) -> Iterator[dict]:
+    sparse = rocketmq5.COMPACTION_CQ_DIR in os.path.abspath(path).split(os.sep)
+    nested = os.path.basename(os.path.dirname(path)) in rocketmq5.COMPACTION_SUB_FOLDERS
+    topic, queue_id = _queue_of(path, 4 if nested else 3)
+    units, end = rocketmq5.scan_batch_cq(open_buffer(path), file_from_offset=_start_offset(path), sparse=sparse)
+    for unit in units:
+        yield {"kind": "bcq_unit", "topic": topic, "queueId": queue_id, "byteOffset": unit.pop("fileOffset"), **unit}
+    if end.kind == "end-position":
+        yield {"kind": "end_position", "byte_offset": end.file_offset}
+    elif end.kind == "zero-tail" and end.non_zero_after is None:
+        yield {"kind": "zero_tail", "byte_offset": end.file_offset}
+    elif end.unit is not None:
+        raise CorruptData(f"a unit recovery refuses (commitLogOffset {end.unit['commitLogOffset']}, size "
+                          f"{end.unit['size']}, msgBaseOffset {end.unit['msgBaseOffset']}, batchSize "
+                          f"{end.unit['batchSize']})", path, end.file_offset)
+    elif end.kind != "end-of-file":
+        raise CorruptData(f"data after the last unit (which ends at byte {end.file_offset})", path,
+                          end.non_zero_after if end.non_zero_after is not None else end.file_offset)
+
+
+def _timer_log(path: str) -> Iterator[dict]:
+    for step in rocketmq5.walk_timer_log(open_buffer(path), file_from_offset=_start_offset(path)):
+        if isinstance(step, rocketmq5.TimerLogEnd):
+            if step.kind == "blank":
+                yield {"kind": "blank_end", "byte_offset": step.file_offset, "length": step.size}
+            elif step.kind in ("zero-tail", "short-tail") and step.non_zero_after is None:
+                yield {"kind": "zero_tail", "byte_offset": step.file_offset}
+            elif step.kind != "end-of-file":
+                raise CorruptData(f"timer log unit of size {step.size}, magic {step.magic} where a unit should "
+                                  "start (recovery truncates the timer log here)", path, step.file_offset)
+            return
+        yield {"kind": "timer_log_unit", "byteOffset": step.pop("fileOffset"),
+               "flags": rocketmq5.timer_magic_flags(step["magic"]), **step}
+
+
+def _timer_wheel(path: str) -> Iterator[dict]:
+    for slot in rocketmq5.used_timer_slots(open_buffer(path)):
+        yield {"kind": "timer_wheel_slot", "byteOffset": slot["slot"] * rocketmq5.TIMER_WHEEL_SLOT_SIZE, **slot}
+
+
+def _timer_checkpoint(path: str) -> Iterator[dict]:
+    yield {"kind": "timer_checkpoint", **rocketmq5.read_timer_checkpoint(open_buffer(path), path)}
+
+
+def _timer_metrics(path: str) -> Iterator[dict]:
+    metrics = rocketmq5.read_timer_metrics(open_buffer(path), path)
+    version = metrics["dataVersion"]
+    yield {"kind": "timer_metrics", "topics": len(metrics["timingCount"]),
+           **{f"dataVersion_{name}": value for name, value in version.items()}}
+    for row in metrics["timingCount"]:
+        yield {"kind": "timer_metric", **row}
+
+
+def _dledger_data(path: str, for_text: bool) -> Iterator[dict]:
+    decoding = {"digests": False, "decompress": False} if for_text else {"keep_body": True}
+    for step in rocketmq5.walk_dledger_data(open_buffer(path), file_from_offset=_start_offset(path), path=path,
+                                            file=os.path.basename(path), **decoding):
+        if isinstance(step, rocketmq5.DLedgerEnd):
+            if step.kind == "blank" and step.reason is None:
+                yield {"kind": "blank_end", "byte_offset": step.file_offset}
+            elif step.kind in ("zero", "short-tail") and step.non_zero_after is None:
+                yield {"kind": "zero_tail", "byte_offset": step.file_offset}
+            elif step.kind != "end-of-file":
+                yield {"kind": "error", "byte_offset": step.file_offset,
+                       "message": f"DLedger entry refused by recovery: {step.reason or 'data after the end'}"}
+            return
+        header, message = step
+        yield snake_case_keys({"kind": "dledger_entry", "byteOffset": header.pop("fileOffset"), **header})
+        if isinstance(message, SegtoolError):
+            yield {"kind": "error", "byte_offset": message.offset, "message": f"entry body: {message.message}"}
+        else:
+            message.pop("file", None)
+            yield {"kind": "message", **message_json(message)}
+
+
+def _dledger_index(path: str) -> Iterator[dict]:
+    buf = open_buffer(path)
+    entries, end = rocketmq5.dledger_index_entries(buf, file_from_offset=_start_offset(path))
+    for entry in entries:
+        yield {"kind": "dledger_index_entry", "byteOffset": entry.pop("fileOffset"), **entry}
+    if end < len(buf):
+        after = rocketmq.first_nonzero(buf, end, len(buf))
+        if after is not None:
+            raise CorruptData("index data after an all-zero entry", path, after)
+        yield {"kind": "zero_tail", "byte_offset": end}
+
+
+def _present(fields: dict) -> dict:
+    # a text line shows no null: absent values are left out
+    return {name: value for name, value in fields.items() if value is not None}
+
+
+def _dledger_checkpoint(path: str) -> Iterator[dict]:
+    yield {"kind": "dledger_checkpoint", **_present(rocketmq5.read_dledger_checkpoint(open_buffer(path), path))}
+
+
+def _compaction_positions(path: str) -> Iterator[dict]:
+    for row in rocketmq5.read_compaction_positions(open_buffer(path), path):
+        yield {"kind": "compaction_position", **_present(row)}
+
+
+def _lock(path: str) -> Iterator[dict]:
+    lock = rocketmq5.read_lock(open_buffer(path))
+    yield {"kind": "lock_marker", "content": lock["content"],
+           "meaning": ("written at every broker start" if lock["written_by_start"] else "not what a broker writes")
+           + "; the OS lock it held is gone with the process"}
+
+
+def _abort(path: str) -> Iterator[dict]:
+    abort = rocketmq5.read_abort(open_buffer(path))
+    pid = {} if abort["pid"] is None else {"pid": abort["pid"]}  # 5.x writes the broker's process id, 4.x nothing
+    yield {"kind": "abort_marker", "content": abort["content"], **pid,
+           "meaning": "the broker did not shut down cleanly (or is running): the next start recovers abnormally"}
 
 
 _READERS = {
     "rocketmq-checkpoint": _checkpoint,
     "rocketmq-consumequeue": _consumequeue,
     "rocketmq-indexfile": _indexfile,
+    "rocketmq-batchconsumequeue": _batch_queue,
+    "rocketmq-compaction-cq": _batch_queue,
+    "rocketmq-timerlog": _timer_log,
+    "rocketmq-timerwheel": _timer_wheel,
+    "rocketmq-timercheck": _timer_checkpoint,
+    "rocketmq-timermetrics": _timer_metrics,
+    "rocketmq-dledger-index": _dledger_index,
+    "rocketmq-dledger-checkpoint": _dledger_checkpoint,
+    "rocketmq-compaction-position": _compaction_positions,
+    "rocketmq-lock": _lock,
+    "rocketmq-abort": _abort,
 }
 
 
 def dump_rocketmq_file(detected: DetectedFile, for_text: bool = False) -> Iterator[dict]:
     """The file's items, named in snake_case like every other output (the decoders keep RocketMQ's names;
     a CommitLog's messages are named as they are made, by ``message_json``).  ``for_text``: see ``_commitlog``."""
-    if detected.kind == "rocketmq-commitlog":
+    if detected.kind in ("rocketmq-commitlog", "rocketmq-compaction-log"):  # a compaction log holds CommitLog messages
         return errors_as_items(_commitlog(detected.path, for_text))
+    if detected.kind == "rocketmq-dledger-data":
+        return errors_as_items(_dledger_data(detected.path, for_text))
     return (snake_case_keys(item) for item in errors_as_items(_READERS[detected.kind](detected.path)))

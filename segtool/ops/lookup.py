@@ -23,6 +23,7 @@ from segtool.ops.record_filters import RecordFilter, RecordShape, Summary, epoch
 LATEST, EARLIEST, MAX_TIMESTAMP = -1, -2, -3
 _SPECIAL = {"latest": LATEST, "earliest": EARLIEST, "max-timestamp": MAX_TIMESTAMP}
 ROCKETMQ_MAX_NUM = 64  # IndexService's own cap on a key lookup
+LONG_MAX = 2**63 - 1
 KAFKA_KEY_MAX_NUM = 1000  # a Kafka key lookup's default: a key often has many records, and no index caps them
 
 
@@ -142,8 +143,302 @@ def lookup_key(path: str, key: str, *, topic: str | None = None, begin: int = 0,
     if topic is None:
         raise SegtoolError("--key on a RocketMQ store needs --topic (the index key is topic#key)", path)
     with StoreView(path) as store:
-        return snake_case_keys(store.query_offsets(topic, key, max_num=max_num, begin=begin, end=end,
-                                                   include_collisions=include_collisions))
+        answer = snake_case_keys(store.query_offsets(topic, key, max_num=max_num, begin=begin, end=end,
+                                                     include_collisions=include_collisions))
+        _mark_index_states(store, answer, topic, key, begin, end)
+        answer["mqadmin_rows"] = _query_msg_by_key_rows(store, answer["query_message_phy_offsets"], key)
+    return answer
+
+
+def _query_msg_by_key_rows(store, phy_offsets: list[int], key: str) -> list[dict]:
+    """``mqadmin queryMsgByKey``'s rows (#Message ID, #QID, #Offset): the broker's ``queryMessage``
+    answer, kept by ``MQAdminImpl.queryMessage`` when the message's KEYS (split on a space) hold the
+    key -- a key that is only a UNIQ_KEY is dropped there, as are hash collisions."""
+    from segtool.engine.rocketmq_store import _message_view
+    from segtool.ops.mqadmin import client_msg_id
+
+    rows = []
+    for phy in phy_offsets:
+        try:
+            msg = store.message_at(phy)
+        except SegtoolError:
+            continue
+        if msg is None or key not in (msg["KEYS"] or "").split(" "):
+            continue
+        view = _message_view(msg, store.commitlog_dir)
+        rows.append({"msg_id": client_msg_id(view), "queue_id": view["queue_id"],
+                     "queue_offset": view["queue_offset"], "phy_offset": phy})
+    return rows
+
+
+# Why a message of the CommitLog is, or is not, in what IndexService.queryOffset answers after
+# DefaultMessageStore.load() (RocketMQ 4.9.8's IndexService.load, CommitLog.recoverAbnormally,
+# IndexService.buildIndex, DefaultMessageStore.start); docs/rocketmq-lookups.md.
+INDEXED = "indexed"
+REINDEXED_BY_RECOVERY = "reindexed_by_recovery"
+DISPATCHED_BY_RECOVERY = "dispatched_by_recovery"
+INDEX_FILE_DROPPED = "index_file_dropped"
+AFTER_RECOVERY_CUT = "after_recovery_cut"
+NOT_DISPATCHED = "not_dispatched"
+
+
+def _disk_index_hits(path, topic: str, key: str, begin: int, end: int) -> dict[int, str]:
+    """phyOffset -> name of the IndexFile on disk (as the broker left it) whose entries hold it for topic#key."""
+    from segtool.engine.rocketmq_store import StoreView
+    from segtool.formats import rocketmq as rmq
+
+    key_hash = rmq.index_key_hash(rmq.index_key(topic, key))
+    hits: dict[int, str] = {}
+    with StoreView(path, recover=False) as disk:
+        for index_file in disk.index_files:
+            found: list[int] = []
+            index_file.select_phy_offsets(found, key_hash, 2**31 - 1, begin, end)
+            for phy in found:
+                hits.setdefault(phy, index_file.name)
+    return hits
+
+
+def _mark_index_states(store, answer: dict, topic: str, key: str, begin: int, end: int) -> None:
+    """Say, per message, whether the broker's index holds it and why (``index_state``,
+    ``index_state_reason``), and list under ``unindexed_messages`` the CommitLog's messages that
+    carry topic#key in [begin, end] but that the index after the broker's load cannot return.
+
+    All of it comes from the files: the abort marker, the checkpoint, the IndexFile headers and
+    where the (simulated) abnormal recovery started and stopped."""
+    from segtool.engine.rocketmq_store import _message_view, carries_key
+
+    recovery = store.recovery
+    ends: list[dict] = []
+    if recovery is None:
+        for message in answer["messages"]:
+            if "error" not in message:
+                message["index_state"] = INDEXED
+                message["index_state_reason"] = "in the IndexFiles as they are on disk (the store shut down cleanly)"
+        newest = store.index_files[-1] if store.index_files else None
+        after = newest.end_phy_offset if newest is not None else None
+        ranges = [(after or 0, None, after, NOT_DISPATCHED,
+                   ("after the newest IndexFile's endPhyOffset " + str(after) if newest is not None
+                    else "no IndexFile") + ": not indexed when the broker stopped; DefaultMessageStore.start "
+                   "re-dispatches from the ConsumeQueues' largest physical offset, so the broker indexes it "
+                   "after it starts only if its ConsumeQueue unit is missing too")]
+    else:
+        disk_hits = _disk_index_hits(store.root, topic, key, begin, end)
+        dropped = set(recovery["droppedIndexFiles"])
+        start_file = recovery["commitlogRecoveryStartFile"]
+        stopped = recovery["commitlogStopped"] or {}
+        cut = stopped.get("phyOffset") if stopped.get("kind") != "last-file" else None
+        cut_reason = (f"CommitLog.recoverAbnormally stops at physical offset {cut} "
+                      f"({stopped.get('reason') or stopped.get('kind')}) and truncates the CommitLog there "
+                      "(MappedFileQueue.truncateDirtyFiles): the broker no longer has it")
+        for message in answer["messages"]:
+            if "error" in message:
+                continue
+            holder = disk_hits.get(message["phy_offset"])
+            if cut is not None and message["phy_offset"] >= cut:
+                message["index_state"] = AFTER_RECOVERY_CUT
+                message["index_state_reason"] = cut_reason + " (its index entry stays but points past the end)"
+            elif holder is None:
+                message["index_state"] = DISPATCHED_BY_RECOVERY
+                message["index_state_reason"] = (
+                    "in no IndexFile on disk: the broker had not dispatched it (ReputMessageService) when it "
+                    "stopped, so that broker did not return it; CommitLog.recoverAbnormally re-dispatches "
+                    f"every message from CommitLog file {start_file} (DefaultMessageStore.doDispatch -> "
+                    "IndexService.buildIndex), so the restarted broker does")
+            elif holder in dropped:
+                message["index_state"] = REINDEXED_BY_RECOVERY
+                message["index_state_reason"] = (
+                    f"its entry is in {holder}, which IndexService.load(lastExitOK=false) destroys "
+                    f"(endTimestamp > the checkpoint's indexMsgTimestamp); CommitLog.recoverAbnormally "
+                    f"re-dispatches from CommitLog file {start_file} and IndexService.buildIndex indexes it again")
+            else:
+                message["index_state"] = INDEXED
+                message["index_state_reason"] = f"in {holder}, kept by IndexService.load"
+        kept_end = recovery["keptEndPhyOffset"]
+        start = recovery["commitlogRecoveryStartPhyOffset"]
+        ranges = []
+        if start is not None and (kept_end is None or kept_end < start):
+            ranges.append((kept_end or 0, start, kept_end, INDEX_FILE_DROPPED,
+                           "its index entries were only in IndexFiles that IndexService.load(lastExitOK=false) "
+                           f"destroys ({', '.join(sorted(dropped)) or 'none kept'}: endTimestamp > the "
+                           "checkpoint's indexMsgTimestamp), and CommitLog.recoverAbnormally starts after it, at "
+                           f"CommitLog file {start_file} (the last file whose first storeTimestamp <= "
+                           "min(physicMsgTimestamp, logicsMsgTimestamp) - 3 s, messageIndexSafe=false): "
+                           "nothing indexes it again"))
+        if cut is not None:
+            ranges.append((cut, None, None, AFTER_RECOVERY_CUT, cut_reason))
+    returned = {message["phy_offset"] for message in answer["messages"]}
+    unindexed = []
+    for start, stop, after, state, reason in ranges:
+        for msg in store.messages(start, stop, keep_body=True, ends=ends):
+            if after is not None and msg["phyOffset"] <= after or msg["phyOffset"] in returned:
+                continue
+            if not begin <= msg["storeTimestamp"] <= end:
+                continue
+            view = _message_view(msg, store.commitlog_dir)
+            if carries_key(view, topic, key):
+                unindexed.append({**view, "index_state": state, "index_state_reason": reason})
+    answer["unindexed_messages"] = unindexed
+    for damage in ends:
+        answer["notes"].append(f"CommitLog file {damage['file']} cannot be read past physical offset "
+                               f"{damage['phy_offset']} ({damage['reason']}): messages after it were not "
+                               "searched for unindexed copies of the key")
+
+
+UNIQ_KEY_MAX_NUM = 32  # QueryMessageProcessor: a unique-key query asks for defaultQueryMaxNum
+
+
+def lookup_msg_ids(path: str, ids: list[str], topic: str | None = None) -> LookupAnswer:
+    """``mqadmin queryMsgById -i ID[,ID...]`` offline, for both kinds of id.
+
+    As ``DefaultMQAdminExtImpl.queryMessage`` does, each id is first read as an offset message id:
+    the message whose record starts at its CommitLog offset (its store host checked against the
+    message's); when none starts there it is a unique key: with ``topic``, the IndexFile's answer
+    for topic#key (``queryMessageByUniqKey``, max 32), else a scan of the CommitLog (one pass for
+    every such id) -- each message whose UNIQ_KEY property equals it, oldest store time first
+    (mqadmin prints that first one only)."""
+    from segtool.engine.rocketmq_store import StoreView, _message_view
+    from segtool.formats import rocketmq_msgid as ids_format
+    from segtool.ops.mqadmin import print_msg_fields
+
+    answers: list[dict] = []
+    messages: list[dict] = []
+    pending: dict[str, dict] = {}  # unique keys to find by scanning
+    with StoreView(path) as store:
+        def found(entry: dict, msg: dict) -> None:
+            view = _message_view(msg, store.commitlog_dir)
+            view["queried_id"] = entry["msg_id"]
+            view["mqadmin"] = print_msg_fields(view)
+            entry["phy_offsets"].append(view["phy_offset"])
+            messages.append(view)
+
+        for text in ids:
+            text = text.strip()
+            entry = {"msg_id": text, "id_kind": None, "searched_by": None, "offset_msg_id": None,
+                     "unique_key": None, "phy_offsets": [], "notes": []}
+            answers.append(entry)
+            decoded = ids_format.decode_offset_msg_id(text)
+            if decoded is None:
+                entry["notes"].append("not a message id: RocketMQ's ids are 32 (IPv4) or 56 (IPv6) hex digits")
+                continue
+            entry["offset_msg_id"] = decoded
+            entry["unique_key"] = ids_format.decode_uniq_key(text)
+            try:
+                msg = store.message_at(decoded["commit_log_offset"]) if decoded["commit_log_offset"] >= 0 else None
+            except SegtoolError:
+                msg = None  # no record starts there: not an offset id of this store
+            if msg is not None and msg["physicalOffsetField"] == decoded["commit_log_offset"]:
+                entry.update(id_kind="offset_msg_id", searched_by="commitlog_offset")
+                entry["unique_key"] = None
+                if msg["storeHost"] != decoded["store_host"]:
+                    entry["notes"].append(
+                        f"the id names store host {decoded['store_host']} but the message here was stored by "
+                        f"{msg['storeHost']}: mqadmin asks the broker at {decoded['store_host']}, which may not "
+                        "be this store")
+                found(entry, msg)
+                continue
+            entry["id_kind"] = "unique_key"
+            entry["offset_msg_id"] = None
+            if topic is not None:
+                entry["searched_by"] = "index"
+                answer = store.query_offsets(topic, text, max_num=UNIQ_KEY_MAX_NUM)
+                for phy in sorted(set(answer["phy_offsets"])):
+                    msg = store.message_at(phy)
+                    if msg is not None and msg["UNIQ_KEY"] == text:
+                        found(entry, msg)
+                entry["notes"].extend(answer["notes"])
+            else:
+                entry["searched_by"] = "commitlog_scan"
+                pending[text] = entry
+        if pending:
+            ends: list[dict] = []
+            for msg in store.messages(keep_body=True, ends=ends):
+                entry = pending.get(msg["UNIQ_KEY"])
+                if entry is not None:
+                    found(entry, msg)
+            for damage in ends:
+                for entry in pending.values():
+                    entry["notes"].append(f"CommitLog file {damage['file']} cannot be read past physical offset "
+                                          f"{damage['phy_offset']} ({damage['reason']}): not searched further")
+    by_id: dict[str, list[dict]] = {}
+    for view in messages:
+        by_id.setdefault(view["queried_id"], []).append(view)
+    for entry in answers:
+        shown = sorted(by_id.get(entry["msg_id"], []), key=lambda view: (view["store_timestamp"], view["phy_offset"]))
+        entry["phy_offsets"] = [view["phy_offset"] for view in shown]
+        if entry["id_kind"] == "unique_key" and shown:
+            entry["unique_key"] = _unique_key_times(entry["unique_key"], shown[0])
+            entry["mqadmin_phy_offset"] = shown[0]["phy_offset"]
+        if entry["id_kind"] == "unique_key" and not shown and topic is None:
+            entry["id_kind"] = None  # neither kind finds a message here
+    ordered = [view for entry in answers for view in sorted(
+        by_id.get(entry["msg_id"], []), key=lambda view: (view["store_timestamp"], view["phy_offset"]))]
+    return {"store": str(path), "topic": topic, "ids": answers, "messages": ordered}
+
+
+def _unique_key_times(decoded: dict, first: dict) -> dict:
+    """The unique key's time, resolved against its first message's born time: the client's UTC offset
+    that puts the id's creation just before the send, and the creation time under it."""
+    from segtool.formats.rocketmq_msgid import infer_utc_offset, uniq_key_time
+
+    offset = infer_utc_offset(decoded["ms_since_month_start"], first["born_timestamp"])
+    created = None if offset is None else uniq_key_time(decoded["ms_since_month_start"],
+                                                        first["born_timestamp"] + 1, offset)
+    return {**decoded, "client_utc_offset_minutes": offset, "created_timestamp": created}
+
+
+def lookup_print_msg(path: str, request: "LookupRequest") -> LookupAnswer:
+    """``mqadmin printMsg -t T [-c charset] [-s expr] [-b begin] [-e end] [-d printBody]`` offline."""
+    from segtool.ops.mqadmin import print_messages
+
+    if request.topic is None:
+        raise UsageError("--print-msg needs --topic (-t)")
+    begin, end = (mqadmin_time(text) for text in (request.begin, request.end))
+    return print_messages(path, request.topic, charset=request.charset, sub_expression=request.sub_expression,
+                          begin=begin or None, end=None if end == LONG_MAX else end, print_body=request.print_body)
+
+
+def mqadmin_time(text: str) -> int:
+    """``PrintMessageSubCommand.timestampFormat``: epoch ms, or yyyy-MM-dd#HH:mm:ss:SSS (read as UTC
+    here: mqadmin reads it in the querying machine's zone); ISO-8601 is accepted too."""
+    import re
+    from datetime import datetime, timezone
+
+    text = text.strip()
+    match = re.fullmatch(r"(\d{4})-(\d{2})-(\d{2})#(\d{2}):(\d{2}):(\d{2}):(\d{3})", text)
+    if match:
+        year, month, day, hour, minute, second, millis = map(int, match.groups())
+        return int(datetime(year, month, day, hour, minute, second, millis * 1000, tzinfo=timezone.utc).timestamp()
+                   * 1000)
+    moment = parse_timestamp(text)
+    if moment < 0:
+        raise UsageError(f"{text!r}: give epoch ms, yyyy-MM-dd#HH:mm:ss:SSS or ISO-8601")
+    return moment
+
+
+def lookup_queue_mqadmin(path: str, topic: str, queue_id: int, queue_offset: int,
+                         broker_name: str | None = None) -> LookupAnswer:
+    """``mqadmin queryMsgByOffset -t -b -i -o``: the ConsumeQueue unit and its message, with the
+    fields ``printMsg`` shows; the pull that mqadmin makes adds MIN_OFFSET and MAX_OFFSET (the
+    queue's bounds) to the properties (``PullAPIWrapper.processPullResult``)."""
+    from segtool.ops.mqadmin import print_msg_fields
+
+    answer = lookup_queue(path, topic, queue_id, queue_offset)
+    message = answer.get("message")
+    in_range = (answer["min_offset_in_queue"] is not None
+                and answer["min_offset_in_queue"] <= queue_offset < answer["max_offset_in_queue"])
+    if message is not None and in_range:
+        # beside the message, not in it: a message has one shape whichever way it was found
+        answer["mqadmin"] = print_msg_fields(message, {"MIN_OFFSET": str(answer["min_offset_in_queue"]),
+                                                        "MAX_OFFSET": str(answer["max_offset_in_queue"])})
+    elif message is not None:
+        answer.setdefault("notes", []).append(
+            "the unit is outside [min, max) of the queue: a pull there answers OFFSET_ILLEGAL and mqadmin "
+            "prints nothing")
+    if broker_name is not None:
+        answer["broker_name"] = broker_name
+        answer.setdefault("notes", []).append(
+            f"broker name {broker_name!r} taken as naming this store (a store does not record its broker name)")
+    return answer
 
 
 def lookup_queue(path: str, topic: str, queue_id: int, queue_offset: int) -> LookupAnswer:
@@ -296,6 +591,12 @@ class LookupRequest:
     record_filter: RecordFilter = RecordFilter()
     shape: RecordShape | None = None  # None: records as every command shows them
     summary: bool = False
+    msg_ids: tuple[str, ...] | None = None  # RocketMQ queryMsgById: offset message ids or unique keys
+    print_msg: bool = False  # RocketMQ printMsg over --topic
+    broker_name: str | None = None  # queryMsgByOffset's -b: named, not checked
+    charset: str = "UTF-8"
+    sub_expression: str = "*"
+    print_body: bool = True
 
     @property
     def filtered(self) -> bool:
@@ -304,16 +605,17 @@ class LookupRequest:
 
 
 _KAFKA_MODES = ("offset", "timestamp", "key")
-_ROCKETMQ_MODES = ("key", "queue_id")
+_ROCKETMQ_MODES = ("key", "queue_id", "msg_ids", "print_msg")
 
 
 def lookup(path: str, request: LookupRequest) -> tuple[LookupAnswer, bool]:
     """The answer to ``request`` on the partition or store at ``path``, and whether anything was
     found.  What ``path`` is (a Kafka partition or a RocketMQ store) is decided here, once;
     a request that does not fit it is a usage error (UsageError)."""
-    modes = [name for name in ("offset", "timestamp", "key", "queue_id") if getattr(request, name) is not None]
+    modes = [name for name in ("offset", "timestamp", "key", "queue_id", "msg_ids") if getattr(request, name) is not None]
+    modes += ["print_msg"] if request.print_msg else []
     if len(modes) != 1:
-        raise UsageError("give exactly one of --offset, --timestamp, --key, --queue-id")
+        raise UsageError("give exactly one of --offset, --timestamp, --key, --queue-id, --msg-id, --print-msg")
     mode = modes[0]
     if request.filtered and (request.floor or request.ceiling):
         raise UsageError("--floor and --ceiling give the offset index's entry, not records: record filters, "
@@ -351,8 +653,15 @@ def lookup(path: str, request: LookupRequest) -> tuple[LookupAnswer, bool]:
     if mode == "queue_id":
         if request.topic is None or request.queue_offset is None:
             raise UsageError("--queue-id needs --topic and --queue-offset")
-        answer = lookup_queue(path, request.topic, request.queue_id, request.queue_offset)
+        answer = lookup_queue_mqadmin(path, request.topic, request.queue_id, request.queue_offset,
+                                      request.broker_name)
         return answer, answer.get("phy_offset") is not None
+    if mode == "msg_ids":
+        answer = lookup_msg_ids(path, list(request.msg_ids), request.topic)
+        return answer, all(entry["phy_offsets"] for entry in answer["ids"])
+    if mode == "print_msg":
+        answer = lookup_print_msg(path, request)
+        return answer, bool(answer["messages"])
     if mode == "offset":
         answer = (lookup_index_entry(path, request.offset, ceiling=request.ceiling) if request.floor or request.ceiling
                   else lookup_offset(path, request.offset))

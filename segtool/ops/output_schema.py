@@ -149,6 +149,84 @@ class RocketMQMessageItem(TypedDict):
     body: str | None
     body_b64: str | None
     file: str
+    # lookup answers only (docs/rocketmq-lookups.md)
+    mqadmin: NotRequired["MqadminMessage"]
+    queried_id: NotRequired[str]
+    msg_id: NotRequired[str]
+    body_text: NotRequired[str | None]
+    body_charset: NotRequired[str]
+    index_state: NotRequired[Literal["indexed", "reindexed_by_recovery", "dispatched_by_recovery",
+                                     "index_file_dropped", "after_recovery_cut", "not_dispatched"]]
+    index_state_reason: NotRequired[str]
+
+
+class MqadminMessage(TypedDict):
+    """``QueryMsgByIdSubCommand.printMsg``'s fields, snake_case (``message_body_path``: FILE@BYTE+LENGTH
+    of the body in the CommitLog; mqadmin writes a copy to /tmp/rocketmq/msgbodys instead)."""
+    offset_msg_id: str
+    msg_id: str
+    topic: str
+    tags: str | None
+    keys: str | None
+    queue_id: int
+    queue_offset: int
+    commit_log_offset: int
+    reconsume_times: int
+    born_timestamp: int
+    store_timestamp: int
+    born_host: str
+    store_host: str
+    system_flag: int
+    properties: dict[str, str]
+    properties_text: str
+    message_body_path: str
+
+
+class OffsetMsgIdFields(TypedDict):
+    """``MessageDecoder.decodeMessageId``."""
+    store_host: str
+    store_ip: str
+    store_port: int
+    commit_log_offset: int
+
+
+class UniqKeyFields(TypedDict):
+    """What ``MessageClientIDSetter`` lets one read back from a unique key."""
+    client_ip: str
+    pid: int
+    class_loader_hash: int
+    ms_since_month_start: int
+    counter: int
+    client_utc_offset_minutes: NotRequired[int | None]
+    created_timestamp: NotRequired[int | None]
+
+
+class MsgIdAnswer(TypedDict):
+    """One id of ``lookup --msg-id``: which kind it turned out to be and where its messages are."""
+    msg_id: str
+    id_kind: Literal["offset_msg_id", "unique_key"] | None
+    searched_by: Literal["commitlog_offset", "index", "commitlog_scan"] | None
+    offset_msg_id: OffsetMsgIdFields | None
+    unique_key: UniqKeyFields | None
+    phy_offsets: list[int]
+    mqadmin_phy_offset: NotRequired[int]
+    notes: list[str]
+
+
+class QueryMsgByKeyRow(TypedDict):
+    """``mqadmin queryMsgByKey``'s row (#Message ID, #QID, #Offset) and the message's physical offset."""
+    msg_id: str
+    queue_id: int
+    queue_offset: int
+    phy_offset: int
+
+
+class PrintMsgQueue(TypedDict):
+    """``mqadmin printMsg``'s per-queue header: min and max offset, messages printed."""
+    queue_id: int
+    min_offset: int
+    max_offset: int
+    messages: int
 
 
 class OtherItem(TypedDict):
@@ -156,6 +234,17 @@ class OtherItem(TypedDict):
     kind: Literal["offset_index_entry", "time_index_entry", "aborted_txn", "producer_snapshot", "producer",
                   "checkpoint", "checkpoint_entry", "partition_metadata", "cq_unit", "index_header", "index_entry",
                   "error", "zero_tail", "trailing_bytes", "blank_end"]
+    file: str
+
+
+class RocketMQ5Item(TypedDict):
+    """RocketMQ 5.x store files (docs/formats.md): BatchConsumeQueue and compaction queue units and a sparse
+    queue's end marker, timer log units, used timer wheel slots, the timer checkpoint and metrics (one
+    line per topic), DLedger entry headers (each followed by its ``message`` item) and index entries, the
+    DLedger checkpoint, compaction positions, and the store's lock and abort markers."""
+    kind: Literal["bcq_unit", "end_position", "timer_log_unit", "timer_wheel_slot", "timer_checkpoint",
+                  "timer_metrics", "timer_metric", "dledger_entry", "dledger_index_entry", "dledger_checkpoint",
+                  "compaction_position", "lock_marker", "abort_marker"]
     file: str
 
 
@@ -238,6 +327,11 @@ class LookupAnswer(TypedDict):
     message: NotRequired[RocketMQMessageItem | None]
     messages: NotRequired[list[RocketMQMessageItem]]
     notes: NotRequired[list[str]]
+    ids: NotRequired[list[MsgIdAnswer]]  # --msg-id
+    mqadmin_rows: NotRequired[list[QueryMsgByKeyRow]]  # RocketMQ --key
+    mqadmin: NotRequired["MqadminMessage"]  # RocketMQ queue lookup: queryMsgByOffset's view of the message
+    unindexed_messages: NotRequired[list[RocketMQMessageItem]]  # RocketMQ --key
+    queues: NotRequired[list[PrintMsgQueue]]  # --print-msg
 
 
 # -- rebuild-index, trim, index-keys --------------------------------------------------------
@@ -726,6 +820,199 @@ class InspectReport(TypedDict):
     summary: InspectSummary
 
 
+# -- inspect a RocketMQ store (docs/inspect.md) ---------------------------------------------------
+
+class StoreShutdown(TypedDict):
+    abort_file: bool  # <root>/abort: created at start, deleted by a clean shutdown
+    lock_file: bool  # <root>/lock: locked while a broker runs; it stays after shutdown
+    lock_content: str | None
+    last_exit: Literal["normal", "abnormal"]  # DefaultMessageStore.isTempFileExist
+
+
+class StoreCheckpointReport(TypedDict):
+    path: str
+    size: int
+    physic_msg_timestamp: int
+    logics_msg_timestamp: int
+    index_msg_timestamp: int
+    min_timestamp: int  # StoreCheckpoint.getMinTimestamp: min(physic, logics) - 3 s, at least 0
+    last_message_store_timestamp: int | None  # the newest message in the CommitLog
+    last_unit_store_timestamp: int | None  # the newest message a ConsumeQueue's last unit points at
+    last_index_end_timestamp: int | None  # the newest IndexFile's endTimestamp
+
+
+class InspectedCommitLogFile(TypedDict):
+    name: str
+    start_offset: int
+    size: int
+    messages: int
+    first_phy_offset: int | None
+    last_phy_offset: int | None
+    first_store_timestamp: int | None
+    last_store_timestamp: int | None
+    end_kind: str  # how the walk of the file ended: end-of-file, blank, zero-tail, or the damage
+    end_file_offset: int
+    data_end: int  # one past the last byte holding data in the file
+
+
+class StoredMessageRef(TypedDict):
+    phy_offset: int
+    store_timestamp: int
+    topic: str
+    queue_id: int
+    queue_offset: int
+    file: str
+
+
+class InspectedCommitLog(TypedDict):
+    directory: str
+    configured_file_size: int | None  # mappedFileSizeCommitLog from the names' spacing
+    files: list[InspectedCommitLogFile]
+    names_continuous: bool
+    messages: int
+    min_offset: int | None
+    data_end_phy_offset: int | None
+    last_message: StoredMessageRef | None
+
+
+class InspectedQueueFile(TypedDict):
+    name: str
+    size: int
+    units: int  # units with commitLogOffset >= 0 and size > 0
+
+
+class QueueAfterStart(TypedDict):
+    """One ConsumeQueue after the broker's load (recovery) and start (re-dispatch)."""
+    units_dropped: int
+    files_deleted: list[str]
+    phantom_units: int  # a zero first unit truncateDirtyLogicFiles keeps in an empty last file
+    units_added_by_recovery: int
+    units_added_by_reput: int
+    min_offset: int
+    max_offset_after_load: int
+    max_physic_offset_after_load: int
+    max_offset: int
+    max_physic_offset: int
+
+
+class InspectedConsumeQueue(TypedDict):
+    topic: str
+    queue_id: int
+    directory: str | None  # None: a queue the re-dispatch creates
+    files: list[InspectedQueueFile]
+    units: int
+    max_offset: int  # as ConsumeQueue.recover reads the files
+    max_physic_offset: int
+    after_start: QueueAfterStart | None  # None when the store does not load
+
+
+class InspectedIndexFile(TypedDict):
+    name: str
+    size: int
+    hash_slot_num: int | None  # inferred (the header does not record it); None when it cannot be
+    index_num: int | None
+    geometry_source: str | None
+    begin_timestamp: int | None
+    end_timestamp: int | None
+    begin_phy_offset: int | None
+    end_phy_offset: int | None
+    hash_slot_count: int | None
+    index_count: int | None
+
+
+class ConfigFileReport(TypedDict):
+    name: str
+    size: int
+
+
+class CommitLogCut(TypedDict):
+    file: str
+    file_offset: int
+    phy_offset: int
+    bytes_dropped: int
+    messages_dropped: int  # whole messages starting at or after the cut, and a damaged one there
+
+
+class CommitLogRecoveryPlan(TypedDict):
+    method: Literal["recoverNormally", "recoverAbnormally"]
+    start_file: str | None
+    check_crc: bool
+    stop_kind: str | None
+    stop_file: str | None
+    stop_file_offset: int | None
+    stop_reason: str | None
+    max_phy_offset: int  # processOffset: where the CommitLog ends after recovery
+    truncated_at: CommitLogCut | None  # None when no data lies after it
+    deleted_files: list[str]
+
+
+class IndexPlan(TypedDict):
+    kept: list[str]
+    destroyed: list[str]  # IndexService.load(lastExitOK=false): endTimestamp > indexMsgTimestamp
+    files_after: list[str]  # created files are named new / new-after-<previous> (RocketMQ: the wall clock)
+    messages_indexed: int
+    entries_written: int
+    files_created: int
+    appended_to: str | None
+
+
+class Redispatch(TypedDict):
+    from_file: str | None
+    from_phy_offset: int | None
+    to_phy_offset: int
+    messages: int
+    units_added: int
+
+
+class RocketMQStartupPlan(TypedDict):
+    last_exit: Literal["normal", "abnormal"]
+    loads: bool  # DefaultMessageStore.load succeeds
+    refused_files: list[str]
+    commitlog: CommitLogRecoveryPlan | None
+    max_phy_offset_of_consume_queue: int
+    truncates_consume_queues: bool  # truncateDirtyLogicFiles runs
+    consume_queue_units_dropped: int
+    index: IndexPlan
+    recovery_dispatch: Redispatch | None  # recoverAbnormally's doDispatch
+    reput: Redispatch | None  # ReputMessageService at start
+    commitlog_files_after: list[str]
+    notes: list[str]
+
+
+class InspectedStore(TypedDict):
+    path: str
+    shutdown: StoreShutdown
+    checkpoint: StoreCheckpointReport | None
+    commitlog: InspectedCommitLog | None
+    consume_queues: list[InspectedConsumeQueue]
+    index_files: list[InspectedIndexFile]
+    config_files: list[ConfigFileReport]
+    other_files: list[str]
+    unreadable: list[PathReason]
+    plan: RocketMQStartupPlan
+    problems: list[Problem]
+
+
+class RocketMQInspectSummary(TypedDict):
+    stores: int
+    abnormal_shutdowns: int
+    stores_not_loading: int
+    commitlogs_truncated: int
+    consume_queue_units_dropped: int
+    index_files_destroyed: int
+    errors: int
+    notes: int
+    unreadable: int
+
+
+class RocketMQInspectReport(TypedDict):
+    stores: list[InspectedStore]
+    summary: RocketMQInspectSummary
+
+
+InspectOutput = Union[InspectReport, RocketMQInspectReport]
+
+
 # -- groups ---------------------------------------------------------------------------------
 
 class TopicPartitions(TypedDict):
@@ -794,6 +1081,86 @@ class GroupsReport(TypedDict):
     groups: list[ConsumerGroup]
     problems: list[Problem]
     summary: GroupsSummary
+
+
+# RocketMQ (`groups STORE`): consumerOffset.json against the ConsumeQueues (ops/rocketmq_groups.py)
+
+class RocketMQConfigRead(TypedDict):
+    """A config/ file and its .bak as ConfigManager.load takes them."""
+    name: str  # consumerOffset.json, topics.json, ...
+    source_class: str  # the RocketMQ class that persists and loads it
+    path: str
+    present: bool
+    size: int | None
+    error: str | None  # why it does not read (file and byte offset)
+    backup_present: bool
+    backup_error: str | None
+    loaded_from: Literal["file", "backup"] | None  # what the broker loads (None: neither gives contents)
+    backup_equal: bool | None  # None: the file or the .bak gives no contents
+    backup_differences: list[str]  # key paths where the .bak (the previous version) differs
+
+
+class RocketMQQueueProgress(TypedDict):
+    queue_id: int
+    committed_offset: int | None  # consumerOffset.json; None: no entry
+    consumer_offset: int  # what getConsumeStats uses: the committed offset, 0 when none
+    queue_present: bool | None  # None: the copy has no consumequeue/ (bounds unknown)
+    min_offset: int | None
+    max_offset: int | None  # the broker offset (getMaxOffsetInQueue); 0/0 for a queue the store lacks
+    lag: int | None  # max_offset - consumer_offset (mqadmin consumerProgress #Diff)
+    last_consumed_queue_offset: int | None  # consumer_offset - 1, when its message was found
+    last_consumed_phy_offset: int | None
+    last_consumed_timestamp: int | None  # its store timestamp (#LastTime)
+
+
+class RocketMQTopicProgress(TypedDict):
+    topic: str
+    retry_topic: bool  # %RETRY%<group>
+    read_queue_nums: int | None  # topics.json; None: the topic is not configured
+    queues: list[RocketMQQueueProgress]
+    total_lag: int | None
+
+
+class RocketMQConsumerGroup(TypedDict):
+    group: str
+    subscription_configured: bool  # listed in subscriptionGroup.json
+    consume_enable: bool | None
+    consume_broadcast_enable: bool | None
+    retry_max_times: int | None
+    topics: list[RocketMQTopicProgress]
+    total_lag: int | None
+
+
+class DelayLevelProgress(TypedDict):
+    """ScheduleMessageService's progress on one delay level (SCHEDULE_TOPIC_XXXX queue level - 1)."""
+    delay_level: int
+    delay_ms: int | None  # under the default messageDelayLevel (the store does not record the broker's)
+    queue_id: int
+    offset: int | None  # delayOffset.json; None: no entry (the service starts at 0)
+    queue_present: bool | None
+    min_offset: int | None
+    max_offset: int | None
+    pending: int | None  # delayed messages not delivered yet: max_offset - offset
+    corrected_offset: int | None  # where correctDelayOffset moves an offset outside [min, max]
+
+
+class RocketMQGroupsSummary(TypedDict):
+    groups: int
+    topics: int
+    queues: int
+    total_lag: int | None
+    delay_levels: int
+    pending_delayed: int | None
+
+
+class RocketMQGroupsReport(TypedDict):
+    store: str
+    queues_read: bool  # the copy has consumequeue/: bounds, lag and last-consumed times are known
+    config_files: list[RocketMQConfigRead]
+    groups: list[RocketMQConsumerGroup]
+    delay_levels: list[DelayLevelProgress]
+    problems: list[Problem]
+    summary: RocketMQGroupsSummary
 
 
 # -- transactions ---------------------------------------------------------------------------
@@ -940,11 +1307,260 @@ class RecordsSummary(TypedDict):
     problems: int
 
 
+# -- report: the figures of the picture of a partition or store (docs/report.md) -------------
+
+class ReportFile(TypedDict):
+    """A verified file as the report shows it: verify's figures without the list of its problems."""
+    path: str
+    kind: str
+    status: Literal["ok", "problems", "unreadable", "skipped"]
+    size: int | None
+    sha256: str | None
+    batches: int | None  # Kafka .log: framed batches (verify's count)
+    records: int | None  # Kafka .log: verify's count (shallow: v2 batch headers only)
+    first_offset: int | None
+    last_offset: int | None
+    recovery: Recovery | None
+    problems: int
+    errors: int
+
+
+class ReportFinding(TypedDict):
+    """A verify finding, with where the timeline draws it (``placed_at``: a Kafka offset or a RocketMQ
+    physical offset) and what gave that place."""
+    file: str
+    kind: FindingCode
+    severity: SeverityName
+    byte_offset: int | None
+    offset: int | None
+    message: str
+    placed_at: int | None
+    placed_by: Literal["offset", "byte_offset", "file", "consume_queue_unit", "none"]
+
+
+class ReportFindings(TypedDict):
+    total: int
+    by_kind: dict[str, int]
+    shown: list[ReportFinding]  # every finding up to a cap (errors first); ``total`` counts them all
+
+
+class KafkaTimeline(TypedDict):
+    """A partition's batches in file order, grouped into buckets of consecutive batches of one segment
+    (one bucket per batch when ``batches_per_bucket`` is 1): one value per bucket in each list.
+    Times are ms since the epoch, None where no batch of the bucket has one."""
+    batches_per_bucket: int
+    segment: list[int]  # index into the partition's segments
+    first_offset: list[int]
+    last_offset: list[int]
+    first_position: list[int]
+    batches: list[int]
+    records: list[int]
+    bytes: list[int]
+    create_time_min: list[int | None]
+    create_time_max: list[int | None]
+    log_append_time: list[int | None]
+
+
+class TimestampEvent(TypedDict):
+    offset: int
+    timestamp: int
+    reference: int  # out of order: the largest timestamp before it; future: the report's reference time
+
+
+class TimestampEvents(TypedDict):
+    count: int
+    shown: list[TimestampEvent]
+
+
+class OffsetGaps(TypedDict):
+    count: int
+    offsets_missing: int
+    shown: list[OffsetRange]
+
+
+class TransactionSpan(TypedDict):
+    producer_id: int
+    first_offset: int
+    last_offset: int  # the marker's offset; an open transaction's last batch
+    outcome: Literal["commit", "abort", "open"]
+
+
+class TransactionFigures(TypedDict):
+    committed: int
+    aborted: int
+    open: int
+    empty: int  # markers with no data batch before them
+    shown: list[TransactionSpan]
+
+
+class ReportDamage(TypedDict):
+    file: str
+    first_byte: int
+    last_byte: int
+    reason: str
+    first_offset: int | None  # Kafka offsets / RocketMQ queue offsets lost, as the neighbours tell them
+    last_offset: int | None
+    physical_offset: int | None  # RocketMQ: the CommitLog offset of first_byte
+
+
+class ReportTruncation(TypedDict):
+    """Where the broker's recovery cuts: everything from here on is dropped (later segments and files too)."""
+    file: str
+    byte_offset: int
+    offset: int | None  # Kafka: the first offset lost; RocketMQ: the physical offset
+    reason: str | None
+
+
+class IndexPoints(TypedDict):
+    entries: int
+    offsets: list[int]
+    values: list[int]  # offset index: byte positions; time index: timestamps
+    sampled: bool
+
+
+class Rates(TypedDict):
+    bucket_ms: int
+    start: list[int]
+    records_per_second: list[float]
+    bytes_per_second: list[float]
+
+
+class SizeHistogram(TypedDict):
+    bin_edges: list[int]  # bytes; bin i holds sizes in [edge i, edge i+1)
+    batches: list[int]
+
+
+class ReportSegment(TypedDict):
+    file: str
+    base_offset: int
+    size: int
+    status: str
+    batches: int
+    records: int  # legacy messages counted by their inner messages, as verify --deep does
+    first_offset: int | None
+    last_offset: int | None
+    first_timestamp: int | None
+    last_timestamp: int | None
+    valid_bytes: int | None
+    bytes_lost: int | None
+
+
+class ReportPartition(TypedDict):
+    directory: str
+    topic: str
+    partition: int | None
+    segments: list[ReportSegment]
+    batches: int
+    records: int
+    bytes: int
+    first_offset: int | None
+    last_offset: int | None
+    first_timestamp: int | None
+    last_timestamp: int | None
+    log_append_time_batches: int
+    timeline: KafkaTimeline
+    out_of_order: TimestampEvents
+    future: TimestampEvents
+    gaps: OffsetGaps
+    transactions: TransactionFigures
+    damaged: list[ReportDamage]
+    truncation: ReportTruncation | None
+    offset_index: IndexPoints
+    time_index: IndexPoints
+    rates: Rates
+    batch_sizes: SizeHistogram
+    codecs: list[CodecFigures]
+    producers: list[ProducerFigures]
+    producer_count: int
+    findings: ReportFindings
+    notes: list[str]
+
+
+class QueueFigures(TypedDict):
+    topic: str
+    queue_id: int
+    messages: int
+    bytes: int
+    first_timestamp: int | None
+    last_timestamp: int | None
+    first_queue_offset: int | None
+    last_queue_offset: int | None
+
+
+class QueueSeries(TypedDict):
+    topic: str
+    queue_id: int | None  # None: the queues not shown one by one, together
+    messages: list[int]  # per time bucket
+
+
+class StoreTimeline(TypedDict):
+    bucket_ms: int
+    start: list[int]
+    series: list[QueueSeries]
+
+
+class CommitLogCoverage(TypedDict):
+    file: str
+    start_offset: int
+    size: int
+    data_end_offset: int  # physical offset after the file's last byte of data
+    messages: int
+    status: str
+
+
+class IndexFileCoverage(TypedDict):
+    file: str
+    begin_timestamp: int | None
+    end_timestamp: int | None
+    begin_phy_offset: int | None
+    end_phy_offset: int | None
+    index_count: int | None
+    status: str
+
+
+class ConsumerProgress(TypedDict):
+    group: str
+    topic: str
+    queue_id: int
+    committed_offset: int
+    max_queue_offset: int | None  # from the CommitLog walk: the last queue offset seen + 1
+    lag: int | None
+
+
+class ReportStore(TypedDict):
+    root: str
+    messages: int
+    bytes: int
+    first_timestamp: int | None
+    last_timestamp: int | None
+    queues: list[QueueFigures]
+    timeline: StoreTimeline
+    commitlog: list[CommitLogCoverage]
+    index_files: list[IndexFileCoverage]
+    damaged: list[ReportDamage]
+    truncation: ReportTruncation | None
+    consumer_progress: list[ConsumerProgress] | None  # None: no consumer offsets read (see notes)
+    findings: ReportFindings
+    notes: list[str]
+
+
+class ReportFigures(TypedDict):
+    """`segtool report --json`: the figures the HTML page draws (and embeds as JSON)."""
+    generated_at: int  # ms since the epoch: the reference time for future timestamps
+    inputs: list[str]
+    files: list[ReportFile]
+    summary: VerifySummary
+    partitions: list[ReportPartition]
+    stores: list[ReportStore]
+    other_findings: ReportFindings  # findings of files in no partition or store
+    notes: list[str]
+
+
 # shaped records and the summary come from the record filters (docs/filters.md)
 DumpItem = Union[KafkaBatchItem, KafkaRecordItem, ShownRecordItem, RocketMQMessageItem, DamagedRangeItem, OtherItem,
-                 RecordsSummary]
+                 RocketMQ5Item, RecordsSummary]
 
-OPEN = {VerifiedFile, LookupAnswer, RocketMQMessageItem, OtherItem, Recovery}
+OPEN = {VerifiedFile, LookupAnswer, RocketMQMessageItem, OtherItem, RocketMQ5Item, Recovery}
 
 # one schema per command: what it prints (dump: each line)
 COMMAND_OUTPUTS = {
@@ -957,9 +1573,10 @@ COMMAND_OUTPUTS = {
     "scan": ScanReport,
     "carve": CarveReport,
     "salvage": SalvageReport,
-    "inspect": InspectReport,
-    "groups": GroupsReport,
+    "inspect": InspectOutput,
+    "groups": Union[GroupsReport, RocketMQGroupsReport],
     "transactions": TransactionsReport,
+    "report": ReportFigures,
 }
 
 

@@ -35,6 +35,9 @@ unwritten zero tail of a preallocated file is not counted), ``records_lost`` the
 messages (whole or torn) that start there, ``torn_messages`` how many of those
 are incomplete.
 
+``The RocketMQ 5.x files (BatchConsumeQueue, the timer store, DLedger, compaction, the lock and abort
+markers) are checked by ``rocketmq5``.
+
 ``deep`` also inflates compressed bodies, and checks every IndexFile entry
 against its message (without it, at most ``INDEX_CHECK_LIMIT`` entries per file,
 evenly spread, are checked).
@@ -51,6 +54,7 @@ from segtool.ops.verify_rocketmq.checkpoint import verify_checkpoint
 from segtool.ops.verify_rocketmq.commitlog import verify_commitlog
 from segtool.ops.verify_rocketmq.consume_queue import verify_consumequeue
 from segtool.ops.verify_rocketmq.index_file import verify_indexfile
+from segtool.ops.verify_rocketmq.rocketmq5 import ROCKETMQ5_KINDS, verify_rocketmq5_file
 from segtool.ops.verify_rocketmq.store import StoreContexts
 
 
@@ -79,7 +83,8 @@ def _verify_with(ctx, detected, deep: bool, hash_slot_num: int | None, index_num
     checks = {"rocketmq-commitlog": lambda: verify_commitlog(detected.path, deep, ctx),
               "rocketmq-consumequeue": lambda: verify_consumequeue(detected.path, deep, ctx),
               "rocketmq-indexfile": lambda: verify_indexfile(detected.path, deep, ctx, hash_slot_num, index_num),
-              "rocketmq-checkpoint": lambda: verify_checkpoint(detected.path, deep, ctx)}
+              "rocketmq-checkpoint": lambda: verify_checkpoint(detected.path, deep, ctx),
+              **{kind: lambda: verify_rocketmq5_file(detected.kind, detected.path, deep) for kind in ROCKETMQ5_KINDS}}
     if detected.kind not in checks:
         return {"problems": [], "status": "skipped", "reason": NOT_RECOGNISED}
     # the checks keep RocketMQ's field names; the report speaks snake_case like every output

@@ -5,6 +5,7 @@ from __future__ import annotations
 from segtool.errors import TruncatedData
 from segtool.findings import Findings, FindingKind
 from segtool.formats import rocketmq as rmq
+from segtool.formats import rocketmq5 as r5
 from segtool.ops.verify_rocketmq.store import PROBLEMS_PER_KIND, StoreContext
 
 
@@ -16,6 +17,8 @@ def verify_checkpoint(path: str, deep: bool, ctx: StoreContext) -> dict:
         except TruncatedData as exc:
             problems.add(FindingKind.CHECKPOINT_SIZE, exc.offset, exc.message)
             return {"problems": problems.result()}
+        # StoreCheckpoint (5.x): two offsets after the timestamps (zero from a 4.x broker)
+        cp5 = r5.read_checkpoint_5x(mf.buf, path) if mf.size >= r5.CHECKPOINT_5X_FAST.size else None
     fields = (("physicMsgTimestamp", 0, "CommitLog"), ("logicsMsgTimestamp", 8, "ConsumeQueue"),
               ("indexMsgTimestamp", 16, "IndexFile"))
     last = ctx.data_end_timestamp
@@ -61,6 +64,16 @@ def verify_checkpoint(path: str, deep: bool, ctx: StoreContext) -> dict:
         problems.add(FindingKind.STORE_DOES_NOT_LOAD, None, "RocketMQ refuses to load this store: CommitLog file(s) "
                                                             f"{', '.join(recovery['wrongSizeFiles'])} do not have the "
                                                             "configured size")
+    if cp5 is not None:
+        end = recovery["maxPhyOffset"] if recovery is not None else None
+        for name in r5.CHECKPOINT_5X_FIELDS:
+            value, offset = cp5[name], r5.CHECKPOINT_5X_FAST.field_offset(name)
+            cp[name] = value
+            if value < 0:
+                problems.add(FindingKind.CHECKPOINT_OFFSET, offset, f"{name} {value} is negative")
+            elif end is not None and value > end:
+                problems.add(FindingKind.CHECKPOINT_OFFSET, offset,
+                             f"{name} {value} is beyond where the CommitLog's recovery ends ({end})")
     out = {"checkpoint": cp, "problems": problems.result()}
     if recovery is not None:
         out["store_recovery"] = recovery

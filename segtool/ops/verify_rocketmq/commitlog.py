@@ -96,6 +96,10 @@ def _scan_commitlog_file(buf, size, start, path, name, deep, problems: Findings,
                          f"message at phyOffset {phy}: {msg['dispatch'].get('reason')} "
                          "(checkMessageAndReturnSize fails; recovery stops here)", offset=phy)
             cut_problem = pos if cut_problem is None else cut_problem
+        if "propCRC" in msg and (msg["propCRC"] < 0 or msg["propCRC"] != msg["propCRCComputed"]):
+            problems.add(FindingKind.PROPERTY_CRC_MISMATCH, pos,
+                         f"__CRC32# property says {msg['propCRC']} but the message's CRC32 is {msg['propCRCComputed']} "
+                         f"(phyOffset {phy}); with forceVerifyPropCRC RocketMQ's recovery stops here", offset=phy)
         if msg["physicalOffsetField"] != phy:
             problems.add(FindingKind.PHYSICAL_OFFSET, pos,
                          f"PHYSICALOFFSET field says {msg['physicalOffsetField']} but the "

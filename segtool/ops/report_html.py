@@ -1,0 +1,443 @@
+"""`report --out`: the figures of ``ops.report`` drawn as one self-contained HTML page.
+
+plotly's JavaScript (the bundle the plotly package ships, as ``include_plotlyjs=True`` embeds it)
+is embedded once, in the head: the page opens with no network.  Figures are plain plotly dicts
+built here from the typed figures, each drawn by ``Plotly.newPlot`` (the plotly package itself
+is not imported: that alone would cost longer than the rest of the page).  The figures themselves are embedded too, as JSON in
+``<script type="application/json" id="segtool-figures">``, for tools and tests to read.
+"""
+
+from __future__ import annotations
+
+import html
+import importlib.util
+import json
+from pathlib import Path
+
+from segtool.errors import SegtoolError
+from segtool.ops.output_schema import ReportFigures, ReportPartition, ReportStore
+from segtool.ops.render import iso_time as iso
+
+_COLOURS = {"create": "#1f77b4", "append": "#2ca02c", "late": "#ff7f0e", "future": "#d62728", "index": "#9467bd",
+            "commit": "#2ca02c", "abort": "#d62728", "open": "#ff7f0e", "gap": "#7f7f7f", "damage": "#d62728",
+            "segment": ("#4c78a8", "#9ecae9"), "error": "#d62728", "info": "#7f7f7f"}
+_PLOT_CONFIG = {"displaylogo": False, "responsive": True}
+
+
+def _lane_segments(spans, lane: str, name: str, colour: str, hover: list[str], width: int = 10) -> dict:
+    """Horizontal bars on a lane of the lanes axis: one line piece per (first, last) span."""
+    xs, ys, text = [], [], []
+    for (first, last), words in zip(spans, hover):
+        xs += [first, last, None]
+        ys += [lane, lane, None]
+        text += [words, words, None]
+    return {"type": "scatter", "mode": "lines", "x": xs, "y": ys, "xaxis": "x", "yaxis": "y2", "name": name,
+            "line": {"color": colour, "width": width}, "text": text, "hoverinfo": "text+name",
+            "showlegend": False}
+
+
+def _finding_traces(findings: list[dict], axis: str = "y2") -> tuple[list[dict], list[str]]:
+    """One marker trace per finding kind, on its own lane, at the place the figures give it."""
+    by_kind: dict[str, list[dict]] = {}
+    for finding in findings:
+        if finding["placed_at"] is not None:
+            by_kind.setdefault(finding["kind"], []).append(finding)
+    traces, lanes = [], []
+    for kind, items in sorted(by_kind.items()):
+        lane = f"finding: {kind}"
+        lanes.append(lane)
+        error = any(f["severity"] == "error" for f in items)
+        traces.append({
+            "type": "scatter", "mode": "markers", "x": [f["placed_at"] for f in items], "y": [lane] * len(items),
+            "xaxis": "x", "yaxis": axis, "name": kind,
+            "marker": {"symbol": "x" if error else "circle-open", "size": 11,
+                       "color": _COLOURS["error" if error else "info"]},
+            "text": [f"{f['severity']} {f['kind']} ({f['file'].rsplit('/', 1)[-1]}): {f['message'][:300]}"
+                     for f in items],
+            "hoverinfo": "text", "showlegend": False})
+    return traces, lanes
+
+
+def _vertical(x: float, colour: str, dash: str, label: str | None = None) -> tuple[dict, dict | None]:
+    shape = {"type": "line", "xref": "x", "yref": "paper", "x0": x, "x1": x, "y0": 0, "y1": 1,
+             "line": {"color": colour, "width": 2 if label else 1, "dash": dash}}
+    note = None if label is None else {"x": x, "xref": "x", "y": 1, "yref": "paper", "text": label,
+                                       "showarrow": False, "xanchor": "left", "yanchor": "bottom",
+                                       "font": {"color": colour}}
+    return shape, note
+
+
+def _partition_timeline(p: ReportPartition) -> dict:
+    t = p["timeline"]
+    # a point per bucket at its middle offset; no text per point: a big partition's page stays small
+    middle = [(a + b) // 2 for a, b in zip(t["first_offset"], t["last_offset"])]
+    where = "offset %{x}" if t["batches_per_bucket"] == 1 else f"offsets around %{{x}} (up to " \
+        f"{t['batches_per_bucket']} batches)"
+    traces = [
+        {"type": "scatter", "mode": "lines+markers", "x": middle, "y": t["create_time_max"], "name": "create time",
+         "marker": {"size": 4, "color": _COLOURS["create"]}, "line": {"width": 1}, "connectgaps": False,
+         "hovertemplate": where + "<br>create time %{y}<extra></extra>"},
+    ]
+    if any(v is not None for v in t["log_append_time"]):
+        traces.append({"type": "scatter", "mode": "lines+markers", "x": middle, "y": t["log_append_time"],
+                       "name": "log-append time", "marker": {"size": 4, "color": _COLOURS["append"]},
+                       "line": {"width": 1}, "connectgaps": False,
+                       "hovertemplate": where + "<br>log-append time %{y}<extra></extra>"})
+    for key, name, symbol, colour in (("out_of_order", "timestamp below an earlier batch's", "x", "late"),
+                                       ("future", "timestamp in the future", "triangle-up", "future")):
+        events = p[key]["shown"]
+        if events:
+            traces.append({"type": "scatter", "mode": "markers", "x": [e["offset"] for e in events],
+                           "y": [e["timestamp"] for e in events], "name": f"{name} ({p[key]['count']})",
+                           "marker": {"symbol": symbol, "size": 9, "color": _COLOURS[colour]},
+                           "text": [f"offset {e['offset']}: {iso(e['timestamp'])}, reference {iso(e['reference'])}"
+                                    for e in events], "hoverinfo": "text+name"})
+    index = p["time_index"]
+    if index["offsets"]:
+        traces.append({"type": "scatter", "mode": "markers", "x": index["offsets"], "y": index["values"],
+                       "name": f"time index entries ({index['entries']})",
+                       "marker": {"symbol": "diamond-open", "size": 7, "color": _COLOURS["index"]}})
+    lanes = ["segments"]
+    segments = p["segments"]
+    spans = [(s["first_offset"], s["last_offset"]) for s in segments if s["first_offset"] is not None]
+    words = [f"{s['file'].rsplit('/', 1)[-1]}: {s['batches']} batches, {s['records']} records, {s['size']} bytes"
+             for s in segments if s["first_offset"] is not None]
+    for parity in (0, 1):
+        traces.append(_lane_segments(spans[parity::2], "segments", "segment", _COLOURS["segment"][parity],
+                                     words[parity::2], 14))
+    if p["offset_index"]["offsets"]:
+        lanes.append("offset index")
+        traces.append({"type": "scatter", "mode": "markers", "x": p["offset_index"]["offsets"],
+                       "y": ["offset index"] * len(p["offset_index"]["offsets"]), "xaxis": "x", "yaxis": "y2",
+                       "name": f"offset index entries ({p['offset_index']['entries']})",
+                       "marker": {"symbol": "line-ns-open", "size": 10, "color": _COLOURS["index"]},
+                       "text": [f"offset {o} at byte {v}" for o, v in zip(p["offset_index"]["offsets"],
+                                                                          p["offset_index"]["values"])],
+                       "hoverinfo": "text", "showlegend": False})
+    if p["gaps"]["shown"]:
+        lanes.append("compaction gaps")
+        gaps = p["gaps"]["shown"]
+        traces.append(_lane_segments([(g["first_offset"], g["last_offset"]) for g in gaps], "compaction gaps",
+                                     "gap", _COLOURS["gap"],
+                                     [f"offsets {g['first_offset']}..{g['last_offset']} absent" for g in gaps]))
+    for outcome, lane in (("commit", "committed transactions"), ("abort", "aborted transactions"),
+                          ("open", "open transactions")):
+        spans = [s for s in p["transactions"]["shown"] if s["outcome"] == outcome]
+        if spans:
+            lanes.append(lane)
+            traces.append(_lane_segments([(s["first_offset"], s["last_offset"]) for s in spans], lane, lane,
+                                         _COLOURS[outcome],
+                                         [f"producer {s['producer_id']}: offsets {s['first_offset']}..{s['last_offset']}"
+                                          for s in spans]))
+    damaged = [d for d in p["damaged"] if d["first_offset"] is not None]
+    if damaged:
+        lanes.append("damaged")
+        traces.append(_lane_segments(
+            [(d["first_offset"], d["last_offset"] if d["last_offset"] is not None else d["first_offset"])
+             for d in damaged], "damaged", "damaged", _COLOURS["damage"],
+            [f"{d['reason']}: bytes {d['first_byte']}..{d['last_byte']}, offsets {d['first_offset']}.."
+             f"{d['last_offset'] if d['last_offset'] is not None else '?'}" for d in damaged]))
+    finding_traces, finding_lanes = _finding_traces(p["findings"]["shown"])
+    traces += finding_traces
+    lanes += finding_lanes
+    shapes, notes = [], []
+    if len(segments) <= 200:
+        for s in segments[1:]:
+            shape, _ = _vertical(s["base_offset"], "#999999", "dot")
+            shapes.append(shape)
+    if p["truncation"] is not None and p["truncation"]["offset"] is not None:
+        shape, note = _vertical(p["truncation"]["offset"], _COLOURS["damage"], "dash",
+                                f"recovery truncates at offset {p['truncation']['offset']}")
+        shapes.append(shape)
+        notes.append(note)
+    lane_height = 22
+    height = 420 + lane_height * len(lanes)
+    split = min(0.6, (lane_height * len(lanes) + 40) / height)
+    return {"data": traces, "layout": {
+        "title": {"text": "Offsets against time, and what lies where along the offsets"},
+        "height": height, "hovermode": "closest", "shapes": shapes, "annotations": notes,
+        "xaxis": {"title": {"text": "offset"}, "anchor": "y2", "showspikes": True},
+        "yaxis": {"domain": [split + 0.06, 1], "type": "date", "title": {"text": "timestamp (UTC)"}},
+        "yaxis2": {"domain": [0, split], "type": "category", "categoryorder": "array",
+                   "categoryarray": list(reversed(lanes)), "automargin": True},
+        "legend": {"orientation": "h", "y": -0.12},
+        "margin": {"t": 60, "b": 40}}}
+
+
+def _rates_figure(p: ReportPartition) -> dict | None:
+    rates = p["rates"]
+    if not rates["start"]:
+        return None
+    return {"data": [
+        {"type": "bar", "x": rates["start"], "y": rates["records_per_second"], "name": "records/s",
+         "marker": {"color": _COLOURS["create"]}, "offsetgroup": 1},
+        {"type": "bar", "x": rates["start"], "y": rates["bytes_per_second"], "name": "bytes/s", "yaxis": "y2",
+         "marker": {"color": _COLOURS["append"]}, "offsetgroup": 2},
+    ], "layout": {
+        "title": {"text": f"Records and bytes per second ({rates['bucket_ms'] / 1000:g} s buckets, by batch timestamp)"},
+        "height": 320, "barmode": "group", "xaxis": {"type": "date", "title": {"text": "time (UTC)"}},
+        "yaxis": {"title": {"text": "records/s"}, "rangemode": "tozero"},
+        "yaxis2": {"title": {"text": "bytes/s"}, "overlaying": "y", "side": "right", "rangemode": "tozero"},
+        "legend": {"orientation": "h", "y": -0.25}, "margin": {"t": 50}}}
+
+
+def _size_label(size: int) -> str:
+    for unit, scale in (("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if size >= scale:
+            return f"{size // scale} {unit}"
+    return f"{size} B"
+
+
+def _batches_figure(p: ReportPartition) -> dict:
+    edges, counts = p["batch_sizes"]["bin_edges"], p["batch_sizes"]["batches"]
+    used = [i for i, c in enumerate(counts) if c]
+    low, high = (used[0], used[-1]) if used else (0, 0)
+    labels = [f"{_size_label(edges[i])}–{_size_label(edges[i + 1]) if i + 1 < len(edges) else '∞'}"
+              for i in range(low, high + 1)]
+    producers = p["producers"]
+    return {"data": [
+        {"type": "bar", "x": labels, "y": counts[low:high + 1], "name": "batches by size", "xaxis": "x",
+         "yaxis": "y", "marker": {"color": _COLOURS["create"]}},
+        {"type": "bar", "x": [c["codec"] for c in p["codecs"]], "y": [c["batches"] for c in p["codecs"]],
+         "name": "batches by codec", "xaxis": "x2", "yaxis": "y2", "marker": {"color": _COLOURS["append"]},
+         "hovertext": [f"{c['records']} records, {c['bytes']} bytes" for c in p["codecs"]]},
+        {"type": "bar", "x": [str(f["producer_id"]) for f in producers], "y": [f["records"] for f in producers],
+         "name": "records by producer id", "xaxis": "x3", "yaxis": "y3", "marker": {"color": _COLOURS["index"]},
+         "hovertext": [f"epochs {f['producer_epochs']}, {f['batches']} batches, offsets {f['first_offset']}.."
+                  f"{f['last_offset']}{', transactional' if f['transactional'] else ''}" for f in producers]},
+    ], "layout": {
+        "title": {"text": f"Batches: sizes, codecs and producers ({p['producer_count']} producer ids)"},
+        "height": 340, "showlegend": False, "margin": {"t": 60},
+        "xaxis": {"domain": [0, 0.42], "title": {"text": "batch size"}, "type": "category"},
+        "yaxis": {"title": {"text": "batches"}},
+        "xaxis2": {"domain": [0.5, 0.68], "title": {"text": "codec"}, "type": "category"},
+        "yaxis2": {"anchor": "x2", "title": {"text": "batches"}},
+        "xaxis3": {"domain": [0.76, 1], "title": {"text": "producer id"}, "type": "category"},
+        "yaxis3": {"anchor": "x3", "title": {"text": "records"}}}}
+
+
+def _store_timeline(s: ReportStore) -> dict | None:
+    t = s["timeline"]
+    if not t["series"]:
+        return None
+    names = [f"{q['topic']}/{q['queue_id']}" if q["queue_id"] is not None else q["topic"] for q in t["series"]]
+    return {"data": [{"type": "heatmap", "x": t["start"], "y": names, "z": [q["messages"] for q in t["series"]],
+                      "colorscale": "Blues", "colorbar": {"title": {"text": "messages"}},
+                      "hovertemplate": "%{y}<br>%{x}<br>%{z} messages<extra></extra>"}],
+            "layout": {"title": {"text": f"Messages per topic and queue over time ({t['bucket_ms'] / 1000:g} s "
+                                         "buckets, by store timestamp)"},
+                       "height": 200 + 18 * len(names), "xaxis": {"type": "date", "title": {"text": "time (UTC)"}},
+                       "yaxis": {"automargin": True, "type": "category"}, "margin": {"t": 50}}}
+
+
+def _store_coverage(s: ReportStore) -> dict:
+    traces, lanes = [], []
+    files = s["commitlog"]
+    if files:
+        lanes.append("CommitLog data")
+        traces.append(_lane_segments([(f["start_offset"], f["data_end_offset"]) for f in files], "CommitLog data",
+                                     "CommitLog", _COLOURS["segment"][0],
+                                     [f"{f['file'].rsplit('/', 1)[-1]}: {f['messages']} messages, data to physical "
+                                      f"offset {f['data_end_offset']} ({f['status']})" for f in files], 14))
+    indexed = [f for f in s["index_files"] if f["begin_phy_offset"] is not None]
+    if indexed:
+        lanes.append("IndexFile coverage")
+        traces.append(_lane_segments([(f["begin_phy_offset"], f["end_phy_offset"]) for f in indexed],
+                                     "IndexFile coverage", "IndexFile", _COLOURS["index"],
+                                     [f"{f['file'].rsplit('/', 1)[-1]}: {f['index_count']} entries, "
+                                      f"{iso(f['begin_timestamp'])} .. {iso(f['end_timestamp'])}" for f in indexed]))
+    damaged = [d for d in s["damaged"] if d["physical_offset"] is not None]
+    if damaged:
+        lanes.append("damaged")
+        traces.append(_lane_segments([(d["physical_offset"], d["physical_offset"] + d["last_byte"] - d["first_byte"])
+                                      for d in damaged], "damaged", "damaged", _COLOURS["damage"],
+                                     [f"{d['reason']}: bytes {d['first_byte']}..{d['last_byte']} of "
+                                      f"{d['file'].rsplit('/', 1)[-1]}" for d in damaged]))
+    finding_traces, finding_lanes = _finding_traces(s["findings"]["shown"])
+    traces += finding_traces
+    lanes += finding_lanes
+    shapes, notes = [], []
+    if s["truncation"] is not None:
+        shape, note = _vertical(s["truncation"]["offset"], _COLOURS["damage"], "dash",
+                                f"recovery cuts at physical offset {s['truncation']['offset']}")
+        shapes.append(shape)
+        notes.append(note)
+    return {"data": traces, "layout": {
+        "title": {"text": "CommitLog and IndexFile coverage, damage and findings along the physical offsets"},
+        "height": 160 + 26 * max(len(lanes), 1), "shapes": shapes, "annotations": notes, "hovermode": "closest",
+        "xaxis": {"title": {"text": "CommitLog physical offset"}, "anchor": "y2"},
+        "yaxis2": {"domain": [0, 1], "type": "category", "categoryorder": "array",
+                   "categoryarray": list(reversed(lanes)), "automargin": True},
+        "margin": {"t": 60}}}
+
+
+# -- the page ---------------------------------------------------------------------------------
+
+
+def _table(head: list[str], rows: list[list], css: str = "") -> str:
+    cells = "".join(f"<th>{html.escape(h)}</th>" for h in head)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(v))}</td>" for v in row) + "</tr>" for row in rows)
+    return f'<table class="{css}"><thead><tr>{cells}</tr></thead><tbody>{body}</tbody></table>'
+
+
+def _findings_html(findings: dict) -> str:
+    if not findings["total"]:
+        return "<p>verify found nothing here.</p>"
+    counts = ", ".join(f"{kind} {n}" for kind, n in sorted(findings["by_kind"].items()))
+    rows = [[f["severity"], f["kind"], f["file"].rsplit("/", 1)[-1], "-" if f["byte_offset"] is None else f["byte_offset"],
+             "-" if f["offset"] is None else f["offset"],
+             "-" if f["placed_at"] is None else f"{f['placed_at']} ({f['placed_by']})", f["message"]]
+            for f in findings["shown"]]
+    more = "" if findings["total"] == len(findings["shown"]) else \
+        f"<p class=note>{findings['total'] - len(findings['shown'])} more findings are counted above, not listed.</p>"
+    return (f"<p>{findings['total']} findings: {html.escape(counts)}</p>"
+            + _table(["severity", "kind", "file", "byte", "offset", "drawn at", "message"], rows, "findings") + more)
+
+
+def _notes_html(notes: list[str]) -> str:
+    if not notes:
+        return ""
+    return "<ul class=notes>" + "".join(f"<li>{html.escape(n)}</li>" for n in notes) + "</ul>"
+
+
+def _rate(count: int, first: int | None, last: int | None) -> str:
+    if first is None or last is None or last <= first:
+        return "-"
+    return f"{count / ((last - first) / 1000):.1f}/s"
+
+
+def _plotly_js() -> str:
+    """plotly's own JavaScript bundle, read from the installed plotly package without importing it
+    (importing plotly costs longer than the rest of the page)."""
+    spec = importlib.util.find_spec("plotly")
+    if spec is None or not spec.submodule_search_locations:
+        raise SegtoolError("the plotly package is not installed: it provides the page's JavaScript")
+    return (Path(spec.submodule_search_locations[0]) / "package_data" / "plotly.min.js").read_text(encoding="utf-8")
+
+
+def _script_json(value) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False).replace("</", "<\\/")
+
+
+class _Page:
+    """The page's parts; each figure a div drawn by ``Plotly.newPlot`` once the bundle has loaded."""
+
+    def __init__(self):
+        self.parts: list[str] = []
+        self.figures = 0
+
+    def figure(self, figure: dict | None) -> None:
+        if figure is None:
+            return
+        self.figures += 1
+        div = f"segtool-figure-{self.figures}"
+        height = figure["layout"].get("height", 400)
+        self.parts.append(f'<div id="{div}" class="plotly-graph-div" style="height:{height}px;width:100%"></div>'
+                          f'<script>Plotly.newPlot("{div}",{_script_json(figure["data"])},'
+                          f'{_script_json(figure["layout"])},{_script_json(_PLOT_CONFIG)});</script>')
+
+    def add(self, text: str) -> None:
+        self.parts.append(text)
+
+
+def _partition_section(page: _Page, p: ReportPartition) -> None:
+    name = p["directory"]
+    truncation = p["truncation"]
+    page.add(f"<section class=partition><h2>Kafka partition {html.escape(name)}</h2>")
+    page.add(_table(["segments", "batches", "records", "bytes", "offsets", "first timestamp", "last timestamp",
+                     "records/s", "bytes/s", "log-append-time batches", "transactions (commit/abort/open)",
+                     "recovery"],
+                    [[len(p["segments"]), p["batches"], p["records"], p["bytes"],
+                      f"{p['first_offset']}..{p['last_offset']}", iso(p["first_timestamp"]), iso(p["last_timestamp"]),
+                      _rate(p["records"], p["first_timestamp"], p["last_timestamp"]),
+                      _rate(p["bytes"], p["first_timestamp"], p["last_timestamp"]), p["log_append_time_batches"],
+                      f"{p['transactions']['committed']}/{p['transactions']['aborted']}/{p['transactions']['open']}",
+                      "keeps everything" if truncation is None else
+                      f"truncates {truncation['file'].rsplit('/', 1)[-1]} at byte {truncation['byte_offset']} "
+                      f"(offset {truncation['offset']}, {truncation['reason']})"]], "summary"))
+    page.add(_notes_html(p["notes"]))
+    page.figure(_partition_timeline(p))
+    page.figure(_rates_figure(p))
+    page.figure(_batches_figure(p))
+    page.add("<h3>Findings</h3>" + _findings_html(p["findings"]))
+    page.add("<details><summary>Segments</summary>" + _table(
+        ["file", "base offset", "bytes", "status", "batches", "records", "offsets", "first timestamp",
+         "last timestamp", "recovery keeps bytes"],
+        [[s["file"].rsplit("/", 1)[-1], s["base_offset"], s["size"], s["status"], s["batches"], s["records"],
+          f"{s['first_offset']}..{s['last_offset']}", iso(s["first_timestamp"]), iso(s["last_timestamp"]),
+          "-" if s["valid_bytes"] is None else s["valid_bytes"]] for s in p["segments"]]) + "</details>")
+    page.add("</section>")
+
+
+def _store_section(page: _Page, s: ReportStore) -> None:
+    page.add(f"<section class=store><h2>RocketMQ store {html.escape(s['root'])}</h2>")
+    truncation = s["truncation"]
+    page.add(_table(["messages", "bytes", "queues", "CommitLog files", "IndexFiles", "first store time",
+                     "last store time", "messages/s", "recovery"],
+                    [[s["messages"], s["bytes"], len(s["queues"]), len(s["commitlog"]), len(s["index_files"]),
+                      iso(s["first_timestamp"]), iso(s["last_timestamp"]),
+                      _rate(s["messages"], s["first_timestamp"], s["last_timestamp"]),
+                      "keeps everything" if truncation is None else
+                      f"cuts at physical offset {truncation['offset']} ({truncation['reason']})"]], "summary"))
+    page.add(_notes_html(s["notes"]))
+    page.figure(_store_timeline(s))
+    page.figure(_store_coverage(s))
+    if s["consumer_progress"]:
+        page.add("<h3>Consumer progress</h3>" + _table(
+            ["group", "topic", "queue", "committed offset", "queue end (CommitLog)", "lag"],
+            [[c["group"], c["topic"], c["queue_id"], c["committed_offset"],
+              "-" if c["max_queue_offset"] is None else c["max_queue_offset"], "-" if c["lag"] is None else c["lag"]]
+             for c in s["consumer_progress"]]))
+    page.add("<h3>Findings</h3>" + _findings_html(s["findings"]))
+    page.add("<details><summary>Queues</summary>" + _table(
+        ["topic", "queue", "messages", "bytes", "queue offsets", "first store time", "last store time"],
+        [[q["topic"], q["queue_id"], q["messages"], q["bytes"], f"{q['first_queue_offset']}..{q['last_queue_offset']}",
+          iso(q["first_timestamp"]), iso(q["last_timestamp"])] for q in s["queues"]]) + "</details>")
+    page.add("</section>")
+
+
+_STYLE = """
+body{font-family:system-ui,sans-serif;margin:1.5em;color:#222}
+table{border-collapse:collapse;margin:.5em 0;font-size:13px}
+td,th{border:1px solid #ccc;padding:2px 6px;text-align:left;vertical-align:top}
+th{background:#f0f0f0}
+table.findings td:last-child{max-width:60em}
+.notes,.note{color:#555;font-size:13px}
+section{border-top:2px solid #888;margin-top:2em}
+"""
+
+
+def write_report(paths: list[str], out: str, force: bool = False, **options) -> ReportFigures:
+    """``report``'s figures of ``paths`` written to ``out`` as the page; the output is checked before
+    anything is read (not inside an input, not over a file unless ``force``, which keeps a backup)."""
+    from segtool.engine.safe_write import plan_outputs, write_atomically
+    from segtool.ops.report import report
+
+    plan_outputs([out], paths, in_place=False, force=force)
+    figures = report(paths, **options)
+    write_atomically(out, report_html(figures).encode(), replace=force)
+    return figures
+
+
+def report_html(figures: ReportFigures) -> str:
+    """The whole page: every partition and store with its figures and findings, the figures as JSON."""
+    page = _Page()
+    summary = figures["summary"]
+    page.add(f"<h1>segtool report</h1><p>{html.escape(', '.join(figures['inputs']))}<br>"
+             f"made {iso(figures['generated_at'])} (the reference time for future timestamps); "
+             f"verify: {summary['files']} files, {summary['ok']} ok, {summary['problems']} with problems, "
+             f"{summary['unreadable']} unreadable, {summary['skipped']} skipped</p>")
+    page.add("<p class=note>Every point of a timeline is a group of consecutive batches of one segment (one batch "
+             "when a partition has few); index entries, events and findings beyond the caps are counted, not drawn. "
+             "Each section says where it aggregated.</p>")
+    page.add(_notes_html(figures["notes"]))
+    for partition in figures["partitions"]:
+        _partition_section(page, partition)
+    for store in figures["stores"]:
+        _store_section(page, store)
+    if figures["other_findings"]["total"]:
+        page.add("<section><h2>Other files</h2>" + _findings_html(figures["other_findings"]) + "</section>")
+    return ("<!DOCTYPE html><html><head><meta charset=utf-8><title>segtool report</title>"
+            f"<style>{_STYLE}</style><script>{_plotly_js()}</script></head><body>" + "".join(page.parts)
+            + f'<script type="application/json" id="segtool-figures">{_script_json(figures)}</script>'
+            "</body></html>\n")

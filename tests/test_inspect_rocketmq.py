@@ -1,0 +1,209 @@
+"""`segtool inspect STORE` on every RocketMQ corpus case: the inventory against counts read from
+the raw files and the goldens, the start-up plan against `verify`'s prediction and against what
+RocketMQ 4.9.8's own DefaultMessageStore.load did (expected/recovery.json)."""
+
+from __future__ import annotations
+
+import json
+import os
+import struct
+
+import pytest
+from jsonschema import Draft202012Validator
+
+from segtool.ops.inspect_rocketmq import inspect_stores
+from segtool.ops.verify import verify
+from tests.conftest import REPO, case_dirs, segtool
+
+CASES = case_dirs("rocketmq")
+CQ_UNIT = struct.Struct(">qiq")  # commitLogOffset, size, tagsCode
+INDEX_HEADER = struct.Struct(">qqqqii")  # begin/end timestamp, begin/end phy offset, hashSlotCount, indexCount
+
+
+def _ids(case):
+    return case.name
+
+
+@pytest.fixture(scope="module")
+def reports():
+    """One inspect report per case, computed once."""
+    return {case.name: inspect_stores([str(case / "store")])["stores"][0] for case in CASES}
+
+
+def _golden(case, name):
+    path = case / "expected" / name
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def _raw_units(path) -> int:
+    data = path.read_bytes()
+    return sum(1 for i in range(0, len(data) - len(data) % CQ_UNIT.size, CQ_UNIT.size)
+               if CQ_UNIT.unpack_from(data, i)[0] >= 0 and CQ_UNIT.unpack_from(data, i)[1] > 0)
+
+
+@pytest.mark.parametrize("case", CASES, ids=_ids)
+def test_files_and_counts_match_the_raw_files(case, reports):
+    store = case / "store"
+    report = reports[case.name]
+    # ConsumeQueue: every queue directory, file and unit count, read here with struct
+    raw_queues = {}
+    cq_root = store / "consumequeue"
+    if cq_root.is_dir():
+        for topic in sorted(os.listdir(cq_root)):
+            for queue in sorted(os.listdir(cq_root / topic)):
+                files = sorted((cq_root / topic / queue).iterdir())
+                raw_queues[(topic, int(queue))] = [(f.name, f.stat().st_size, _raw_units(f)) for f in files]
+    listed = {(q["topic"], q["queue_id"]): [(f["name"], f["size"], f["units"]) for f in q["files"]]
+              for q in report["consume_queues"] if q["directory"] is not None}
+    assert listed == raw_queues
+    assert {key: sum(u for *_, u in files) for key, files in raw_queues.items()} == \
+        {(q["topic"], q["queue_id"]): q["units"] for q in report["consume_queues"] if q["directory"] is not None}
+    # CommitLog files: names and sizes as on disk
+    cl_dir = store / "commitlog"
+    raw_files = sorted((p.name, p.stat().st_size) for p in cl_dir.iterdir()) if cl_dir.is_dir() else []
+    assert [(f["name"], f["size"]) for f in (report["commitlog"] or {"files": []})["files"]] == raw_files
+    # IndexFile headers, read here with struct
+    index_dir = store / "index"
+    raw_index = []
+    for path in sorted(index_dir.iterdir()) if index_dir.is_dir() else []:
+        begin_ts, end_ts, begin_phy, end_phy, slots, count = INDEX_HEADER.unpack(path.read_bytes()[:INDEX_HEADER.size])
+        raw_index.append((path.name, path.stat().st_size, begin_ts, end_ts, begin_phy, end_phy, slots, max(count, 1)))
+    assert [(f["name"], f["size"], f["begin_timestamp"], f["end_timestamp"], f["begin_phy_offset"],
+             f["end_phy_offset"], f["hash_slot_count"], f["index_count"]) for f in report["index_files"]] == raw_index
+    geometry = json.loads((case / "case.json").read_text())["index_geometry"]
+    assert {(f["hash_slot_num"], f["index_num"]) for f in report["index_files"]} <= \
+        {(geometry["hashSlotNum"], geometry["indexNum"])}
+    # config files and markers
+    config = store / "config"
+    assert [f["name"] for f in report["config_files"]] == (sorted(os.listdir(config)) if config.is_dir() else [])
+    assert report["shutdown"]["abort_file"] == (store / "abort").exists()
+    assert report["shutdown"]["lock_file"] == (store / "lock").exists()
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if (c / "expected" / "commitlog-files.json").exists()], ids=_ids)
+def test_commitlog_files_match_the_golden(case, reports):
+    golden = _golden(case, "commitlog-files.json")
+    files = reports[case.name]["commitlog"]["files"]
+    assert [(f["name"], f["messages"], f["first_phy_offset"], f["last_phy_offset"]) for f in files] == \
+        [(g["file"], g["messages"], g["firstMessagePhyOffset"], g["lastMessagePhyOffset"]) for g in golden["files"]]
+    assert reports[case.name]["commitlog"]["configured_file_size"] == golden["mappedFileSizeCommitLog"]
+    assert reports[case.name]["commitlog"]["names_continuous"]
+
+
+@pytest.mark.parametrize("case", CASES, ids=_ids)
+def test_plan_cuts_where_verify_predicts(case, reports):
+    plan = reports[case.name]["plan"]
+    result = verify([str(case / "store")], hash_inputs=False)
+    predicted = [f["store_recovery"] for f in result["files"] if f.get("store_recovery")]
+    commitlog_files = [f for f in result["files"] if f.get("kind") == "rocketmq-commitlog"]
+    if not predicted:  # an index-only copy: no CommitLog, nothing to recover
+        assert not commitlog_files and plan["commitlog"] is None
+        return
+    prediction = predicted[0]
+    assert plan["loads"] == prediction["rocketmq_loads"]
+    if not plan["loads"]:
+        assert plan["commitlog"] is None
+        assert plan["refused_files"] == [str(case / "store" / "commitlog" / name.split(":")[0])
+                                         for name in prediction["wrong_size_files"]]
+        return
+    recovery = plan["commitlog"]
+    assert recovery["max_phy_offset"] == prediction["max_phy_offset"]
+    assert recovery["start_file"] == prediction["start_file"]
+    assert recovery["deleted_files"] == prediction["deleted_files"]
+    lost_bytes = sum(f["recovery"]["bytes_lost"] for f in commitlog_files)
+    lost_records = sum(f["recovery"]["records_lost"] for f in commitlog_files)
+    cut = recovery["truncated_at"]
+    assert (cut["bytes_dropped"], cut["messages_dropped"]) == (lost_bytes, lost_records) if cut else lost_bytes == 0
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if (c / "expected" / "recovery.json").exists()], ids=_ids)
+def test_plan_matches_rocketmq_load(case, reports):
+    """What RocketMQ's DefaultMessageStore.load did on a copy of the store: the same cut, files and queues."""
+    golden = _golden(case, "recovery.json")
+    report = reports[case.name]
+    plan = report["plan"]
+    assert plan["loads"] == golden["loadResult"]
+    assert report["shutdown"]["abort_file"] == golden["abortFileExists"]
+    if not golden["loadResult"]:
+        return
+    assert plan["commitlog"]["max_phy_offset"] == golden["maxPhyOffset"]
+    assert plan["commitlog_files_after"] == [name.split(":")[0] for name in golden["commitlogFilesAfterLoad"]]
+    index = plan["index"]
+    assert set(index["kept"]) <= set(golden["indexFilesAfterLoad"])
+    assert len(index["kept"]) + index["files_created"] == len(golden["indexFilesAfterLoad"])
+    after_load = {(q["topic"], q["queue_id"]): q["after_start"] for q in report["consume_queues"]}
+    on_disk = {(q["topic"], q["queue_id"]) for q in report["consume_queues"] if q["directory"] is not None}
+    compared = 0
+    for queue in golden["consumeQueuesAfterLoad"]:
+        key = (queue["topic"], queue["queueId"])
+        if key not in on_disk:  # created empty by ScheduleMessageService.load, after recovery
+            assert queue["maxPhysicOffset"] == -1
+            continue
+        state = after_load[key]
+        assert (state["min_offset"], state["max_offset_after_load"], state["max_physic_offset_after_load"]) == \
+            (queue["minOffsetInQueue"], queue["maxOffsetInQueue"], queue["maxPhysicOffset"]), key
+        compared += 1
+    assert compared == len(on_disk)
+
+
+def _case(name):
+    found = [c for c in CASES if c.name == name]
+    if not found:
+        pytest.skip(f"RocketMQ case {name} not present")
+    return found[0]
+
+
+def test_kill9_abort_is_an_abnormal_shutdown(reports):
+    case = _case("kill9-abort")
+    report = reports[case.name]
+    summary = json.loads((case / "case.json").read_text())["results_summary"]
+    assert report["shutdown"]["last_exit"] == "abnormal"
+    assert report["plan"]["last_exit"] == "abnormal"
+    assert report["plan"]["commitlog"]["method"] == "recoverAbnormally"
+    assert "unclean_shutdown" in {p["kind"] for p in report["problems"]}
+    recovery = summary["recovery"]
+    assert report["plan"]["index"]["destroyed"] == sorted(set(recovery["indexFilesBeforeLoad"])
+                                                          - set(recovery["indexFilesAfterLoad"]))
+    # the one message not in its ConsumeQueue when the broker died is put there by the recovery
+    last = report["commitlog"]["last_message"]
+    assert last["phy_offset"] == summary["last_message_phyOffset"]
+    added = [q for q in report["consume_queues"] if q["after_start"]["units_added_by_recovery"]]
+    assert [(q["topic"], q["queue_id"], q["max_offset"]) for q in added] == \
+        [(last["topic"], last["queue_id"], last["queue_offset"])]
+    assert report["plan"]["recovery_dispatch"]["messages"] == report["commitlog"]["messages"]
+    checkpoint = report["checkpoint"]
+    cp = recovery["checkpointBeforeLoad"]
+    assert (checkpoint["physic_msg_timestamp"], checkpoint["logics_msg_timestamp"],
+            checkpoint["index_msg_timestamp"]) == (cp["physicMsgTimestamp"], cp["logicsMsgTimestamp"],
+                                                   cp["indexMsgTimestamp"])
+
+
+@pytest.mark.parametrize("case", CASES, ids=_ids)
+def test_cli_json_validates_and_exit_code_follows_the_plan(case, reports):
+    run = segtool("inspect", "--json", case / "store")
+    assert run.returncode in (0, 1), run.stderr
+    document = json.loads(run.stdout)
+    validator = Draft202012Validator(json.loads((REPO / "docs" / "schemas" / "inspect.schema.json").read_text()))
+    errors = list(validator.iter_errors(document))
+    assert not errors, errors[0].message
+    store = document["stores"][0]
+    plan = store["plan"]
+    drops = (not plan["loads"] or (plan["commitlog"] or {}).get("truncated_at") is not None
+             or plan["consume_queue_units_dropped"] > 0 or plan["index"]["destroyed"])
+    errors_found = any(p["severity"] == "error" for p in store["problems"])
+    assert run.returncode == (1 if drops or errors_found else 0)
+    if case.name == "clean-multi":
+        assert run.returncode == 0
+    if case.name in ("kill9-abort", "corrupt-body-crc", "corrupt-torn-tail", "corrupt-truncated-commitlog"):
+        assert run.returncode == 1
+    text = segtool("inspect", case / "store")
+    assert text.returncode == run.returncode
+    assert "start-up plan" in text.stdout and "Traceback" not in text.stderr
+
+
+def test_kafka_and_rocketmq_inputs_are_not_mixed(tmp_path):
+    kafka = tmp_path / "logs"
+    kafka.mkdir()
+    run = segtool("inspect", kafka, _case("clean-multi") / "store")
+    assert run.returncode == 2
+    assert "not both" in run.stderr
