@@ -769,6 +769,7 @@ def verify(
     as_json: bool = typer.Option(False, "--json", help="One JSON report on stdout."),
     engine: Optional[str] = typer.Option(None, "--engine", help="local (default) or spark: one Spark task per file.", metavar="ENGINE"),
     master: Optional[str] = typer.Option(None, "--master", help="Spark master URL (implies --engine spark; default local[*]).", metavar="URL"),
+    conf: Optional[List[str]] = typer.Option(None, "--conf", help="A Spark setting, KEY=VALUE (repeatable; with --engine spark).", metavar="KEY=VALUE"),
 ):
     """Check files as Kafka/RocketMQ would, and predict what the broker's recovery would cut.
 
@@ -782,11 +783,11 @@ def verify(
     """
     from segtool.ops.verify import exit_code, verify as run_verify
 
-    runner = _pipeline_engine(engine, master)
+    runner = _pipeline_engine(engine, master, conf)
     if runner is not None:
         from segtool.pipeline.verify import verify_distributed
 
-        with runner:
+        with runner, _interruptible():
             report = verify_distributed(paths, runner, deep=deep, hash_inputs=not no_hash)
     else:
         with _Progress(enabled=not as_json) as progress:
@@ -1134,6 +1135,7 @@ def rebuild_index(
     as_json: bool = typer.Option(False, "--json", help="One JSON report on stdout."),
     engine: Optional[str] = typer.Option(None, "--engine", help="Kafka: local (default) or spark, one Spark task per partition.", metavar="ENGINE"),
     master: Optional[str] = typer.Option(None, "--master", help="Spark master URL (implies --engine spark; default local[*]).", metavar="URL"),
+    conf: Optional[List[str]] = typer.Option(None, "--conf", help="A Spark setting, KEY=VALUE (repeatable; with --engine spark).", metavar="KEY=VALUE"),
 ):
     """Rebuild indexes: Kafka's .index/.timeindex/.txnindex exactly as its log recovery does,
     or a RocketMQ store's IndexFiles as IndexService.buildIndex does.
@@ -1175,11 +1177,11 @@ def rebuild_index(
                 if rep["backup_dir"]:
                     sys.stdout.write(f"  the store's index/ was first copied to {rep['backup_dir']}\n")
         raise typer.Exit(EXIT_CLEAN)
-    runner = _pipeline_engine(engine, master)
+    runner = _pipeline_engine(engine, master, conf)
     if runner is not None:
         from segtool.pipeline.rebuild import rebuild_distributed
 
-        with runner:
+        with runner, _interruptible():
             report = rebuild_distributed(paths, runner, out_dir=out, in_place=in_place,
                                          index_interval_bytes=index_interval_bytes, force=force)
     else:
@@ -1218,27 +1220,41 @@ def _say_replaced(written: dict) -> None:
         sys.stdout.write(f"    replaced a file with sha256 {written['replaced_sha256']}, {where}\n")
 
 
-def _pipeline_engine(engine: Optional[str], master: Optional[str]):
+def _pipeline_engine(engine: Optional[str], master: Optional[str], conf: Optional[List[str]]):
     """None for the local engine of verify/rebuild-index (their own in-process code), else the Spark engine."""
     from segtool.pipeline.engines import engine_name, make_engine
 
-    if engine_name(engine, master) == "local" and not master:
+    if engine_name(engine, master) == "local" and not master and not conf:
         return None
-    return make_engine(engine, master, quiet=_State.quiet)
+    return make_engine(engine, master, quiet=_State.quiet, conf=conf)
+
+
+class _interruptible:
+    """Ctrl-C of a pipeline run: one line and exit 130 (Spark's jobs are cancelled), no Py4J traceback."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, exc, traceback):
+        if kind is not None and issubclass(kind, KeyboardInterrupt):
+            sys.stderr.write("segtool: interrupted; nothing was completed\n")
+            raise typer.Exit(130) from None
+        return False
 
 
 @app.command()
 def scan(
     paths: List[str] = typer.Argument(..., help="Kafka log or partition directories, RocketMQ stores (or directories above them); paths or URIs (s3://, hdfs://).", metavar="PATH..."),
-    out: str = typer.Option(..., "--out", "-o", help="Output directory or URI: Parquet datasets OUT/kafka and OUT/rocketmq, and OUT/scan-report.json.", metavar="DIR"),
+    out: str = typer.Option(..., "--out", "-o", help="Output directory or URI: one Parquet dataset, OUT/topic=…/partition=…/part-….parquet, with OUT/_SUCCESS and the report OUT/_segtool_report.json.", metavar="DIR"),
     engine: Optional[str] = typer.Option(None, "--engine", help="local (a process pool; the default) or spark.", metavar="ENGINE"),
     master: Optional[str] = typer.Option(None, "--master", help="Spark master URL (implies --engine spark; default local[*]).", metavar="URL"),
     workers: Optional[int] = typer.Option(None, "--workers", help="local engine: worker processes (default: one per core).", metavar="N"),
     split_size: str = typer.Option("64MiB", "--split-size", help="Cut bigger segments and CommitLog files into tasks of about this size (0: never).", metavar="SIZE"),
     with_values: bool = typer.Option(False, "--with-values", help="Also store each record's value / message body."),
-    force: bool = typer.Option(False, "--force", help="Replace the datasets of an earlier scan in OUT (its report is backed up)."),
+    force: bool = typer.Option(False, "--force", help="Replace the dataset of an earlier scan in OUT (its report is backed up)."),
     no_hash: bool = typer.Option(False, "--no-hash", help="Skip the sha256 of each input file in the report (one pass less)."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+    conf: Optional[List[str]] = typer.Option(None, "--conf", help="A Spark setting, KEY=VALUE (repeatable; with --engine spark).", metavar="KEY=VALUE"),
 ):
     """Every Kafka record and RocketMQ message into Parquet, one row each, on this machine or on Spark.
 
@@ -1259,15 +1275,17 @@ def scan(
 
     # Spark draws its own stage progress
     with _Progress(enabled=not as_json and engine_name(engine, master) == "local") as progress:
-        runner = make_engine(engine, master, workers, quiet=_State.quiet, progress=progress.task)
-        with runner:
+        runner = make_engine(engine, master, workers, quiet=_State.quiet, progress=progress.task, conf=conf)
+        with runner, _interruptible():
             report = run_scan(paths, out, runner, split_bytes=parse_size(split_size), with_values=with_values,
                               force=force, hash_inputs=not no_hash)
     if as_json:
         _print_json(report)
     else:
-        for kind, data in report["datasets"].items():
-            sys.stdout.write(f"{kind}: {data['rows']} rows in {data['files']} files under {data['path']}\n")
+        dataset = report["dataset"]
+        brokers = ", ".join(f"{kind} {rows}" for kind, rows in dataset["rows_by_broker"].items())
+        sys.stdout.write(f"{dataset['rows']} rows ({brokers}) in {dataset['files']} files, "
+                         f"{dataset['partition_directories']} topic/partition directories, under {dataset['path']}\n")
         timing = report["timing"]
         sys.stdout.write(f"{report['inputs']['bytes']} input bytes in {report['tasks']} tasks on {report['engine']}"
                          f": scan {timing['scan_seconds']} s ({timing['mb_per_second']} MB/s), "
@@ -1277,7 +1295,7 @@ def scan(
             sys.stdout.write(f"{problem['severity']}: {problem['path']}{where}: {problem['message']}\n")
         if report["inputs"]["skipped"]:
             sys.stdout.write(f"{len(report['inputs']['skipped'])} other files not scanned (neither segments nor "
-                             f"CommitLog files), each named in {os.path.join(out, 'scan-report.json')}\n")
+                             f"CommitLog files), each named in {dataset['report']}\n")
     _name_unreadable(report["inputs"]["unreadable"])
     raise typer.Exit(scan_exit_code(report))
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -51,3 +52,13 @@ def segtool(*args, **kwargs) -> subprocess.CompletedProcess:
     """Run the command line as a user does (a new process; text output captured)."""
     return subprocess.run([*SEGTOOL, *map(str, args)], capture_output=True, text=True,
                           timeout=kwargs.pop("timeout", 900), **kwargs)
+
+
+def comparable_scan_report(report: dict) -> dict:
+    """A scan report without what depends on the run: timing, engine, where the output went."""
+    out = json.loads(json.dumps(report))
+    for name in ("timing", "engine", "master", "out"):
+        out.pop(name)
+    for name in ("path", "report"):
+        out["dataset"].pop(name)
+    return out

@@ -31,6 +31,7 @@ from segtool.formats.kafka_coordinator import (
 from segtool.formats.kafka_messages import snake_case_data
 from segtool.formats.kafka_offsets import decode_offsets_record, parse_offsets_record
 from segtool.ops.kafka_dump_log import KafkaDumpOptions, run_kafka_dump
+from tests.message_writer import uvarint
 
 TOPIC_ID = "AAECAwQFBgcICQoLDA0ODw"
 OTHER_TOPIC_ID = "EBESExQVFhcYGRobHB0eHw"
@@ -64,15 +65,6 @@ def i64(n: int) -> bytes:
 
 def uuid(text: str) -> bytes:
     return base64.urlsafe_b64decode(text + "==")
-
-
-def uvarint(n: int) -> bytes:
-    out = bytearray()
-    while n >= 0x80:
-        out.append(n & 0x7F | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
 
 
 def key_string(text: str) -> bytes:

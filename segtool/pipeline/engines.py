@@ -94,23 +94,39 @@ def engine_name(engine: str | None, master: str | None) -> str:
     return engine or ("spark" if master else "local")
 
 
+def parse_conf(settings: Sequence[str] | None) -> dict[str, str]:
+    """``--conf key=value`` options (Spark settings) to a dict, in order; a later key wins."""
+    from segtool.errors import SegtoolError
+
+    conf: dict[str, str] = {}
+    for setting in settings or ():
+        key, equals, value = setting.partition("=")
+        if not equals or not key.strip():
+            raise SegtoolError(f"--conf {setting!r}: give a Spark setting as key=value, e.g. spark.executor.memory=4g")
+        conf[key.strip()] = value
+    return conf
+
+
 def make_engine(engine: str | None, master: str | None = None, workers: int | None = None, quiet: bool = False,
-                progress: ProgressFactory | None = None):
-    """``--engine``/``--master`` to an engine: Spark when asked for, or when a master is named.
+                progress: ProgressFactory | None = None, conf: Sequence[str] | None = None):
+    """``--engine``/``--master``/``--conf`` to an engine: Spark when asked for, or when a master is named.
 
     ``progress`` feeds the local engine's progress; Spark shows its own stage progress unless ``quiet``.
     """
+    settings = parse_conf(conf)
     engine = engine_name(engine, master)
     if engine == "local":
-        if master:
-            from segtool.errors import SegtoolError
+        from segtool.errors import SegtoolError
 
+        if master:
             raise SegtoolError("--master needs --engine spark")
+        if settings:
+            raise SegtoolError("--conf sets Spark settings: it needs --engine spark (or --master)")
         return LocalEngine(workers, progress)
     if engine == "spark":
         from segtool.pipeline.spark import SparkEngine
 
-        return SparkEngine(master, quiet=quiet)
+        return SparkEngine(master, quiet=quiet, conf=settings)
     from segtool.errors import SegtoolError
 
     raise SegtoolError(f"unknown --engine {engine!r}: use local or spark")

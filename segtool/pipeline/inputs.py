@@ -78,9 +78,18 @@ def _from_inventory(found: Inventory) -> Inputs:
     return inputs
 
 
+_NOTHING_HERE = "no Kafka .log segments or RocketMQ CommitLog files here (its files are named as skipped)"
+
+
 def discover(paths: list[str]) -> Inputs:
-    """Every Kafka partition and RocketMQ store named by ``paths`` (absolute paths), in a stable order."""
+    """Every Kafka partition and RocketMQ store named by ``paths`` (absolute paths), in a stable order.
+
+    A directory argument with nothing to scan in it (only index files, say) is
+    named in ``skipped`` with the reason and the others are scanned; only when
+    no argument holds anything is it NothingFound.
+    """
     listing = []
+    empty: list[dict] = []
     for raw in paths:
         path = storage.absolute(raw)
         if not storage.exists(path):
@@ -96,6 +105,10 @@ def discover(paths: list[str]) -> Inputs:
         found = classify(storage.walk_files(path)) if storage.is_uri(path) else inventory([path])
         if not (any(p.logs for p in found.partitions) or any(st.commitlog for st in found.stores)
                 or found.unreadable):
-            raise NothingFound("no Kafka segments or RocketMQ CommitLog found here", raw)
+            empty.append({"path": path, "reason": _NOTHING_HERE})
         listing.extend(found.entries)  # detected once: classify takes found entries as they are
-    return _from_inventory(classify(listing))
+    inputs = _from_inventory(classify(listing))
+    if not (inputs.kafka or inputs.rocketmq or inputs.unreadable):
+        raise NothingFound("no Kafka segments or RocketMQ CommitLog found here", paths[0])
+    inputs.skipped = empty + inputs.skipped
+    return inputs

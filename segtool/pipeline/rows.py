@@ -1,4 +1,4 @@
-"""Row functions: one task's byte range in, Arrow record batches out.
+"""Row functions: one task's byte range in, Arrow record batches out, each with its (topic, partition).
 
 These are the only decoding the pipeline does, and both engines call them:
 Kafka batches come from ``engine.salvage.kafka_pieces`` (the batch walker, read
@@ -7,7 +7,10 @@ past damage) and their records from
 batches, legacy message sets with their inner messages, anything unusual) —
 the records kafka-dump-log's ``--deep-iteration`` lists; RocketMQ messages come
 from ``engine.salvage.commitlog_pieces`` (the CommitLog walker, read past damage).
-Nothing here writes.
+Batches hold at most ``chunk_rows`` rows and about ``chunk_bytes`` of keys and
+values (bodies), so a task's memory stays bounded whatever the size of its
+split; each batch is one row group of the part file it goes to.  Nothing here
+writes.
 """
 
 from __future__ import annotations
@@ -27,9 +30,10 @@ from segtool.formats.kafka_log import (
 )
 from segtool.pipeline import storage
 from segtool.ops.render import damaged_range_text
-from segtool.pipeline.schema import HEADER_TYPE, KAFKA_SCHEMA, ROCKETMQ_SCHEMA
+from segtool.pipeline.schema import FILE_SCHEMA, HEADER_TYPE, KAFKA, ROCKETMQ
 
 DEFAULT_CHUNK_ROWS = 65536
+DEFAULT_CHUNK_BYTES = 64 * 1024 * 1024  # keys and values (bodies) held before a row group is written
 DEFAULT_CAP = 256 * 1024 * 1024
 _INT32_MAX = 2**31 - 1
 _sha256 = hashlib.sha256
@@ -49,8 +53,14 @@ def new_stats(task: dict) -> dict:
     return {
         "id": task["id"], "kind": task["kind"], "path": task["path"], "split": task["split"],
         "splits": task["splits"], "start": task["start"], "end": task["end"], "rows": 0, "batches": 0,
-        "crc_invalid": 0, "scanned_to": task["start"], "stop_reason": None, "errors": [], "part": None,
+        "crc_invalid": 0, "scanned_to": task["start"], "stop_reason": None, "errors": [], "parts": [],
     }
+
+
+def _file_batch(columns: dict, n: int) -> pa.RecordBatch:
+    """A record batch of the part files' schema: the other broker's columns are nulls."""
+    arrays = [columns[field.name] if field.name in columns else pa.nulls(n, field.type) for field in FILE_SCHEMA]
+    return pa.RecordBatch.from_arrays(arrays, schema=FILE_SCHEMA)
 
 
 # -- Kafka ------------------------------------------------------------------
@@ -66,6 +76,7 @@ class _KafkaBuilder:
 
     def _reset(self) -> None:
         self.rows = 0
+        self.payload_bytes = 0  # keys, and values when they are kept
         # per batch
         self.counts: list[int] = []
         self.b_position: list[int] = []
@@ -128,6 +139,9 @@ class _KafkaBuilder:
             seq = np.where(seq > _INT32_MAX, seq - (_INT32_MAX + 1), seq)
             self.sequence.extend(seq.tolist())
         keys = columns.keys()
+        self.payload_bytes += int(columns.key_len.clip(0).sum())
+        if self.with_values:
+            self.payload_bytes += int(columns.value_len.clip(0).sum())
         self.key.extend(keys)
         self.key_utf8.extend([_utf8_or_none(k) for k in keys])
         self.key_size.extend(columns.key_len.tolist())
@@ -165,8 +179,10 @@ class _KafkaBuilder:
             self.key_size.append(-1 if key is None else len(key))
             self.value_size.append(-1 if value is None else len(value))
             self.value_sha.append(None if value is None else _sha256(value).hexdigest())
+            self.payload_bytes += 0 if key is None else len(key)
             if with_values:
                 self.value.append(value)
+                self.payload_bytes += 0 if value is None else len(value)
             for hk, hv in record.headers:
                 self.h_keys.append(hk)
                 self.h_values.append(hv)
@@ -194,44 +210,43 @@ class _KafkaBuilder:
             pa.StructArray.from_arrays([pa.array(self.h_keys, pa.string()), pa.array(self.h_values, pa.binary())],
                                        fields=list(HEADER_TYPE)),
         )
-        columns = [
-            pa.array([task["source_dir"]] * n, pa.string()),
-            pa.array([task["topic"]] * n, pa.string()),
-            pa.array([task["partition"]] * n, pa.int32()),
-            pa.array(np.full(n, task["base_offset"], dtype=np.int64)),
-            pa.array(per_batch(self.b_position, np.int64)),
-            pa.array(per_batch(self.b_base, np.int64)),
-            pa.array(per_batch(self.b_last, np.int64)),
-            pa.array(per_batch(self.b_magic, np.int8)),
-            pa.array(per_batch(self.b_epoch, np.int32)),
-            pa.array(self.offset, pa.int64()),
-            pa.array(self.timestamp, pa.int64()),
-            per_batch_text(self.b_ts_type),
-            pa.array(self.key, pa.binary()),
-            pa.array(self.key_utf8, pa.string()),
-            pa.array(self.key_size, pa.int32()),
-            pa.array(self.value_size, pa.int32()),
-            pa.array(self.value_sha, pa.string()),
-            pa.array(self.value, pa.binary()) if self.with_values else pa.nulls(n, pa.binary()),
-            headers,
-            pa.array(per_batch(self.b_pid, np.int64)),
-            pa.array(per_batch(self.b_pepoch, np.int16)),
-            pa.array(self.sequence, pa.int32()),
-            pa.array(per_batch(self.b_txn, np.bool_)),
-            pa.array(per_batch(self.b_control, np.bool_)),
-            pa.array(self.control_type, pa.string()),
-            per_batch_text(self.b_codec),
-            pa.array(per_batch(self.b_crc, np.bool_)),
-            pa.array(self.record_crc, pa.bool_()),
-        ]
-        out = pa.RecordBatch.from_arrays(columns, schema=KAFKA_SCHEMA)
+        columns = {
+            "broker": pa.array([KAFKA] * n, pa.string()),
+            "source_dir": pa.array([task["source_dir"]] * n, pa.string()),
+            "offset": pa.array(self.offset, pa.int64()),
+            "compression": per_batch_text(self.b_codec),
+            "segment_base_offset": pa.array(np.full(n, task["base_offset"], dtype=np.int64)),
+            "batch_position": pa.array(per_batch(self.b_position, np.int64)),
+            "batch_base_offset": pa.array(per_batch(self.b_base, np.int64)),
+            "batch_last_offset": pa.array(per_batch(self.b_last, np.int64)),
+            "magic": pa.array(per_batch(self.b_magic, np.int8)),
+            "partition_leader_epoch": pa.array(per_batch(self.b_epoch, np.int32)),
+            "timestamp": pa.array(self.timestamp, pa.int64()),
+            "timestamp_type": per_batch_text(self.b_ts_type),
+            "key": pa.array(self.key, pa.binary()),
+            "key_utf8": pa.array(self.key_utf8, pa.string()),
+            "key_size": pa.array(self.key_size, pa.int32()),
+            "value_size": pa.array(self.value_size, pa.int32()),
+            "value_sha256": pa.array(self.value_sha, pa.string()),
+            "value": pa.array(self.value, pa.binary()) if self.with_values else pa.nulls(n, pa.binary()),
+            "headers": headers,
+            "producer_id": pa.array(per_batch(self.b_pid, np.int64)),
+            "producer_epoch": pa.array(per_batch(self.b_pepoch, np.int16)),
+            "sequence": pa.array(self.sequence, pa.int32()),
+            "is_transactional": pa.array(per_batch(self.b_txn, np.bool_)),
+            "is_control": pa.array(per_batch(self.b_control, np.bool_)),
+            "control_type": pa.array(self.control_type, pa.string()),
+            "crc_valid": pa.array(per_batch(self.b_crc, np.bool_)),
+            "record_crc_valid": pa.array(self.record_crc, pa.bool_()),
+        }
+        out = _file_batch(columns, n)
         self._reset()
         return out
 
 
 def kafka_rows(task: dict, stats: dict, with_values: bool = False, cap: int = DEFAULT_CAP,
-               chunk_rows: int = DEFAULT_CHUNK_ROWS):
-    """Record batches of every record of one Kafka split; fills ``stats`` on the way.
+               chunk_rows: int = DEFAULT_CHUNK_ROWS, chunk_bytes: int = DEFAULT_CHUNK_BYTES):
+    """((topic, partition), record batch) of every record of one Kafka split; fills ``stats`` on the way.
 
     The split is read past damage (``engine.salvage``): each damaged stretch is
     reported in ``stats["errors"]`` and rows go on from the next valid batch.  A
@@ -243,6 +258,7 @@ def kafka_rows(task: dict, stats: dict, with_values: bool = False, cap: int = DE
     buf, shift = storage.read_range(path, start, end)
     stop = shift + len(buf) if end is None else min(end, shift + len(buf))
     builder = _KafkaBuilder(task, with_values)
+    key = (task["topic"], task["partition"])
     errors = stats["errors"]
     for piece in kafka_pieces(buf, path, start=start - shift, end=stop - shift):
         if isinstance(piece, DamagedRange):
@@ -266,32 +282,34 @@ def kafka_rows(task: dict, stats: dict, with_values: bool = False, cap: int = DE
         except CorruptData as exc:
             errors.append({"kind": "record_structure", "byte_offset": batch.position + shift,
                            "message": exc.message})
-        if builder.rows >= chunk_rows:
+        if builder.rows >= chunk_rows or builder.payload_bytes >= chunk_bytes:
             stats["rows"] += builder.rows
-            yield builder.flush()
+            yield key, builder.flush()
     stats["scanned_to"] = stop
     if builder.rows:
         stats["rows"] += builder.rows
-        yield builder.flush()
+        yield key, builder.flush()
 
 
 # -- RocketMQ -----------------------------------------------------------------
 
 _TRANSACTION_TYPES = {0x0: "NOT_TRANSACTION", 0x4: "PREPARED", 0x8: "COMMIT", 0xC: "ROLLBACK"}
 _ROCKETMQ_FIELDS = [
-    ("topic", "topic"), ("queue_id", "queueId"), ("queue_offset", "queueOffset"), ("physical_offset", "phyOffset"),
-    ("physical_offset_field", "physicalOffsetField"), ("total_size", "totalSize"), ("version", "version"),
-    ("sys_flag", "sysFlag"), ("flag", "flag"), ("born_timestamp", "bornTimestamp"), ("born_host", "bornHost"),
-    ("store_timestamp", "storeTimestamp"), ("store_host", "storeHost"), ("reconsume_times", "reconsumeTimes"),
+    ("offset", "queueOffset"), ("physical_offset", "phyOffset"), ("physical_offset_field", "physicalOffsetField"),
+    ("total_size", "totalSize"), ("version", "version"), ("sys_flag", "sysFlag"), ("flag", "flag"),
+    ("born_timestamp", "bornTimestamp"), ("born_host", "bornHost"), ("store_timestamp", "storeTimestamp"),
+    ("store_host", "storeHost"), ("reconsume_times", "reconsumeTimes"),
     ("prepared_transaction_offset", "preparedTransactionOffset"), ("msg_id", "offsetMsgId"), ("keys", "KEYS"),
     ("tags", "TAGS"), ("uniq_key", "UNIQ_KEY"), ("body_size", "bodyLength"), ("body_sha256", "bodySha256"),
     ("compressed", "compressed"),
 ]
+_FILE_TYPES = {field.name: field.type for field in FILE_SCHEMA}
 
 
 def _rocketmq_batch(task: dict, messages: list[dict], with_values: bool) -> pa.RecordBatch:
     n = len(messages)
     data = {name: [m[key] for m in messages] for name, key in _ROCKETMQ_FIELDS}
+    data["broker"] = [ROCKETMQ] * n
     data["source_dir"] = [task["source_dir"]] * n
     data["commitlog_file"] = [storage.basename(task["path"])] * n
     data["transaction_type"] = [_TRANSACTION_TYPES.get(m["transactionType"]) for m in messages]
@@ -300,12 +318,22 @@ def _rocketmq_batch(task: dict, messages: list[dict], with_values: bool) -> pa.R
     data["compression"] = [m.get("compression") for m in messages]
     data["body_uncompressed_size"] = [m.get("bodyDecompressedLength") for m in messages]
     data["body"] = [m.get("body") for m in messages] if with_values else [None] * n
-    arrays = [pa.array(data[field.name], field.type) for field in ROCKETMQ_SCHEMA]
-    return pa.RecordBatch.from_arrays(arrays, schema=ROCKETMQ_SCHEMA)
+    return _file_batch({name: pa.array(values, _FILE_TYPES[name]) for name, values in data.items()}, n)
 
 
-def rocketmq_rows(task: dict, stats: dict, with_values: bool = False, chunk_rows: int = DEFAULT_CHUNK_ROWS):
-    """Record batches of every message of one CommitLog split, read past damage; fills ``stats``."""
+def _by_queue(task: dict, messages: list[dict], with_values: bool):
+    """((topic, queue id), record batch) per queue met, in the order the queues first appear."""
+    queues: dict[tuple, list[dict]] = {}
+    for message in messages:
+        queues.setdefault((message["topic"], message["queueId"]), []).append(message)
+    for key, members in queues.items():
+        yield key, _rocketmq_batch(task, members, with_values)
+
+
+def rocketmq_rows(task: dict, stats: dict, with_values: bool = False, chunk_rows: int = DEFAULT_CHUNK_ROWS,
+                  chunk_bytes: int = DEFAULT_CHUNK_BYTES):
+    """((topic, queue id), record batch) of every message of one CommitLog split, read past damage;
+    fills ``stats``."""
     from segtool.formats.rocketmq import BLANK, ZERO_TAIL, CommitLogEnd
 
     path = task["path"]
@@ -314,6 +342,7 @@ def rocketmq_rows(task: dict, stats: dict, with_values: bool = False, chunk_rows
     stop = shift + len(buf) if end is None else min(end, shift + len(buf))
     view = memoryview(buf)[start - shift:stop - shift]
     pending: list[dict] = []
+    pending_bytes = 0
     messages = 0
     for piece in commitlog_pieces(view, file_from_offset=task["base_offset"] + start, file=storage.basename(path),
                                   path=path, keep_body=with_values):
@@ -332,17 +361,22 @@ def rocketmq_rows(task: dict, stats: dict, with_values: bool = False, chunk_rows
         else:
             messages += 1
             pending.append(piece)
-            if len(pending) >= chunk_rows:
+            if with_values:
+                pending_bytes += max(piece["bodyLength"], 0)
+            if len(pending) >= chunk_rows or pending_bytes >= chunk_bytes:
                 stats["rows"] += len(pending)
-                yield _rocketmq_batch(task, pending, with_values)
+                yield from _by_queue(task, pending, with_values)
                 pending = []
+                pending_bytes = 0
     stats["batches"] = messages
     if pending:
         stats["rows"] += len(pending)
-        yield _rocketmq_batch(task, pending, with_values)
+        yield from _by_queue(task, pending, with_values)
 
 
-def task_rows(task: dict, stats: dict, with_values: bool = False, chunk_rows: int = DEFAULT_CHUNK_ROWS):
-    if task["kind"] == "kafka":
-        return kafka_rows(task, stats, with_values, chunk_rows=chunk_rows)
-    return rocketmq_rows(task, stats, with_values, chunk_rows=chunk_rows)
+def task_rows(task: dict, stats: dict, with_values: bool = False, chunk_rows: int = DEFAULT_CHUNK_ROWS,
+              chunk_bytes: int = DEFAULT_CHUNK_BYTES):
+    """((topic, partition), record batch) pairs of one task: every row of its byte range."""
+    if task["kind"] == KAFKA:
+        return kafka_rows(task, stats, with_values, chunk_rows=chunk_rows, chunk_bytes=chunk_bytes)
+    return rocketmq_rows(task, stats, with_values, chunk_rows=chunk_rows, chunk_bytes=chunk_bytes)

@@ -1,19 +1,22 @@
-"""`segtool scan`: every Kafka record and RocketMQ message of the inputs, into Parquet.
+"""`segtool scan`: every Kafka record and RocketMQ message of the inputs, into one Parquet dataset.
 
 Driver side: find the inputs, cut them into tasks (``splits``), hand the tasks
 to an engine, gather each task's summary into one report.  Task side
 (``run_scan_task``, the same function on every engine): decode the task's
-byte range with ``rows`` and write one Parquet part file,
-``<staging>/<kafka|rocketmq>/part-<task id>.parquet``, atomically.  Part names
-depend only on the plan, so the local and Spark engines produce the same files.
+byte range with ``rows`` and write its part files, one per (topic, partition)
+it meets, ``<root>/topic=<t>/partition=<p>/part-<task id>.parquet``, a bounded
+row group at a time.  Part names depend only on the plan and the data, so the
+local and Spark engines produce the same files.
 
-An interrupted scan never looks complete: on a local file system the parts are
-written under ``OUT/_temporary/<run>/`` (a name Spark and pyarrow skip when they
-read a dataset, as in Hadoop's output committer) and moved into
-``OUT/<kind>/`` only when every task has finished; then each dataset gets the
-empty ``_SUCCESS`` marker Spark and Hadoop users check for, and the report is
-written last.  On object stores parts go straight to their place and
-``_SUCCESS`` is still written last.
+The output is one hive-partitioned dataset that Spark SQL, DuckDB and pyarrow
+read as it is: ``OUT/topic=…/partition=…/part-….parquet``, ``OUT/_SUCCESS``
+and the report ``OUT/_segtool_report.json`` (readers skip ``_`` names).  An
+interrupted scan never looks complete: on a local file system the parts are
+written under ``OUT/_temporary/<run>/`` (a name Spark and pyarrow skip, as in
+Hadoop's output committer) with a ``.staged`` suffix (so no ``*.parquet`` glob
+finds them there) and moved into place only when every task has finished;
+then ``_SUCCESS`` is written and the report last.  On object stores parts go
+straight to their place and ``_SUCCESS`` is still written last.
 """
 
 from __future__ import annotations
@@ -22,21 +25,24 @@ import json
 import os
 import shutil
 import time
+from collections import OrderedDict
 from functools import partial
 
 from segtool.errors import SegtoolError
 from segtool.findings import FindingKind, finding, has_errors
 from segtool.pipeline import storage
 from segtool.pipeline.inputs import discover
-from segtool.pipeline.rows import DEFAULT_CHUNK_ROWS, new_stats, task_rows
-from segtool.pipeline.schema import SCHEMAS
+from segtool.pipeline.rows import DEFAULT_CHUNK_BYTES, DEFAULT_CHUNK_ROWS, new_stats, task_rows
+from segtool.pipeline.schema import DATASET_SCHEMA, FILE_SCHEMA, KAFKA, ROCKETMQ, partition_directory
 from segtool.pipeline.splits import DEFAULT_SPLIT_BYTES, plan_tasks
 from segtool.ops.output_schema import ScanReport
 
-REPORT_NAME = "scan-report.json"
+REPORT_NAME = "_segtool_report.json"
 SUCCESS_NAME = "_SUCCESS"
 STAGING_NAME = "_temporary"
-KINDS = ("kafka", "rocketmq")
+STAGED_SUFFIX = ".staged"
+EMPTY_PART = "part-empty.parquet"
+MAX_OPEN_PARTS = 64  # a CommitLog split can meet thousands of queues: bounded open files per task
 
 
 def parse_size(text: str) -> int:
@@ -50,30 +56,95 @@ def parse_size(text: str) -> int:
     return int(float(match.group(1)) * scale)
 
 
-def part_name(task: dict) -> str:
-    return f"part-{task['id']:06d}.parquet"
+class _PartFile:
+    """One part file being written a row group at a time: atomically on a local disk (``safe_write.staged``),
+    streamed to a URI (an object store publishes it when it is closed)."""
+
+    def __init__(self, root: str, relative: str, staged: bool):
+        import pyarrow.parquet as pq
+
+        self.relative = relative
+        target = storage.join(root, relative + (STAGED_SUFFIX if staged else ""))
+        self._stage = None
+        if storage.is_uri(target):
+            sink = storage.open_output(target)
+        else:
+            from segtool.engine.safe_write import staged as staged_file
+
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            if staged and os.path.lexists(target):
+                os.unlink(target)  # a retried task's own earlier attempt, in this run's staging directory
+            self._stage = staged_file(target)
+            sink = self._stage.__enter__().path
+        self._sink = sink
+        self.writer = pq.ParquetWriter(sink, FILE_SCHEMA, compression="snappy")
+
+    def close(self, error: BaseException | None = None) -> None:
+        try:
+            self.writer.close()
+        finally:
+            if self._stage is not None:
+                self._stage.__exit__(type(error) if error else None, error, None)
+            else:
+                self._sink.close()
 
 
-def _parquet_bytes(batches, schema):
-    import pyarrow as pa
-    import pyarrow.parquet as pq
+class _TaskParts:
+    """The part files of one task, one per (topic, partition) met, each batch written as one row group.
 
-    table = pa.Table.from_batches(batches, schema=schema)
-    sink = pa.BufferOutputStream()
-    pq.write_table(table, sink, compression="snappy")
-    return memoryview(sink.getvalue())
+    At most ``MAX_OPEN_PARTS`` are open at once; a key met again after its file
+    was closed gets a new file (``part-<task>.<n>.parquet``), so memory and open
+    files stay bounded and names still depend only on the data.
+    """
+
+    def __init__(self, root: str, task: dict, staged: bool):
+        self.root = root
+        self.task_id = task["id"]
+        self.staged = staged
+        self.open: OrderedDict[tuple, _PartFile] = OrderedDict()
+        self.files_per_key: dict[tuple, int] = {}
+        self.written: list[str] = []
+
+    def write(self, key: tuple, batch) -> None:
+        part = self.open.get(key)
+        if part is None:
+            if len(self.open) >= MAX_OPEN_PARTS:
+                _, oldest = self.open.popitem(last=False)
+                oldest.close()
+            n = self.files_per_key.get(key, 0)
+            self.files_per_key[key] = n + 1
+            name = f"part-{self.task_id:06d}.parquet" if n == 0 else f"part-{self.task_id:06d}.{n}.parquet"
+            part = _PartFile(self.root, f"{partition_directory(*key)}/{name}", self.staged)
+            self.written.append(part.relative)
+            self.open[key] = part
+        else:
+            self.open.move_to_end(key)
+        part.writer.write_batch(batch)
+
+    def close(self, error: BaseException | None = None) -> list[str]:
+        for part in self.open.values():
+            part.close(error)
+        self.open.clear()
+        return sorted(self.written)
 
 
-def run_scan_task(task: dict, out: str, with_values: bool = False, chunk_rows: int = DEFAULT_CHUNK_ROWS) -> dict:
-    """Decode one task's byte range and write its part file; returns the task's summary."""
+def run_scan_task(task: dict, out: str, with_values: bool = False, chunk_rows: int = DEFAULT_CHUNK_ROWS,
+                  staged: bool = True, chunk_bytes: int = DEFAULT_CHUNK_BYTES) -> dict:
+    """Decode one task's byte range into its part files under ``out``; returns the task's summary.
+
+    Rows are written as they are decoded, a row group of at most ``chunk_rows``
+    rows (and about ``chunk_bytes`` of keys and values) at a time, so a task
+    never holds its whole output.
+    """
     stats = new_stats(task)
-    batches = list(task_rows(task, stats, with_values, chunk_rows))
-    if stats["rows"]:
-        name = part_name(task)
-        # a retried or speculative task rewrites its own part in this run's staging directory
-        storage.write_file(storage.join(storage.join(out, task["kind"]), name),
-                           _parquet_bytes(batches, SCHEMAS[task["kind"]]), replace=True, backup=False)
-        stats["part"] = name
+    parts = _TaskParts(out, task, staged)
+    try:
+        for key, batch in task_rows(task, stats, with_values, chunk_rows, chunk_bytes):
+            parts.write(key, batch)
+    except BaseException as exc:
+        parts.close(exc)
+        raise
+    stats["parts"] = parts.close()
     return stats
 
 
@@ -100,14 +171,12 @@ def _problems(tasks: list[dict], results: list[dict]) -> list[dict]:
     return problems
 
 
-def _check_outputs(out: str, kinds: list[str], force: bool) -> None:
+def _check_outputs(out: str, force: bool) -> None:
     """Refuse to mix with an earlier scan's dataset unless ``force``; nothing is removed yet."""
-    if force:
-        return
-    for kind in kinds:
-        directory = storage.join(out, kind)
-        if storage.dataset_files(directory):
-            raise SegtoolError(f"{directory} already holds a dataset: choose a new --out or give --force")
+    found = storage.dataset_files(out)
+    if found and not force:
+        raise SegtoolError(f"{out} already holds a dataset ({found[0]}): choose a new --out or give --force")
+    storage.check_own_parts(out, found)
 
 
 def _staging_dir(out: str) -> str | None:
@@ -119,40 +188,49 @@ def _staging_dir(out: str) -> str | None:
     return run
 
 
-def _commit(out: str, staging: str | None, kinds: list[str]) -> None:
-    """Publish the finished parts: replace an earlier scan's parts, move the new ones in, mark ``_SUCCESS``."""
+def _commit(out: str, staging: str | None, produced: list[str]) -> None:
+    """Publish the finished parts: remove an earlier scan's parts, move the new ones in, mark ``_SUCCESS``."""
     from segtool.engine.safe_write import fsync_dir
 
-    for kind in kinds:
-        final = storage.join(out, kind)
-        marker = storage.join(final, SUCCESS_NAME)
-        if storage.exists(marker):
-            storage.remove_file(marker)
-        if staging is not None:
-            storage.remove_dataset_files(final)
-            os.makedirs(final, exist_ok=True)
-            produced = os.path.join(staging, kind)
-            for name in sorted(os.listdir(produced)) if os.path.isdir(produced) else []:
-                os.replace(os.path.join(produced, name), os.path.join(final, name))
-            fsync_dir(final)
-        storage.write_file(marker, b"")
+    marker = storage.join(out, SUCCESS_NAME)
+    if storage.exists(marker):
+        storage.remove_file(marker)
     if staging is not None:
+        storage.remove_dataset_files(out, keep=set())
+        directories = set()
+        for relative in produced:
+            final = os.path.join(out, relative)
+            os.makedirs(os.path.dirname(final), exist_ok=True)
+            os.replace(os.path.join(staging, relative + STAGED_SUFFIX), final)
+            directories.add(os.path.dirname(final))
+        for directory in sorted(directories):
+            fsync_dir(directory)
+        fsync_dir(out)
         shutil.rmtree(staging)
         try:
             os.rmdir(os.path.dirname(staging))  # _temporary itself, unless another run is writing there
         except OSError:
             pass
+    else:
+        storage.remove_dataset_files(out, keep=set(produced))
+    if not produced:
+        _write_empty(out)
+    storage.write_file(marker, b"")
 
 
-def _write_empty(out: str, kind: str) -> None:
-    """A dataset with no rows still has its schema (one empty part), so queries over it work."""
-    data = _parquet_bytes([], SCHEMAS[kind])
-    storage.write_file(storage.join(storage.join(out, kind), "part-empty.parquet"), data)
+def _write_empty(out: str) -> None:
+    """A dataset with no rows still has its schema (one empty part, keys as columns), so queries over it work."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    sink = pa.BufferOutputStream()
+    pq.write_table(DATASET_SCHEMA.empty_table(), sink, compression="snappy")
+    storage.write_file(storage.join(out, EMPTY_PART), memoryview(sink.getvalue()), replace=True, backup=False)
 
 
 def scan(paths: list[str], out: str, engine, split_bytes: int = DEFAULT_SPLIT_BYTES, with_values: bool = False,
          force: bool = False, chunk_rows: int = DEFAULT_CHUNK_ROWS, hash_inputs: bool = True) -> ScanReport:
-    """Scan ``paths`` into ``out``; returns the report (also written to ``out/scan-report.json``).
+    """Scan ``paths`` into the dataset ``out``; returns the report (also written to ``out/_segtool_report.json``).
 
     With ``hash_inputs`` the report lists every input file with its sha256,
     hashed by the engine's workers as one more pass over the files.
@@ -171,8 +249,7 @@ def scan(paths: list[str], out: str, engine, split_bytes: int = DEFAULT_SPLIT_BY
         refuse_inside_inputs([os.path.join(out, REPORT_NAME)],
                              [p for p in paths + homes if not storage.is_uri(p)])
         out = storage.absolute(out)  # tasks run elsewhere (executors have their own working directory)
-    kinds = [kind for kind, found in zip(KINDS, (inputs.kafka, inputs.rocketmq)) if found]
-    _check_outputs(out, kinds, force)
+    _check_outputs(out, force)
     staging = _staging_dir(out)
     parts_root = staging or out
     startup = engine.start()
@@ -181,7 +258,8 @@ def scan(paths: list[str], out: str, engine, split_bytes: int = DEFAULT_SPLIT_BY
                               mapper=lambda fn, items, costs: engine.map(fn, items, costs,
                                                                          description="segtool scan: plan splits"))
     scanning = time.perf_counter()
-    results = engine.map(partial(run_scan_task, out=parts_root, with_values=with_values, chunk_rows=chunk_rows),
+    results = engine.map(partial(run_scan_task, out=parts_root, with_values=with_values, chunk_rows=chunk_rows,
+                                 staged=staging is not None),
                          tasks, [t["bytes"] for t in tasks], description="segtool scan")
     finished = time.perf_counter()
     input_files = inputs.files
@@ -189,13 +267,12 @@ def scan(paths: list[str], out: str, engine, split_bytes: int = DEFAULT_SPLIT_BY
                           description="segtool scan: sha256 of inputs") if hash_inputs else [None] * len(input_files))
     hashed = time.perf_counter()
 
-    datasets = {}
-    for kind in kinds:
-        rows = sum(r["rows"] for t, r in zip(tasks, results) if t["kind"] == kind)
-        files = sum(1 for t, r in zip(tasks, results) if t["kind"] == kind and r["part"])
-        if files == 0:
-            _write_empty(parts_root, kind)
-        datasets[kind] = {"path": storage.join(out, kind), "rows": rows, "files": max(files, 1)}
+    produced = [relative for stats in results for relative in stats["parts"]]
+    rows_by_broker = {kind: sum(r["rows"] for t, r in zip(tasks, results) if t["kind"] == kind)
+                      for kind, found in ((KAFKA, inputs.kafka), (ROCKETMQ, inputs.rocketmq)) if found}
+    dataset = {"path": out, "rows": sum(rows_by_broker.values()), "files": len(produced) or 1,
+               "partition_directories": len({os.path.dirname(relative) for relative in produced}),
+               "rows_by_broker": rows_by_broker, "report": storage.join(out, REPORT_NAME)}
     partitions = {}
     for part in inputs.kafka:
         partitions[part.directory] = {"source_dir": part.source_dir, "topic": part.topic, "partition": part.partition,
@@ -204,7 +281,7 @@ def scan(paths: list[str], out: str, engine, split_bytes: int = DEFAULT_SPLIT_BY
     for store in inputs.rocketmq:
         stores[store.source_dir] = {"source_dir": store.source_dir, "files": len(store.files), "rows": 0}
     for task, stats in zip(tasks, results):
-        if task["kind"] == "kafka":
+        if task["kind"] == KAFKA:
             partitions[storage.parent(task["path"])]["rows"] += stats["rows"]
         else:
             stores[task["source_dir"]]["rows"] += stats["rows"]
@@ -215,7 +292,7 @@ def scan(paths: list[str], out: str, engine, split_bytes: int = DEFAULT_SPLIT_BY
         "out": out,
         "engine": engine.name,
         "master": getattr(engine, "master", None),
-        "datasets": datasets,
+        "dataset": dataset,
         "inputs": {
             "kafka_partitions": len(inputs.kafka),
             "kafka_segments": sum(len(p.segments) for p in inputs.kafka),
@@ -241,11 +318,11 @@ def scan(paths: list[str], out: str, engine, split_bytes: int = DEFAULT_SPLIT_BY
             "hash_seconds": round(hashed - finished, 3),
             "total_seconds": round(hashed - began, 3),
             "mb_per_second": round(input_bytes / 1e6 / scan_seconds, 1) if scan_seconds > 0 else None,
-            "rows_per_second": round(sum(d["rows"] for d in datasets.values()) / scan_seconds)
+            "rows_per_second": round(dataset["rows"] / scan_seconds)
             if scan_seconds > 0 else None,
         },
     }
-    _commit(out, staging, kinds)
+    _commit(out, staging, produced)
     storage.write_file(storage.join(out, REPORT_NAME), json.dumps(report, indent=1).encode(), replace=force)
     return report
 

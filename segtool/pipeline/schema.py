@@ -1,15 +1,24 @@
-"""Parquet schemas of `segtool scan`: one row per Kafka record, one per RocketMQ message.
+"""The Parquet dataset of `segtool scan`: one row per Kafka record or RocketMQ message, one schema.
 
-The column lists below are the documentation's source (docs/pipeline.md shows
-them); both engines write exactly these Arrow schemas, so a dataset written by
-the local engine and one written on Spark read back identically.
+The column list below is the documentation's source (docs/pipeline.md shows
+it); both engines write exactly these files, so a dataset written by the
+local engine and one written on Spark read back identically.
+
+One schema for both brokers: ``broker`` says which one a row comes from, the
+columns of the other broker are null.  ``topic`` and ``partition`` are the
+dataset's hive-style partition keys (``OUT/topic=<t>/partition=<p>/``), so they
+live in the directory names, not in the files, as Spark's own writer does it;
+every reader that knows hive partitioning (Spark SQL, DuckDB, pyarrow, Trino)
+gives them back as columns.  A RocketMQ message's partition is its queue id and
+its ``offset`` its ConsumeQueue offset: (topic, partition, offset) names a
+message as it names a Kafka record.
 
 Conventions: offsets, positions and timestamps are int64 (timestamps in ms
 since the epoch, as stored; Spark SQL's ``timestamp_millis(timestamp)`` makes a
 TIMESTAMP of one); digests are lowercase hex strings, so ``WHERE value_sha256 =
 '…'`` works as typed; null means "absent in the data" (a null key, a v2
-record's legacy CRC), never "not computed", except ``value``/``body`` which are
-filled only with ``--with-values``.
+record's legacy CRC, a column of the other broker), never "not computed",
+except ``value``/``body`` which are filled only with ``--with-values``.
 """
 
 from __future__ import annotations
@@ -18,75 +27,97 @@ import pyarrow as pa
 
 HEADER_TYPE = pa.struct([pa.field("key", pa.string()), pa.field("value", pa.binary())])
 
-# (name, type, description) — the description is what docs/pipeline.md prints
-KAFKA_COLUMNS = [
-    ("source_dir", pa.string(), "the log directory holding the partition directory (absolute path or URI)"),
-    ("topic", pa.string(), "topic, from the partition directory name `<topic>-<partition>`"),
-    ("partition", pa.int32(), "partition number (null when the directory name has none)"),
-    ("segment_base_offset", pa.int64(), "base offset of the segment (its file name)"),
-    ("batch_position", pa.int64(), "byte position of the record's batch (legacy: wrapper message) in the .log"),
-    ("batch_base_offset", pa.int64(), "first offset of the batch"),
-    ("batch_last_offset", pa.int64(), "last offset of the batch"),
-    ("magic", pa.int8(), "batch format: 2 (record batch), 1 or 0 (legacy message sets)"),
-    ("partition_leader_epoch", pa.int32(), "leader epoch stamped on the batch (-1 for legacy)"),
-    ("offset", pa.int64(), "the record's offset"),
-    ("timestamp", pa.int64(), "the record's timestamp, ms (LogAppendTime: the batch's append time; -1 for v0)"),
-    ("timestamp_type", pa.string(), "CreateTime, LogAppendTime or NoTimestampType (magic 0)"),
-    ("key", pa.binary(), "the key's bytes (null key: null)"),
-    ("key_utf8", pa.string(), "the key as text when it is valid UTF-8, else null"),
-    ("key_size", pa.int32(), "key length, -1 for a null key"),
-    ("value_size", pa.int32(), "value length, -1 for a null value (a tombstone)"),
-    ("value_sha256", pa.string(), "sha256 of the value, hex (null for a null value)"),
-    ("value", pa.binary(), "the value's bytes; filled only with --with-values"),
-    ("headers", pa.list_(HEADER_TYPE), "record headers in order: array<struct<key: string, value: binary>>"),
-    ("producer_id", pa.int64(), "producer id (-1 when none)"),
-    ("producer_epoch", pa.int16(), "producer epoch (-1 when none)"),
-    ("sequence", pa.int32(), "the record's sequence number (base sequence + offset delta; -1 when none)"),
-    ("is_transactional", pa.bool_(), "the batch is transactional"),
-    ("is_control", pa.bool_(), "the batch is a control batch (transaction markers and KRaft control records)"),
-    ("control_type", pa.string(), "ABORT, COMMIT, LEADER_CHANGE, ... for control records, else null"),
-    ("compression", pa.string(), "codec of the batch: none, gzip, snappy, lz4, zstd"),
-    ("crc_valid", pa.bool_(), "the batch's (legacy: wrapper message's) stored CRC matches its bytes"),
-    ("record_crc_valid", pa.bool_(), "legacy inner message's own CRC32 matches (null for v2 records)"),
+KAFKA = "kafka"
+ROCKETMQ = "rocketmq"
+BOTH = "both"
+PARTITION_KEYS = ("topic", "partition")
+
+# (name, type, broker the column is filled for, description) — the description is what docs/pipeline.md prints
+COLUMNS = [
+    ("broker", pa.string(), BOTH, "`kafka` or `rocketmq`: which broker's file the row comes from"),
+    ("source_dir", pa.string(), BOTH, "the Kafka log directory holding the partition directory, or the RocketMQ "
+                                      "store root (the directory holding commitlog/); absolute path or URI"),
+    ("topic", pa.string(), BOTH, "topic (Kafka: from the partition directory name `<topic>-<partition>`); "
+                                 "a partition key, in the directory name `topic=<topic>`"),
+    ("partition", pa.int32(), BOTH, "Kafka partition number (null when the directory name has none), RocketMQ "
+                                    "queue id; a partition key, in the directory name `partition=<n>`"),
+    ("offset", pa.int64(), BOTH,
+     "Kafka: the record's offset; RocketMQ: the message's offset in its ConsumeQueue"),
+    ("compression", pa.string(), BOTH, "Kafka: codec of the batch (none, gzip, snappy, lz4, zstd); RocketMQ: zlib, "
+                                       "lz4 or zstd for compressed bodies, else null"),
+    # Kafka
+    ("segment_base_offset", pa.int64(), KAFKA, "base offset of the segment (its file name)"),
+    ("batch_position", pa.int64(), KAFKA, "byte position of the record's batch (legacy: wrapper message) in the .log"),
+    ("batch_base_offset", pa.int64(), KAFKA, "first offset of the batch"),
+    ("batch_last_offset", pa.int64(), KAFKA, "last offset of the batch"),
+    ("magic", pa.int8(), KAFKA, "batch format: 2 (record batch), 1 or 0 (legacy message sets)"),
+    ("partition_leader_epoch", pa.int32(), KAFKA, "leader epoch stamped on the batch (-1 for legacy)"),
+    ("timestamp", pa.int64(), KAFKA, "the record's timestamp, ms (LogAppendTime: the batch's append time; -1 for v0)"),
+    ("timestamp_type", pa.string(), KAFKA, "CreateTime, LogAppendTime or NoTimestampType (magic 0)"),
+    ("key", pa.binary(), KAFKA, "the key's bytes (null key: null)"),
+    ("key_utf8", pa.string(), KAFKA, "the key as text when it is valid UTF-8, else null"),
+    ("key_size", pa.int32(), KAFKA, "key length, -1 for a null key"),
+    ("value_size", pa.int32(), KAFKA, "value length, -1 for a null value (a tombstone)"),
+    ("value_sha256", pa.string(), KAFKA, "sha256 of the value, hex (null for a null value)"),
+    ("value", pa.binary(), KAFKA, "the value's bytes; filled only with --with-values"),
+    ("headers", pa.list_(HEADER_TYPE), KAFKA, "record headers in order: array<struct<key: string, value: binary>>"),
+    ("producer_id", pa.int64(), KAFKA, "producer id (-1 when none)"),
+    ("producer_epoch", pa.int16(), KAFKA, "producer epoch (-1 when none)"),
+    ("sequence", pa.int32(), KAFKA, "the record's sequence number (base sequence + offset delta; -1 when none)"),
+    ("is_transactional", pa.bool_(), KAFKA, "the batch is transactional"),
+    ("is_control", pa.bool_(), KAFKA, "the batch is a control batch (transaction markers and KRaft control records)"),
+    ("control_type", pa.string(), KAFKA, "ABORT, COMMIT, LEADER_CHANGE, ... for control records, else null"),
+    ("crc_valid", pa.bool_(), KAFKA, "the batch's (legacy: wrapper message's) stored CRC matches its bytes"),
+    ("record_crc_valid", pa.bool_(), KAFKA, "legacy inner message's own CRC32 matches (null for v2 records)"),
+    # RocketMQ
+    ("commitlog_file", pa.string(), ROCKETMQ, "CommitLog file name (its first physical offset, 20 digits)"),
+    ("physical_offset", pa.int64(), ROCKETMQ, "where the message starts in the CommitLog (file start + position)"),
+    ("physical_offset_field", pa.int64(), ROCKETMQ,
+     "the PHYSICALOFFSET field as stored (equals physical_offset when sound)"),
+    ("total_size", pa.int32(), ROCKETMQ, "the message record's totalSize"),
+    ("version", pa.int8(), ROCKETMQ, "record format: 1 (MESSAGE_MAGIC_CODE) or 2 (MESSAGE_MAGIC_CODE_V2)"),
+    ("sys_flag", pa.int32(), ROCKETMQ, "sysFlag bits (compression, transaction type, IPv6 hosts)"),
+    ("flag", pa.int32(), ROCKETMQ, "the producer's flag"),
+    ("transaction_type", pa.string(), ROCKETMQ, "NOT_TRANSACTION, PREPARED, COMMIT or ROLLBACK"),
+    ("born_timestamp", pa.int64(), ROCKETMQ, "born timestamp, ms"),
+    ("born_host", pa.string(), ROCKETMQ, "born host:port"),
+    ("store_timestamp", pa.int64(), ROCKETMQ, "store timestamp, ms"),
+    ("store_host", pa.string(), ROCKETMQ, "store host:port"),
+    ("reconsume_times", pa.int32(), ROCKETMQ, "reconsume times"),
+    ("prepared_transaction_offset", pa.int64(), ROCKETMQ, "prepared transaction offset"),
+    ("msg_id", pa.string(), ROCKETMQ, "offsetMsgId (store host + port + physical offset, hex), as RocketMQ prints it"),
+    ("keys", pa.string(), ROCKETMQ, "the KEYS property (space-separated keys), null when absent"),
+    ("tags", pa.string(), ROCKETMQ, "the TAGS property, null when absent"),
+    ("uniq_key", pa.string(), ROCKETMQ, "the UNIQ_KEY property (client message id), null when absent"),
+    ("properties", pa.map_(pa.string(), pa.string()), ROCKETMQ, "all properties: map<string, string>"),
+    ("body_size", pa.int32(), ROCKETMQ, "stored body length (compressed length for compressed bodies)"),
+    ("body_sha256", pa.string(), ROCKETMQ, "sha256 of the stored body, hex"),
+    ("body_crc_valid", pa.bool_(), ROCKETMQ, "the body CRC matches (what RocketMQ's checkCRC tests)"),
+    ("compressed", pa.bool_(), ROCKETMQ, "the body is compressed (sysFlag bit 0)"),
+    ("body_uncompressed_size", pa.int32(), ROCKETMQ,
+     "decompressed body length (compressed bodies that decompress), else null"),
+    ("body", pa.binary(), ROCKETMQ, "the stored body bytes; filled only with --with-values"),
 ]
 
-ROCKETMQ_COLUMNS = [
-    ("source_dir", pa.string(), "the store root (the directory holding commitlog/)"),
-    ("commitlog_file", pa.string(), "CommitLog file name (its first physical offset, 20 digits)"),
-    ("topic", pa.string(), "topic"),
-    ("queue_id", pa.int32(), "queue id"),
-    ("queue_offset", pa.int64(), "offset of the message in its ConsumeQueue"),
-    ("physical_offset", pa.int64(), "where the message starts in the CommitLog (file start + position)"),
-    ("physical_offset_field", pa.int64(), "the PHYSICALOFFSET field as stored (equals physical_offset when sound)"),
-    ("total_size", pa.int32(), "the message record's totalSize"),
-    ("version", pa.int8(), "record format: 1 (MESSAGE_MAGIC_CODE) or 2 (MESSAGE_MAGIC_CODE_V2)"),
-    ("sys_flag", pa.int32(), "sysFlag bits (compression, transaction type, IPv6 hosts)"),
-    ("flag", pa.int32(), "the producer's flag"),
-    ("transaction_type", pa.string(), "NOT_TRANSACTION, PREPARED, COMMIT or ROLLBACK"),
-    ("born_timestamp", pa.int64(), "born timestamp, ms"),
-    ("born_host", pa.string(), "born host:port"),
-    ("store_timestamp", pa.int64(), "store timestamp, ms"),
-    ("store_host", pa.string(), "store host:port"),
-    ("reconsume_times", pa.int32(), "reconsume times"),
-    ("prepared_transaction_offset", pa.int64(), "prepared transaction offset"),
-    ("msg_id", pa.string(), "offsetMsgId (store host + port + physical offset, hex), as RocketMQ prints it"),
-    ("keys", pa.string(), "the KEYS property (space-separated keys), null when absent"),
-    ("tags", pa.string(), "the TAGS property, null when absent"),
-    ("uniq_key", pa.string(), "the UNIQ_KEY property (client message id), null when absent"),
-    ("properties", pa.map_(pa.string(), pa.string()), "all properties: map<string, string>"),
-    ("body_size", pa.int32(), "stored body length (compressed length for compressed bodies)"),
-    ("body_sha256", pa.string(), "sha256 of the stored body, hex"),
-    ("body_crc_valid", pa.bool_(), "the body CRC matches (what RocketMQ's checkCRC tests)"),
-    ("compressed", pa.bool_(), "the body is compressed (sysFlag bit 0)"),
-    ("compression", pa.string(), "zlib, lz4 or zstd for compressed bodies, else null"),
-    ("body_uncompressed_size", pa.int32(), "decompressed body length (compressed bodies that decompress), else null"),
-    ("body", pa.binary(), "the stored body bytes; filled only with --with-values"),
-]
+# every column, as readers see the dataset (a dataset with no rows is one file of this schema)
+DATASET_SCHEMA = pa.schema([pa.field(name, typ) for name, typ, _, _ in COLUMNS])
+# what a part file holds: the partition keys are in its directory's name
+FILE_SCHEMA = pa.schema([field for field in DATASET_SCHEMA if field.name not in PARTITION_KEYS])
 
-KAFKA_SCHEMA = pa.schema([pa.field(name, typ) for name, typ, _ in KAFKA_COLUMNS])
-ROCKETMQ_SCHEMA = pa.schema([pa.field(name, typ) for name, typ, _ in ROCKETMQ_COLUMNS])
+# Spark's ExternalCatalogUtils.escapePathName: characters written as %XX in a partition directory name
+_ESCAPED = set('"#%\'*/:=?\\[]^{}\x7f') | {chr(c) for c in range(1, 32)}
+NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__"  # Hive's, Spark's, pyarrow's and DuckDB's name for a null key
 
-SCHEMAS = {"kafka": KAFKA_SCHEMA, "rocketmq": ROCKETMQ_SCHEMA}
+
+def _escape(value: str) -> str:
+    return "".join(f"%{ord(c):02X}" if c in _ESCAPED else c for c in value) or NULL_PARTITION
+
+
+def partition_directory(topic: str | None, partition: int | None) -> str:
+    """``topic=<topic>/partition=<n>``, escaped as Spark escapes partition values (``%RETRY%g`` -> ``%25RETRY%25g``)."""
+    topic_text = NULL_PARTITION if topic is None else _escape(topic)
+    partition_text = NULL_PARTITION if partition is None else str(partition)
+    return f"topic={topic_text}/partition={partition_text}"
 
 
 def spark_type_name(typ: pa.DataType) -> str:
@@ -114,6 +145,6 @@ def spark_type_name(typ: pa.DataType) -> str:
     raise TypeError(f"no Spark type for {typ}")
 
 
-def spark_ddl(kind: str) -> str:
-    """``name type, ...`` for ``spark.read.schema(...)`` or a CREATE TABLE."""
-    return ", ".join(f"{f.name} {spark_type_name(f.type)}" for f in SCHEMAS[kind])
+def spark_ddl() -> str:
+    """``name type, ...`` of every column, for ``spark.read.schema(...)`` or a CREATE TABLE."""
+    return ", ".join(f"{f.name} {spark_type_name(f.type)}" for f in DATASET_SCHEMA)

@@ -17,6 +17,13 @@ Start-up, done once per engine:
   stderr is a terminal.  On a local master the driver JVM runs with the C1
   compiler only (it schedules; the work is in Python), which halves start-up on
   a small machine.
+- Executors' Python: ``spark.pyspark.python`` from ``--conf``, else
+  ``PYSPARK_PYTHON``, else this very interpreter (``sys.executable``), which
+  has segtool's dependencies; on a cluster it must exist at that path on every
+  node (or be given with ``--conf spark.pyspark.python=…``).
+- On a local master, or a master on a loopback address, the driver binds to
+  127.0.0.1 (``spark.driver.host``/``spark.driver.bindAddress``) so nothing
+  listens on the network; ``--conf`` settings override any of ours.
 - Under ``spark-submit`` (``segtool/spark_job.py``) the submitted
   context is used as it is: master and configuration are spark-submit's.
 """
@@ -227,13 +234,71 @@ def _is_local(master: str) -> bool:
     return master.startswith("local")
 
 
+def _on_loopback(master: str) -> bool:
+    """A local master, or a ``spark://`` master whose every host is a loopback address."""
+    if _is_local(master):
+        return True
+    import ipaddress
+    import socket
+    from urllib.parse import urlsplit
+
+    scheme, _, hosts = master.partition("://")
+    if scheme != "spark" or not hosts:
+        return False
+    for host_port in hosts.split(","):
+        host = urlsplit(f"//{host_port}").hostname
+        try:
+            if host is None or not ipaddress.ip_address(socket.gethostbyname(host)).is_loopback:
+                return False
+        except (OSError, ValueError):
+            return False
+    return True
+
+
+def _quiet_root_logger() -> None:
+    """Py4J logs each failed call with its traceback through the root logger (``logging.exception``
+    configures the root logger to print when it has no handler): some 60 lines for one Ctrl-C.
+    A root logger with somewhere quiet to put those records leaves the one line the command prints."""
+    import logging
+
+    if not logging.root.handlers:
+        logging.root.addHandler(logging.NullHandler())
+
+
+class _DeferredInterrupt:
+    """Holds back Ctrl-C for the few seconds Spark starts (``received`` says whether it came)."""
+
+    def __init__(self):
+        self.received = False
+        self._previous = None
+
+    def _note(self, signum, frame) -> None:
+        self.received = True
+
+    def __enter__(self):
+        import signal
+
+        if threading.current_thread() is threading.main_thread():
+            self._previous = signal.signal(signal.SIGINT, self._note)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        import signal
+
+        if self._previous is not None:
+            signal.signal(signal.SIGINT, self._previous)
+
+
 class SparkEngine:
     name = "spark"
 
-    def __init__(self, master: str | None = None, app_name: str = "segtool", quiet: bool = False):
+    def __init__(self, master: str | None = None, app_name: str = "segtool", quiet: bool = False,
+                 conf: dict[str, str] | None = None):
         self.master = master
         self.app_name = app_name
         self.quiet = quiet
+        self.conf = dict(conf or {})  # --conf settings: they win over ours
+        self.interrupted = False
         self.sc = None
         self.owned = False
         self.startup_seconds = 0.0
@@ -276,36 +341,78 @@ class SparkEngine:
         log4j = os.path.join(self._tmp, "log4j2.properties")
         with open(log4j, "w") as handle:
             handle.write(_LOG4J2)
-        if local:
+        loopback = _on_loopback(master)
+        if loopback:
             os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-            os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        if local:
             os.environ.setdefault("SPARK_LAUNCHER_OPTS", _LOCAL_JVM_OPTIONS)
+        # PySpark starts executors' Python workers with PYSPARK_PYTHON: without it a bare `python3`
+        # that lacks segtool's dependencies (pyarrow, numpy, ...)
+        python = self.conf.get("spark.pyspark.python") or os.environ.get("PYSPARK_PYTHON") or sys.executable
+        os.environ["PYSPARK_PYTHON"] = python
         os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
         progress = not self.quiet and sys.stderr.isatty()
         driver_options = f"-Dlog4j2.configurationFile=file:{log4j}"
         if local:
             driver_options += " " + _LOCAL_JVM_OPTIONS
+        if "spark.driver.extraJavaOptions" in self.conf:
+            driver_options += " " + self.conf["spark.driver.extraJavaOptions"]
         conf = (SparkConf().setMaster(master).setAppName(self.app_name)
-                .set("spark.driver.extraJavaOptions", driver_options)
+                .set("spark.pyspark.python", python)
                 .set("spark.ui.showConsoleProgress", "true" if progress else "false")
                 .set("spark.python.worker.reuse", "true"))
         if local:
             conf.set("spark.ui.enabled", "false")
+        if loopback:
+            conf.set("spark.driver.host", "127.0.0.1").set("spark.driver.bindAddress", "127.0.0.1")
+        for key, value in self.conf.items():
+            conf.set(key, value)
+        conf.set("spark.driver.extraJavaOptions", driver_options)
         self._stderr = _StderrFilter()
-        try:
-            gateway = launch_gateway(conf, popen_kwargs={"stderr": self._stderr.write_fd})
-        except Exception as exc:
+        with _DeferredInterrupt() as interrupt:
+            # a Ctrl-C while the JVM starts would leave it running, orphaned: it ignores SIGINT
+            try:
+                gateway = launch_gateway(conf, popen_kwargs={"stderr": self._stderr.write_fd})
+            except Exception as exc:
+                self._stderr.close_writer()
+                self._stderr.thread.join(timeout=5)
+                detail = " | ".join(list(self._stderr.tail)[-3:]) or str(exc)
+                raise SegtoolError(f"Spark did not start (Java {self.java['version']} from {self.java['source']}): "
+                                   f"{detail}") from None
             self._stderr.close_writer()
-            self._stderr.thread.join(timeout=5)
-            detail = " | ".join(list(self._stderr.tail)[-3:]) or str(exc)
-            raise SegtoolError(f"Spark did not start (Java {self.java['version']} from {self.java['source']}): "
-                               f"{detail}") from None
-        self._stderr.close_writer()
-        self.sc = SparkContext(conf=conf, gateway=gateway)
-        self.sc.setLogLevel("ERROR")
-        self.owned = True
-        if not local:
-            self.sc.addPyFile(_segtool_zip(self._tmp))
+            self.sc = SparkContext(conf=conf, gateway=gateway)
+            self.owned = True
+            self.sc.setLogLevel("ERROR")
+            if not local:
+                self.sc.addPyFile(_segtool_zip(self._tmp))
+        self._handle_interrupts()
+        if interrupt.received:
+            self.stop()
+            raise KeyboardInterrupt
+
+    def _handle_interrupts(self) -> None:
+        """Ctrl-C raises KeyboardInterrupt and notes it; ``map`` then cancels the jobs.
+
+        PySpark's own SIGINT handler calls the JVM from inside the signal
+        handler, over the very Py4J connection the interrupted call is using;
+        the note lets ``map`` tell an interrupt from a failed job when the
+        interrupted call ends in a Py4J error instead.
+        """
+        import signal
+
+        def interrupted(signum, frame):
+            self.interrupted = True
+            raise KeyboardInterrupt
+
+        _quiet_root_logger()
+        if threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGINT, interrupted)
+
+    def _cancel(self) -> None:
+        try:
+            self.sc.cancelAllJobs()  # on a new Py4J connection: the interrupted one is closed
+        except Exception:
+            pass  # the JVM is gone already: nothing runs
 
     def stop(self) -> None:
         if self.sc is not None and self.owned:
@@ -370,9 +477,12 @@ class SparkEngine:
         try:
             pairs = self.sc.parallelize(chunks, len(chunks)).flatMap(partial(_run_chunk, fn)).collect()
         except KeyboardInterrupt:
-            self.sc.cancelAllJobs()
+            self._cancel()
             raise
         except Exception as exc:
+            if self.interrupted:  # the interrupted call failed on its way out
+                self._cancel()
+                raise KeyboardInterrupt from None
             raise SegtoolError(f"Spark job failed: {_last_error(str(exc))}") from None
         results: list = [None] * n
         for i, outcome in pairs:

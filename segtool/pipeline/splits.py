@@ -7,7 +7,11 @@ or damaged, so each chosen position is checked before it is used: a batch must
 frame there (the same framing as ``BatchScan``), carry the offset the entry
 says and pass its CRC.  When the check fails the previous entry is tried, and
 so on back to the previous boundary (the split is then merged into its
-neighbour).  A segment without an index is one task.
+neighbour).  Where there is no usable index (none, unreadable, empty, or no
+valid entry near a cut) the cut is found by walking the batch headers from the
+previous boundary (``frame_batches``, the framing every batch walker uses:
+each header says where the next batch starts), which reads 12 bytes a batch.
+That walk needs the file mapped: a URI input without an index stays one task.
 
 RocketMQ: a CommitLog file larger than ``split_bytes`` is cut at message
 starts found by their magic code; a message records its own physical offset
@@ -27,7 +31,14 @@ import numpy as np
 
 from segtool.errors import CorruptData, SegtoolError
 from segtool.formats.kafka_index import OFFSET_INDEX_DTYPE
-from segtool.formats.kafka_log import BATCH_V2_OVERHEAD, LOG_ENTRY_HEADER_FAST, LOG_OVERHEAD, RECORD_OVERHEAD_V0, BatchScan
+from segtool.formats.kafka_log import (
+    BATCH_V2_OVERHEAD,
+    LOG_ENTRY_HEADER_FAST,
+    LOG_OVERHEAD,
+    RECORD_OVERHEAD_V0,
+    BatchScan,
+    frame_batches,
+)
 from segtool.pipeline import storage
 from segtool.pipeline.inputs import Inputs
 
@@ -97,21 +108,40 @@ def batch_starts_at(reader: _Reader, position: int, offset: int, size: int) -> b
     return batch.base_offset <= offset <= batch.last_offset and batch.crc_valid
 
 
+def framed_batch_start(reader: _Reader, previous: int, target: int, size: int) -> int | None:
+    """The first batch start at or after ``target``, walking batch headers from the batch start ``previous``;
+    None when the chain of batches ends (cleanly, torn or corrupt) before it."""
+    pos = previous
+    while True:
+        _, pos, stop = frame_batches(reader.buf, pos, size, 1 << 16, until=target)
+        if stop is not None:
+            return None
+        if pos >= target:
+            return pos if pos < size else None
+
+
 def kafka_boundaries(log_path: str, size: int, base_offset: int, split_bytes: int) -> tuple[list[int], list[str]]:
     """Start positions of the splits of one segment (always [0, ...]) and notes on fallbacks."""
     targets = _targets(size, split_bytes)
     if not targets:
         return [0], []
     index_path = log_path[: -len(".log")] + ".index"
-    if not storage.exists(index_path):
-        return [0], [f"{log_path}: no .index beside the segment; scanned as one task"]
-    try:
-        rel, positions = _index_entries(index_path)
-    except SegtoolError as exc:
-        return [0], [f"{log_path}: offset index unreadable ({exc.message}); scanned as one task"]
     reader = _Reader(log_path)
-    boundaries = [0]
+    rel = positions = np.zeros(0, np.int64)
     notes = []
+    if not storage.exists(index_path):
+        unusable = "no .index beside the segment"
+    else:
+        try:
+            rel, positions = _index_entries(index_path)
+            unusable = None if len(positions) else "its .index holds no entries"
+        except SegtoolError as exc:
+            unusable = f"offset index unreadable ({exc.message})"
+    if unusable is not None:
+        if reader.remote:
+            return [0], [f"{log_path}: {unusable}; scanned as one task (finding batch starts reads the whole file)"]
+        notes.append(f"{log_path}: {unusable}; split at batch starts found by walking the batch headers")
+    boundaries = [0]
     for target in targets:
         # candidates: entries between the previous boundary and the target, nearest the target first
         mask = (positions > boundaries[-1]) & (positions <= target)
@@ -122,9 +152,14 @@ def kafka_boundaries(log_path: str, size: int, base_offset: int, split_bytes: in
         for slot in candidates.tolist():
             if batch_starts_at(reader, int(positions[slot]), base_offset + int(rel[slot]), size):
                 chosen = int(positions[slot])
-                boundaries.append(chosen)
                 break
             rejected += 1
+        if chosen is None and not reader.remote:
+            chosen = framed_batch_start(reader, boundaries[-1], target, size)
+            if chosen is None:
+                break  # the chain ends before this cut: the rest is one split, read past damage
+        if chosen is not None and chosen > boundaries[-1]:
+            boundaries.append(chosen)
         if rejected:
             notes.append(f"{log_path}: {rejected} offset index entr{'y' if rejected == 1 else 'ies'} before byte "
                          f"{target} did not point at a valid batch; the split "

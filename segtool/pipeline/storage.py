@@ -214,11 +214,51 @@ def write_file(path: str, data: bytes, replace: bool = False, backup: bool = Tru
     return {"path": path, "size": len(data), "sha256": hashlib.sha256(data).hexdigest(), "backup": None}
 
 
-def dataset_files(directory: str) -> list[str]:
-    """Visible files of a dataset directory (what Spark and pyarrow read; `_`/`.` names are not data)."""
-    if not exists(directory):
+def open_output(path: str):
+    """A stream writing a whole new file at a URI (object stores publish the object when it is closed)."""
+    filesystem, inner = _split_uri(path)
+    try:
+        filesystem.create_dir(posixpath.dirname(inner), recursive=True)
+        return filesystem.open_output_stream(inner)
+    except Exception as exc:
+        raise SegtoolError(f"cannot write: {exc}", path) from None
+
+
+def _hidden(relative: str) -> bool:
+    """A path dataset readers skip: one of its names starts with `_` or `.` (markers, reports, staging)."""
+    return any(name.startswith(("_", ".")) for name in relative.split("/"))
+
+
+def dataset_files(root: str) -> list[str]:
+    """Relative paths (with ``/``) of the files a dataset reader would read below ``root``, sorted."""
+    if not exists(root):
         return []
-    return [name for name, is_dir, _ in listdir(directory) if not is_dir and not name.startswith(("_", "."))]
+    if is_uri(root):
+        base = root.rstrip("/") + "/"
+        found = [path[len(base):] for path, _ in walk_files(root)]
+    else:
+        found = []
+        for directory, dirs, files in os.walk(root):
+            dirs[:] = [d for d in dirs if not d.startswith(("_", "."))]
+            relative = os.path.relpath(directory, root)
+            found.extend(name if relative == "." else f"{relative}/{name}" for name in files)
+    return sorted(f for f in found if not _hidden(f))
+
+
+def _own_part(relative: str) -> bool:
+    """A part file ``scan`` writes: ``topic=…/partition=…/part-….parquet``, or the empty part at the top."""
+    *directories, name = relative.split("/")
+    return name.startswith("part-") and name.endswith(".parquet") and (
+        not directories or (len(directories) == 2 and directories[0].startswith("topic=")
+                            and directories[1].startswith("partition=")))
+
+
+def check_own_parts(root: str, found: list[str]) -> None:
+    """Refuse a dataset directory holding files ``scan`` did not write (``--force`` removes only its own)."""
+    for relative in found:
+        if not _own_part(relative):
+            raise SegtoolError(f"{relative} in the output directory was not written by segtool scan (as a part "
+                               "of a topic=…/partition=… dataset); choose another --out", root)
 
 
 def remove_file(path: str) -> None:
@@ -229,11 +269,17 @@ def remove_file(path: str) -> None:
         os.unlink(path)
 
 
-def remove_dataset_files(directory: str) -> None:
-    """Remove the part files a previous scan wrote (``--force``): our own outputs only."""
-    for name in dataset_files(directory):
-        if not (name.startswith("part-") and name.endswith(".parquet")):
-            raise SegtoolError(f"{name} in the output dataset was not written by segtool scan; "
-                               "choose another --out", directory)
-    for name in dataset_files(directory):
-        remove_file(join(directory, name))
+def remove_dataset_files(root: str, keep: set[str]) -> None:
+    """Remove the part files an earlier scan wrote (``--force``), but those in ``keep``; then empty partition dirs."""
+    found = dataset_files(root)
+    check_own_parts(root, found)
+    for relative in found:
+        if relative not in keep:
+            remove_file(join(root, relative))
+    if not is_uri(root):
+        for relative in sorted({os.path.dirname(f) for f in found if "/" in f}, reverse=True):
+            for directory in (os.path.join(root, relative), os.path.dirname(os.path.join(root, relative))):
+                try:
+                    os.rmdir(directory)  # only when empty: a partition directory of this run stays
+                except OSError:
+                    pass

@@ -132,7 +132,7 @@ def _best_scan(paths, out, engine, runs=2) -> dict:
 
 def _line(name: str, report: dict, input_bytes: int) -> str:
     seconds = report["timing"]["scan_seconds"]
-    rows = sum(d["rows"] for d in report["datasets"].values())
+    rows = report["dataset"]["rows"]
     return (f"[bench] scan {name}: {input_bytes / 1e6:.0f} MB, {rows} records, {report['tasks']} tasks in "
             f"{seconds:.2f} s = {input_bytes / 1e6 / seconds:.1f} MB/s, {rows / seconds:,.0f} records/s")
 
@@ -150,7 +150,7 @@ def test_scan_throughput_local_vs_spark(kafka_logs, tmp_path):
                 pass
 
     local = _best_scan([str(logs)], tmp_path / "local", LocalEngine(2))
-    assert local["datasets"]["kafka"]["rows"] == records
+    assert local["dataset"]["rows_by_broker"]["kafka"] == records
 
     began = time.perf_counter()
     engine = SparkEngine("local[2]")
@@ -163,8 +163,8 @@ def test_scan_throughput_local_vs_spark(kafka_logs, tmp_path):
     finally:
         engine.stop()
     total = time.perf_counter() - began
-    assert spark["datasets"]["kafka"]["rows"] == records
-    parquet = sum(f.stat().st_size for f in (tmp_path / "spark" / "kafka").glob("*.parquet"))
+    assert spark["dataset"]["rows_by_broker"]["kafka"] == records
+    parquet = sum(f.stat().st_size for f in (tmp_path / "spark").rglob("*.parquet"))
 
     local_mbps = input_bytes / local["timing"]["scan_seconds"]
     spark_mbps = input_bytes / spark["timing"]["scan_seconds"]

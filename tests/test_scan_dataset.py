@@ -1,0 +1,187 @@
+"""`segtool scan` writes ONE hive-partitioned Parquet dataset that standard readers open as it is.
+
+The whole corpus (Kafka and RocketMQ) is scanned once; pyarrow and DuckDB read OUT with topic and
+partition as columns, and their counts per (log dir or store, topic, partition) are the records and
+messages `segtool dump --json` lists for the same files.  Also here: an input without segments is
+skipped (named, with the reason) instead of refusing the scan, a segment without an offset index is
+split at batch starts found in its headers, and part files are written in bounded row groups.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+pa = pytest.importorskip("pyarrow")
+duckdb = pytest.importorskip("duckdb")
+
+import pyarrow.parquet as pq  # noqa: E402
+
+from segtool.formats.kafka_log import BatchScan  # noqa: E402
+from segtool.formats.kafka_names import is_log_file, topic_partition  # noqa: E402
+from segtool.pipeline.engines import LocalEngine  # noqa: E402
+from segtool.pipeline.scan import run_scan_task, scan  # noqa: E402
+from segtool.pipeline.splits import kafka_boundaries, plan_tasks  # noqa: E402
+from segtool.pipeline.inputs import discover  # noqa: E402
+from segtool.source import open_buffer  # noqa: E402
+from tests.conftest import corpus_path, segtool  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def corpus_scan(tmp_path_factory) -> tuple[Path, dict]:
+    """The scan of the whole corpus, through the command line."""
+    roots = [corpus_path("kafka"), corpus_path("rocketmq")]
+    out = tmp_path_factory.mktemp("scan") / "out"
+    run = segtool("scan", *roots, "--out", out, "--json", "--no-hash", "--workers", "2")
+    assert run.returncode == 1, run.stderr  # the corpus holds damaged cases
+    return out, json.loads(run.stdout)
+
+
+@pytest.fixture(scope="module")
+def dumped(corpus_scan) -> Counter:
+    """Records and messages per (log dir or store root, topic, partition or queue id), from `dump --json` of
+    every segment and CommitLog directory the corpus holds (found by walking it, not from the scan)."""
+    inputs = []
+    for root in (corpus_path("kafka"), corpus_path("rocketmq")):
+        for directory, _, files in os.walk(root):
+            if os.path.basename(directory) == "commitlog":
+                inputs.append(directory)
+            else:
+                inputs.extend(os.path.join(directory, name) for name in files if is_log_file(name))
+    run = segtool("dump", "--json", *sorted(inputs))
+    assert run.returncode in (0, 1), run.stderr
+    counts: Counter = Counter()
+    for line in run.stdout.splitlines():
+        item = json.loads(line)
+        home = os.path.dirname(os.path.dirname(item.get("file", "")))
+        if item["kind"] == "record":
+            topic, partition = topic_partition(os.path.basename(os.path.dirname(item["file"])))
+            counts[(home, topic, partition)] += 1
+        elif item["kind"] == "message":
+            counts[(home, item["topic"], item["queue_id"])] += 1
+    assert counts
+    return counts
+
+
+def test_the_output_is_one_dataset_with_markers_beside_it(corpus_scan):
+    out, report = corpus_scan
+    names = sorted(os.listdir(out))
+    assert names[:2] == ["_SUCCESS", "_segtool_report.json"] and all(n.startswith("topic=") for n in names[2:])
+    assert json.loads((out / "_segtool_report.json").read_text())["dataset"] == report["dataset"]
+    parts = sorted(out.rglob("*.parquet"))
+    assert len(parts) == report["dataset"]["files"]
+    for part in parts:
+        topic_dir, partition_dir = part.relative_to(out).parts[:2]
+        assert topic_dir.startswith("topic=") and partition_dir.startswith("partition=")
+        assert part.name.startswith("part-")
+    assert not (out / "_temporary").exists()
+
+
+def test_pyarrow_reads_it_as_it_is(corpus_scan, dumped):
+    out, report = corpus_scan
+    table = pq.read_table(out, columns=["broker", "source_dir", "topic", "partition"])
+    assert table.num_rows == report["dataset"]["rows"] == sum(dumped.values())
+    got = Counter(zip(table.column("source_dir").to_pylist(), table.column("topic").to_pylist(),
+                      table.column("partition").to_pylist()))
+    assert got == dumped
+    brokers = Counter(table.column("broker").to_pylist())
+    assert brokers == report["dataset"]["rows_by_broker"]
+    assert set(brokers) == {"kafka", "rocketmq"}
+
+
+def test_duckdb_reads_it_as_it_is(corpus_scan, dumped):
+    out, _ = corpus_scan
+    by_key = duckdb.sql(f"select topic, partition, count(*) from read_parquet('{out}/**/*.parquet', "
+                        "hive_partitioning=true) group by all").fetchall()
+    expected: Counter = Counter()
+    for (_, topic, partition), n in dumped.items():
+        expected[(topic, partition)] += n
+    assert {(topic, partition): n for topic, partition, n in by_key} == expected
+    by_source = duckdb.sql(f"select source_dir, topic, partition, count(*) from read_parquet('{out}/**/*.parquet', "
+                           "hive_partitioning=true) group by all").fetchall()
+    assert {(s, t, p): n for s, t, p, n in by_source} == dumped
+
+
+def test_an_input_without_segments_is_skipped_with_its_reason(tmp_path):
+    partition = corpus_path("kafka", "c04-transactions", "data", "c04-txn-0")
+    indexes_only = tmp_path / "indexes-only" / "orders-0"
+    indexes_only.mkdir(parents=True)
+    for index in sorted(partition.glob("*.index")):
+        shutil.copy(index, indexes_only)
+    run = segtool("scan", indexes_only.parent, partition, "--out", tmp_path / "out", "--json", "--no-hash")
+    assert run.returncode == 0, run.stderr
+    report = json.loads(run.stdout)
+    skipped = {entry["path"]: entry["reason"] for entry in report["inputs"]["skipped"]}
+    assert "no Kafka .log segments or RocketMQ CommitLog files here" in skipped[str(indexes_only.parent)]
+    assert all(str(index) in skipped for index in indexes_only.iterdir())
+    assert report["dataset"]["rows"] > 0
+    alone = segtool("scan", indexes_only.parent, "--out", tmp_path / "none")
+    assert alone.returncode == 1 and alone.stderr.count("\n") == 1  # nothing anywhere: still "nothing found"
+
+
+def _batch_starts(log: Path) -> list[int]:
+    return [batch.position for batch in BatchScan(open_buffer(str(log)))]
+
+
+def test_a_segment_without_index_is_split_at_batch_starts(tmp_path):
+    source = corpus_path("kafka", "c01-multiseg-clean", "data", "c01-plain-0")
+    partition = tmp_path / "logs" / "c01-plain-0"
+    shutil.copytree(source, partition)
+    for index in partition.glob("*.index"):
+        index.unlink()
+    split = 16 * 1024
+    inputs = discover([str(partition)])
+    tasks, notes = plan_tasks(inputs, split)
+    segments = len(inputs.kafka[0].segments)
+    assert len(tasks) > 2 * segments  # cut, though no index says where batches start
+    assert any("walking the batch headers" in note for note in notes)
+    for log in sorted(partition.glob("*.log")):
+        boundaries, _ = kafka_boundaries(str(log), log.stat().st_size, int(log.name[:20]), split)
+        assert boundaries == sorted(set(boundaries)) and set(boundaries) <= set(_batch_starts(log))
+    cut = scan([str(partition)], str(tmp_path / "cut"), LocalEngine(1), split_bytes=split, hash_inputs=False)
+    whole = scan([str(source)], str(tmp_path / "whole"), LocalEngine(1), split_bytes=0, hash_inputs=False)
+    assert not cut["problems"] and cut["tasks"] == len(tasks)
+    order = [("segment_base_offset", "ascending"), ("offset", "ascending")]
+    a = pq.read_table(tmp_path / "cut").drop_columns(["source_dir"]).sort_by(order)
+    b = pq.read_table(tmp_path / "whole").drop_columns(["source_dir"]).sort_by(order)
+    assert a.num_rows == b.num_rows > 0 and a.equals(b)
+
+
+def test_parts_are_written_in_bounded_row_groups(tmp_path):
+    partition = corpus_path("kafka", "c04-transactions", "data", "c04-txn-0")
+    store = corpus_path("rocketmq", "kill9-abort", "store")
+    report = scan([str(partition), str(store)], str(tmp_path / "out"), LocalEngine(1), chunk_rows=100,
+                  with_values=True, hash_inputs=False)
+    groups = 0
+    rows = 0
+    for part in (tmp_path / "out").rglob("*.parquet"):
+        parquet = pq.ParquetFile(part)
+        for i in range(parquet.metadata.num_row_groups):
+            group = parquet.read_row_group(i, columns=["broker", "batch_position"]).to_pylist()
+            groups += 1
+            rows += len(group)
+            if group[0]["broker"] == "kafka":  # a row group ends with the whole batch that reached the bound
+                assert sum(1 for row in group if row["batch_position"] != group[-1]["batch_position"]) < 100
+            else:
+                assert len(group) <= 100
+    assert rows == report["dataset"]["rows"]
+    assert groups > report["dataset"]["rows"] // 100  # written as they came, not as one table
+    # the byte bound: about 8 KiB of keys and values per row group (plus the batch that crossed it)
+    tasks, _ = plan_tasks(discover([str(partition)]), 0)
+    stats = run_scan_task(tasks[0], str(tmp_path / "bytes"), with_values=True, chunk_bytes=8 * 1024,
+                          staged=False)
+    (relative,) = stats["parts"]
+    part = pq.ParquetFile(tmp_path / "bytes" / relative)
+    assert part.metadata.num_row_groups > 1
+    for i in range(part.metadata.num_row_groups):
+        group = part.read_row_group(i, columns=["batch_position", "key_size", "value_size"]).to_pylist()
+        per_batch: Counter = Counter()
+        for row in group:
+            per_batch[row["batch_position"]] += max(row["key_size"], 0) + max(row["value_size"], 0)
+        last = group[-1]["batch_position"]  # the batch that reached the bound is written with the group
+        assert sum(per_batch.values()) - per_batch[last] < 8 * 1024
