@@ -35,7 +35,6 @@ from segtool.formats.kafka_messages import (
     ApiMessageError,
     Array,
     CoordinatorRecord,
-    CoordinatorRecordError,
     CoordinatorRecordType,
     F,
     JavaFailure,
@@ -47,7 +46,7 @@ from segtool.formats.kafka_messages import (
     read_api_message,
     read_message,
 )
-from segtool.formats.kafka_offsets import coordinator_error_text, coordinator_record_texts
+from segtool.formats.kafka_offsets import coordinator_dump_texts
 
 # transaction-coordinator/src/main/resources/common/message
 
@@ -307,14 +306,7 @@ def transaction_log_json_texts(key: bytes | None, value: bytes | None, offset: i
     serde, ``{"type":"0","data":{"transactionalId":...}}`` and
     ``{"version":"<v>","data":{<TransactionLogValue as JSON>}}`` (``<DELETE>`` for a tombstone,
     ``Unknown record type N at offset O, skipping.`` for a key version other than 0)."""
-    if key is None:
-        raise CorruptData(f"Failed to decode message at offset {offset} using the specified decoder "
-                          "(message had a missing key)")
-    try:
-        record = decode_transaction_record(bytes(key), None if value is None else bytes(value))
-    except CoordinatorRecordError as e:
-        return coordinator_error_text(e, offset), None
-    return coordinator_record_texts(record, "version")
+    return coordinator_dump_texts(decode_transaction_record, "the specified decoder", "version", key, value, offset)
 
 
 # --------------------------------------------------------------------------
@@ -329,14 +321,8 @@ def decode_share_state_record(key: bytes, value: bytes | None) -> CoordinatorRec
 
 def share_group_state_texts(key: bytes | None, value: bytes | None, offset: int) -> tuple[str, str | None]:
     """The key and payload ``kafka-dump-log.sh --share-group-state-decoder`` (Kafka 3.9) prints."""
-    if key is None:
-        raise CorruptData(f"Failed to decode message at offset {offset} using share group state topic decoder "
-                          "(message had a missing key)")
-    try:
-        record = decode_share_state_record(bytes(key), None if value is None else bytes(value))
-    except CoordinatorRecordError as e:
-        return coordinator_error_text(e, offset), None
-    return coordinator_record_texts(record, "type")
+    return coordinator_dump_texts(decode_share_state_record, "share group state topic decoder", "type",
+                                  key, value, offset)
 
 
 # --------------------------------------------------------------------------

@@ -546,14 +546,22 @@ def parse_offsets_record(key: bytes | None, value: bytes | None, offset: int,
     ``Error at offset ...`` key text with no payload.  A null key raises
     :class:`CorruptData` (DumpLogSegments throws and stops there).
     """
+    return coordinator_dump_texts(decode_offsets_record, "offset topic decoder", "version", key, value, offset)
+
+
+def coordinator_dump_texts(decode, decoder_name: str, version_label: str, key: bytes | None,
+                           value: bytes | None, offset: int) -> tuple[str, str | None]:
+    """What DumpLogSegments' coordinator-record parsers print for one record: a null key throws
+    (``CorruptData``, the dump stops), a record the serde rejects is an error key text with no
+    payload, else the record's key and payload texts."""
     if key is None:
-        raise CorruptData(f"Failed to decode message at offset {offset} using offset topic decoder "
+        raise CorruptData(f"Failed to decode message at offset {offset} using {decoder_name} "
                           "(message had a missing key)")
     try:
-        record = decode_offsets_record(bytes(key), None if value is None else bytes(value))
+        record = decode(bytes(key), None if value is None else bytes(value))
     except CoordinatorRecordError as e:
         return coordinator_error_text(e, offset), None
-    return coordinator_record_texts(record, "version")
+    return coordinator_record_texts(record, version_label)
 
 
 def coordinator_error_text(error: CoordinatorRecordError, offset: int) -> str:
