@@ -214,7 +214,7 @@ def dump(
         raise typer.Exit(EXIT_UNREADABLE if unreadable else code)
     if format not in ("text", "json"):
         _fail(f"unknown --format {format!r}: use text, json or kafka")
-    from segtool.ops.dump import BatchRun, dump_paths, shows_damage
+    from segtool.ops.dump import BatchRun, MessageRun, dump_paths, shows_damage
     from segtool.ops.render import render_text_item, run_json_lines, run_text_lines, to_json
 
     out = _LineWriter() if format == "json" or not sys.stdout.isatty() else _ColourWriter()
@@ -230,7 +230,7 @@ def dump(
         items = shape_dump_items(items, shape)
     tally = Summary() if summary else None
     for item in items:
-        if isinstance(item, BatchRun):  # clean Kafka batches, printed a column at a time
+        if isinstance(item, (BatchRun, MessageRun)):  # clean Kafka batches, plain RocketMQ messages: a column at a time
             if item.file != current:
                 current = item.file
                 recognised += 1

@@ -157,3 +157,14 @@ class _ForkedSha256:
 def _reap(pid: int, answer: int) -> None:
     os.close(answer)
     os.waitpid(pid, 0)
+
+
+def release_pages(buf, start: int, end: int) -> int:
+    """Drop already-read pages ``[start, end)`` of a mapped file from our resident set and return
+    where the next release starts.  The pages stay in the page cache and come back if read again;
+    only this process stops holding them, so memory does not grow with the file."""
+    end -= end % mmap.PAGESIZE
+    if end > start and isinstance(buf, mmap.mmap):
+        buf.madvise(mmap.MADV_DONTNEED, start, end - start)
+        return end
+    return start

@@ -98,6 +98,8 @@ class Message:
     reconsume_times: int = 0
     prepared_transaction_offset: int = 0
     version: int | None = None  # None: CommitLog.asyncPutMessage's choice (V2 when the topic is > 127 chars)
+    raw_topic: bytes | None = None  # bytes written as they are instead of ``topic`` (not UTF-8, say)
+    raw_properties: bytes | None = None  # bytes written as they are instead of ``properties`` (duplicates, say)
 
     @property
     def magic(self) -> int:
@@ -110,10 +112,10 @@ def encode_message(msg: Message, physical_offset: int, append_crc: bool) -> byte
     PHYSICALOFFSET, STORETIMESTAMP and, with enabledAppendPropCRC, the __CRC32# property over the bytes
     before the 18 reserved ones."""
     reserved = CRC32_RESERVED_LEN if append_crc else 0
-    props = properties_string(msg.properties).encode()
+    props = properties_string(msg.properties).encode() if msg.raw_properties is None else msg.raw_properties
     need_separator = reserved > 0 and len(props) > 0 and props[-1] != 2
     properties_length = len(props) + (1 if need_separator else 0) + reserved
-    topic = msg.topic.encode()
+    topic = msg.topic.encode() if msg.raw_topic is None else msg.raw_topic
     out = bytearray()
     out += struct.pack(">i", 0)  # 1 TOTALSIZE, filled below
     out += struct.pack(">i", msg.magic)  # 2 MAGICCODE

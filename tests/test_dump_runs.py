@@ -1,11 +1,13 @@
-"""The fast dump (Kafka batches a column at a time, RocketMQ messages decoded for their format)
-prints exactly what the straightforward per-item rendering prints: ``json.dumps`` of each
-``dump_paths`` item, or ``render_text_item`` of it.
+"""The fast dump (Kafka batches and plain RocketMQ messages a column at a time) prints exactly
+what the straightforward per-item rendering prints: ``json.dumps`` of each ``dump_paths``
+item, or ``render_text_item`` of it.
 
 Checked on every Kafka segment and RocketMQ CommitLog of the corpus (compressed, control,
-transactional, legacy, damaged) and on generated segments of the shapes the corpus has
-few of: single-record batches, headers, null, empty, binary, non-UTF-8 and long keys and
-values, log-append time, and the same segment damaged three ways.
+transactional, legacy, damaged) and on generated files of the shapes the corpus has few of.
+Kafka: single-record batches, headers, null, empty, binary, non-UTF-8 and long keys and
+values, log-append time, and the same segment damaged three ways.  RocketMQ: properties
+with duplicated, empty, look-alike and non-UTF-8 items, unprintable keys, IPv6 hosts, v2
+magic codes, compressed bodies, the 5.x property CRC, and damage of every kind a walk can end at.
 """
 
 from __future__ import annotations
@@ -17,8 +19,9 @@ import pytest
 
 from segtool.formats.kafka_build import build_batch_v2, build_legacy_message, build_records, make_batch
 from segtool.formats.kafka_log import Record, RecordBatch
-from segtool.ops.dump import BatchRun, dump_paths
-from segtool.ops.render import iso_time, render_text_item, run_json_lines, run_text_lines, to_json
+from segtool.ops.dump import BatchRun, MessageRun, dump_paths
+from segtool.ops.render import _iso_times, iso_time, render_text_item, run_json_lines, run_text_lines, to_json
+from tests import rocketmq5_writer as rmq_writer
 from tests.conftest import CORPUS, SAMPLE_DATA
 
 BASE_TS = 1_795_000_000_000
@@ -28,7 +31,7 @@ def fast_lines(path: str, fmt: str, deep: bool, full: bool) -> list[str]:
     """What ``segtool dump`` prints for one file (the CLI's loop without its bookkeeping)."""
     lines = []
     for item in dump_paths([path], deep=deep, in_runs=True, for_text=fmt == "text"):
-        if isinstance(item, BatchRun):
+        if isinstance(item, (BatchRun, MessageRun)):
             lines += run_json_lines(item) if fmt == "json" else run_text_lines(item, full)
         elif item["kind"] not in ("skipped", "unreadable"):
             lines.append(to_json(item) if fmt == "json" else render_text_item(item, full))
@@ -145,6 +148,105 @@ def test_generated_segments(tmp_path):
             if i["kind"] == "damaged_range"] == [("truncated", boundary, 50)]
     assert [i["reason"] for i in found["truncated"] if i["kind"] == "damaged_range"] == ["truncated"]
     assert [i["reason"] for i in found["zero-filled-tail"] if i["kind"] == "damaged_range"] == ["zero_filled"]
+
+
+def _commitlog_messages() -> list[rmq_writer.Message]:
+    """Messages of every shape a column run must print as ``decode_message`` reads them."""
+    plain = [rmq_writer.Message("Orders", b"order %d" % i, {"KEYS": f"k{i}", "TAGS": "tagA" if i % 3 else "tagB",
+                                                           "UNIQ_KEY": f"U{i:08d}"},
+                                queue_id=i % 4, queue_offset=i // 4, store_timestamp=1_700_000_000_000 + 37 * i)
+             for i in range(40)]
+    odd_properties = [
+        b"",  # no properties: keys and tags absent
+        b"TAGS\x01only-tags\x02",
+        b"KEYS\x01first\x02KEYS\x01second\x02",  # HashMap.put: the last one
+        b"KEYS\x01kept\x02KEYS\x01\x02",  # an empty value is no item: the earlier one stays
+        b"XKEYS\x01not-keys\x02A\x01KEYS\x01inside-a-value\x02",  # look-alikes that are not the item
+        b"KEYS\x01a\x01b\x02TAGS\x01t",  # a value holding the name-value separator, no trailing separator
+        b"\x02\x02KEYS\x01after-empty-items\x02",
+        "KEYS\x01caf\u00e9 \u2603\x02TAGS\x01\u00fcber\x02".encode(),  # UTF-8 beyond ASCII
+        b"KEYS\x01bad \xff\xfe utf8\x02TAGS\x01\xe2\x02",  # malformed UTF-8, a truncated sequence at the end
+        b"KEYS\x01two\nlines\ttab\x02TAGS\x01back\\slash\x02",  # escaped in a text line
+        b"KEYS" + b"\x01" + b"x" * 300 + b"\x02",
+    ]
+    odd = [rmq_writer.Message("Odd", b"body %d" % i, raw_properties=raw, queue_offset=i)
+           for i, raw in enumerate(odd_properties)]
+    odd.append(rmq_writer.Message("t\u00f6pic", b"unicode topic", {"KEYS": "u"}))
+    odd.append(rmq_writer.Message("?", b"bad topic bytes", {"KEYS": "v"}, raw_topic=b"bad\xfftopic"))
+    odd.append(rmq_writer.Message("", b"empty topic", {"KEYS": "w"}))
+    odd.append(rmq_writer.Message("Orders", b"", {"KEYS": "empty-body"}))
+    others = [  # each read by decode_message alone, between runs
+        rmq_writer.Message("V6", b"ipv6 born host", {"KEYS": "v6"}, sys_flag=rmq_writer.BORNHOST_V6_FLAG,
+                           born_host=bytes(range(16))),
+        rmq_writer.Message("V6", b"ipv6 store host", {"KEYS": "v6s"}, sys_flag=rmq_writer.STOREHOSTADDRESS_V6_FLAG,
+                           store_host=bytes(range(16, 32))),
+        rmq_writer.Message("T" * 130, b"v2 magic: a long topic", {"KEYS": "long"}),
+        rmq_writer.Message("Zipped", __import__("zlib").compress(b"compressed body"), {"KEYS": "z"}, sys_flag=0x1),
+    ]
+    return plain[:20] + odd + plain[20:30] + others + plain[30:]
+
+
+def _commitlog_file(messages, append_crc: bool = False) -> bytes:
+    out = bytearray()
+    for msg in messages:
+        out += rmq_writer.encode_message(msg, len(out), append_crc)
+    return bytes(out)
+
+
+def test_generated_commitlogs(tmp_path):
+    messages = _commitlog_messages()
+    clean = _commitlog_file(messages)
+    starts = [0]
+    for msg in messages:
+        starts.append(starts[-1] + len(rmq_writer.encode_message(msg, 0, False)))
+    size = 1 << 16
+    cases = {
+        "clean": clean,
+        "blank-end": clean + rmq_writer.struct.pack(">ii", size - len(clean), rmq_writer.BLANK_MAGIC_CODE),
+        "zero-tail": clean + bytes(4096),
+        "property-crc": _commitlog_file(messages[:30], append_crc=True),
+        "truncated": clean[:-7],
+        "stray-bytes": clean + b"\x05\x06",
+    }
+    body_crc_broken = bytearray(clean)
+    body_crc_broken[starts[25] + 88] ^= 0x01  # in message 25's body: its CRC fails, the framing holds
+    cases["crc-mismatch"] = bytes(body_crc_broken)
+    cases["garbage-between"] = clean[:starts[30]] + b"\x07" * 50 + clean[starts[30]:]
+    cases["torn"] = clean[:starts[44] + 40] + bytes(starts[45] - starts[44] - 40) + clean[starts[45]:]
+    wrong_length = bytearray(clean)
+    wrong_length[starts[12] + 84:starts[12] + 88] = (1 << 20).to_bytes(4, "big")  # a body length past the record
+    cases["fields-do-not-add-up"] = bytes(wrong_length)
+    for name, data in cases.items():
+        if name == "blank-end":
+            data = data.ljust(size, b"\0")
+        path = tmp_path / name / "commitlog" / "00000000000000000000"
+        path.parent.mkdir(parents=True)
+        path.write_bytes(data)
+        items = assert_same_output(str(path))
+        runs = [item for item in dump_paths([str(path)], in_runs=True, for_text=True) if isinstance(item, MessageRun)]
+        assert sum(run.columns.count for run in runs) >= 30, name  # most messages went through the columns
+        shown = [item for item in items if item["kind"] == "message"]
+        if name == "clean":  # what the file holds, read back from the items
+            assert [item["topic"] for item in shown] == [m.topic if m.raw_topic is None else "bad\ufffdtopic"
+                                                        for m in messages]
+            assert [item["keys"] for item in shown[20:31]] == [
+                None, None, "second", "kept", None, "a\x01b", "after-empty-items", "caf\u00e9 \u2603",
+                "bad \ufffd\ufffd utf8", "two\nlines\ttab", "x" * 300]
+    kinds = {name: [item["kind"] for item in assert_same_output(str(tmp_path / name / "commitlog" / "00000000000000000000"))
+                    if item["kind"] not in ("message",)] for name in cases}
+    assert kinds["clean"] == [] and kinds["zero-tail"] == ["zero_tail"] and kinds["blank-end"] == ["blank_end"]
+    for damaged in ("truncated", "stray-bytes", "crc-mismatch", "garbage-between", "torn", "fields-do-not-add-up"):
+        assert "damaged_range" in kinds[damaged], damaged
+
+
+def test_iso_times_of_a_column():
+    """The column form of ``iso_time`` (once per second, milliseconds appended) equals it value by value."""
+    import numpy as np
+
+    values = np.array([0, 999, 1000, 1_700_000_000_123, 1_700_000_000_123, 2**32 * 1000 - 1, 2**32 * 1000, -1])
+    for column in (values[:-3], values):
+        texts = _iso_times(column)
+        assert (texts if isinstance(texts, list) else [texts]) == [iso_time(ms) for ms in column.tolist()]
 
 
 def test_iso_time_matches_datetime():

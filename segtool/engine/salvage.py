@@ -148,14 +148,17 @@ def body_crc_valid(message: dict) -> bool:
 
 
 def commitlog_pieces(buf, *, file_from_offset: int = 0, file: str | None = None, path: str | None = None,
+                     start: int = 0, previous: dict | None = None,
                      **decode_options) -> Iterator[dict | DamagedRange | rmq.CommitLogEnd]:
-    """Every message of one CommitLog file, a ``DamagedRange`` for every stretch between that holds none,
-    and the ``CommitLogEnd`` where the file's data ends (a BLANK record, zeros to the end, the end).
+    """Every message of one CommitLog file from byte ``start``, a ``DamagedRange`` for every stretch
+    between that holds none, and the ``CommitLogEnd`` where the file's data ends (a BLANK record,
+    zeros to the end, the end).  ``previous``: the last message before ``start``, whose queue
+    offset bounds what a range right after it lost.
 
     Messages whose body CRC fails are yielded too, each followed by the range it opens.
     """
     label = path or file or "commitlog"
-    pos, previous = 0, None
+    pos = start
     while True:
         damage = damaged = None
         for step in rmq.walk_commitlog(buf, file_from_offset=file_from_offset, file=file, path=path, start=pos,

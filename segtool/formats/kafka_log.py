@@ -23,6 +23,7 @@ from segtool.formats.checksums import ChecksumHelper, checksum_ranges, crc32c
 from zlib import crc32
 
 from segtool.errors import CorruptData, SegtoolError, TruncatedData
+from segtool.source import release_pages
 from segtool.formats.fastdecode import compiled
 
 # --------------------------------------------------------------------------
@@ -255,7 +256,7 @@ class BatchScan:
                 self.valid_bytes = batch.end
                 yield batch
                 if pos - released > _RELEASE_EVERY:
-                    released = _release_pages(buf, released, pos)
+                    released = release_pages(buf, released, pos)
             pos = next_pos
             if stop is not None:
                 self.stop_reason = _STOP_REASONS[stop]
@@ -281,7 +282,7 @@ class BatchScan:
                 yield positions, next_pos
                 self.valid_bytes = next_pos
                 if next_pos - released > _RELEASE_EVERY:
-                    released = _release_pages(buf, released, next_pos)
+                    released = release_pages(buf, released, next_pos)
             pos = next_pos
             if stop is not None:
                 self.stop_reason = _STOP_REASONS[stop]
@@ -480,7 +481,7 @@ class HeaderScan:
                 handed_over = None
             yield self._emit(chunk)
             if chunk.end - released > _RELEASE_EVERY:
-                released = _release_pages(buf, released, chunk.end)
+                released = release_pages(buf, released, chunk.end)
         if handed_over is not None:
             yield self._emit(BatchHeaders(buf, path, *handed_over, checksums=helper.result()))
         if self._stop == "corrupt":
@@ -508,19 +509,6 @@ def crc_ranges(positions: list[int], end: int) -> tuple[list[int], list[int]]:
 
 
 _RELEASE_EVERY = 32 * 1024 * 1024
-
-
-def _release_pages(buf, start: int, end: int) -> int:
-    """Drop already-scanned pages of a mapped file from our resident set.
-
-    The pages stay in the page cache; only this process stops holding them, so
-    memory does not grow with the size of the file being scanned.
-    """
-    end -= end % mmap.PAGESIZE
-    if end > start and isinstance(buf, mmap.mmap):
-        buf.madvise(mmap.MADV_DONTNEED, start, end - start)
-        return end
-    return start
 
 
 def _legacy_message(buf, pos: int, size: int, magic: int, path) -> RecordBatch:

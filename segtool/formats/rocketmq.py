@@ -42,6 +42,7 @@ import numpy as np
 from segtool.errors import CorruptData, LimitExceeded, SegtoolError, TruncatedData, UnreadableInput
 from segtool.formats import compression
 from segtool.formats.fastdecode import FixedLayout, compile_field, compile_fixed
+from segtool.source import release_pages
 
 # --------------------------------------------------------------------------
 # Constants (MessageDecoder / MessageSysFlag / MessageConst)
@@ -605,7 +606,7 @@ def walk_commitlog(buf, *, file_from_offset: int = 0, file: str | None = None, p
     released = start - start % mmap.PAGESIZE
     while True:
         if pos - released > _RELEASE_EVERY:
-            released = _release_pages(buf, released, pos)
+            released = release_pages(buf, released, pos)
         left = size - pos
         if left == 0:
             yield CommitLogEnd(END_OF_FILE, pos, file_from_offset + pos, 0, 0, pos)
@@ -647,15 +648,138 @@ def walk_commitlog(buf, *, file_from_offset: int = 0, file: str | None = None, p
 
 _RELEASE_EVERY = 16 * 1024 * 1024
 
+_PLAIN_HEADER = MESSAGE_HEADER_FAST[0]  # the v1 layout with IPv4 hosts: nearly every message
+_PLAIN_HEADER_DTYPE = _PLAIN_HEADER.numpy_dtype()
+MESSAGE_COLUMNS_SPAN = 2 * 1024 * 1024  # bytes of messages framed at once: their gathered headers stay small
 
-def _release_pages(buf, start: int, end: int) -> int:
-    """Drop the walked pages of a mapped file from our resident set (they stay in the page cache,
-    and come back if read again): memory does not grow with the file.  Returns the new start."""
-    end -= end % mmap.PAGESIZE
-    if end > start and isinstance(buf, mmap.mmap):
-        buf.madvise(mmap.MADV_DONTNEED, start, end - start)
-        return end
-    return start
+
+class MessageColumns:
+    """The plain messages of one CommitLog file (a buffer) from byte ``start``, a field at a time.
+
+    Plain: the v1 magic code, IPv4 born and store hosts, fields that add up to totalSize
+    and a body CRC that matches: messages ``decode_message`` reads with nothing to say
+    about them.  Up to ``span`` bytes of them are framed in one loop; their fixed fields
+    are then gathered with one numpy pass (``header``, in ``MESSAGE_HEADER_FAST[0]``'s
+    dtype) and the body, topic and properties located in the buffer.  ``stop`` is where
+    they end: the first record that is not a plain message (another layout, a bad CRC,
+    damage, the BLANK record, zeros) or the end of the span; ``walk_commitlog`` reads on
+    from there.  tests/test_dump_runs.py checks on the corpus and on generated damage that
+    what these columns give is what ``decode_message`` gives.
+    """
+
+    __slots__ = ("buf", "count", "stop", "positions", "header", "body_at", "topic_at", "topic_length",
+                 "properties_at", "properties_length")
+
+    def __init__(self, buf, start: int, span: int = MESSAGE_COLUMNS_SPAN):
+        self.buf = buf
+        end, limit = len(buf), start + span
+        positions: list[int] = []
+        framed = positions.append
+        unpack_head = BLANK_RECORD_FAST.unpack_from
+        pos = start
+        while pos < limit and pos + BLANK_RECORD_FAST.size <= end:
+            total_size, magic = unpack_head(buf, pos)
+            if magic != MESSAGE_MAGIC_CODE or total_size < MIN_MESSAGE_SIZE or pos + total_size > end:
+                break
+            framed(pos)
+            pos += total_size
+        at = np.array(positions, dtype=np.int64)
+        data = np.frombuffer(buf, dtype=np.uint8) if end >= _PLAIN_HEADER.size else np.zeros(0, dtype=np.uint8)
+        header = _windows(data, _PLAIN_HEADER.size)[at].view(_PLAIN_HEADER_DTYPE).reshape(len(at))
+        record_end = at + header["totalSize"]
+        body_at = at + _PLAIN_HEADER.size
+        body_length = header["bodyLength"].astype(np.int64)
+        # decode_message's checks, each on the fields the previous ones vouch for (others read at 0)
+        fits = ((header["sysFlag"] & 0x30) == 0) & (body_length >= 0) & (
+            body_at + body_length + TOPIC_LENGTH_FAST[1].size + PROPERTIES_LENGTH_FAST.size <= record_end)
+        topic_length_at = np.where(fits, body_at + body_length, 0)
+        topic_length = data[topic_length_at].view(np.int8).astype(np.int64)
+        fits &= (topic_length >= 0) & (topic_length_at + 1 + topic_length + PROPERTIES_LENGTH_FAST.size <= record_end)
+        properties_length_at = np.where(fits, topic_length_at + 1 + topic_length, 0)
+        properties_length = ((data[properties_length_at].astype(np.int16) << 8)
+                             | data[properties_length_at + 1]).astype(np.int64)
+        fits &= properties_length_at + PROPERTIES_LENGTH_FAST.size + np.maximum(properties_length, 0) == record_end
+        count = int(np.argmin(fits)) if not fits.all() else len(at)
+        if count:
+            bodies = list(map(slice, body_at[:count].tolist(), (body_at[:count] + body_length[:count]).tolist()))
+            crc = np.fromiter(map(zlib.crc32, map(buf.__getitem__, bodies)), np.int64, count) & 0x7FFFFFFF
+            matches = crc == header["bodyCRC"][:count]
+            count = int(np.argmin(matches)) if not matches.all() else count
+        self.count = count
+        self.stop = positions[count] if count < len(positions) else pos
+        self.positions = at[:count]
+        self.header = header[:count]
+        self.body_at = body_at[:count]
+        self.topic_at = topic_length_at[:count] + 1
+        self.topic_length = topic_length[:count]
+        self.properties_at = properties_length_at[:count] + PROPERTIES_LENGTH_FAST.size
+        self.properties_length = properties_length[:count]
+
+    def texts(self, starts, lengths) -> list[str]:
+        """The UTF-8 text at ``buf[start:start + length]`` of each message, decoded as Java decodes it
+        (U+FFFD for malformed bytes; empty for a length <= 0): decoded at once and split, unless a text
+        holds the separator itself."""
+        cut = self._cut(starts, lengths)
+        texts = _SEPARATOR.join(cut).decode("utf-8", "replace").split(PROPERTY_SEPARATOR)
+        return texts if len(texts) == len(cut) else [_java_utf8(text) for text in cut]
+
+    def property_texts(self, *names: str) -> list[list[str | None]]:
+        """For each name, each message's value of that property as ``parse_properties`` finds it
+        (None where absent), without parsing the other properties.
+
+        All messages' properties are joined, each after a separator, so every item starts right
+        after one; an item is ``name``, the name-value separator and a non-empty value that runs to
+        the next separator.  Where a message has the name twice, the last one counts (HashMap.put).
+        """
+        if not self.count:
+            return [[] for _ in names]
+        joined = _SEPARATOR + _SEPARATOR.join(self._cut(self.properties_at, self.properties_length))
+        data = np.frombuffer(joined, dtype=np.uint8)
+        item_start = np.flatnonzero(data == _SEPARATOR[0]) + 1
+        item_end = np.append(item_start[1:] - 1, len(joined))
+        first_byte = data[np.minimum(item_start, len(joined) - 1)]
+        lengths = np.maximum(self.properties_length, 0)
+        message_start = np.cumsum(lengths + 1) - lengths
+        latin1 = None  # the joined bytes one character each: values are cut from it as text
+        found = []
+        for name in names:
+            prefix = (name + NAME_VALUE_SEPARATOR).encode()
+            # items long enough to hold a value after the name that start with its first byte, then all of it
+            items = np.flatnonzero((item_end - item_start > len(prefix)) & (first_byte == prefix[0]))
+            items = items[(_windows(data, len(prefix))[item_start[items]] == np.frombuffer(prefix, dtype=np.uint8)).all(axis=1)]
+            message = np.searchsorted(message_start, item_start[items], side="right") - 1
+            last = np.append(message[1:] != message[:-1], True)[:len(message)]
+            items, message = items[last], message[last]
+            if latin1 is None:
+                latin1 = joined.decode("latin-1")
+            values = list(map(latin1.__getitem__, map(slice, (item_start[items] + len(prefix)).tolist(),
+                                                      item_end[items].tolist())))
+            if not "".join(values).isascii():  # ASCII's latin-1 text is its UTF-8 text; the rest is decoded
+                values = [value if value.isascii() else value.encode("latin-1").decode("utf-8", "replace")
+                          for value in values]
+            if len(items) == self.count:
+                found.append(values)
+            else:
+                texts = np.full(self.count, None, dtype=object)
+                texts[message] = values
+                found.append(texts.tolist())
+        return found
+
+    def _cut(self, starts, lengths) -> list[bytes]:
+        """``buf[start:start + length]`` for each message (empty for a length <= 0), cut in a C loop."""
+        return list(map(self.buf.__getitem__, map(slice, starts.tolist(), (starts + np.maximum(lengths, 0)).tolist())))
+
+
+def _windows(data, width: int):
+    """Every ``width`` bytes of ``data`` from each position, as rows of a view: indexing it by
+    positions gathers the fixed fields there without building an index per byte."""
+    if len(data) < width:
+        return np.zeros((0, width), dtype=np.uint8)
+    return np.lib.stride_tricks.sliding_window_view(data, width)
+
+
+_SEPARATOR = PROPERTY_SEPARATOR.encode()
+
 
 
 class CommitLogFileScan:

@@ -134,6 +134,17 @@ class BatchRun:
         self.file, self.column, self.records, self.record_bounds = file, column, records, record_bounds
 
 
+class MessageRun:
+    """Consecutive plain RocketMQ messages of one CommitLog file (``formats.rocketmq.MessageColumns``):
+    the message items ``dump_rocketmq_file`` gives for them, kept as columns, printed a column at a
+    time by ``render.run_text_lines``.  ``file_from_offset``: the file's first physical offset."""
+
+    __slots__ = ("file", "file_from_offset", "columns")
+
+    def __init__(self, file: str, file_from_offset: int, columns):
+        self.file, self.file_from_offset, self.columns = file, file_from_offset, columns
+
+
 _RUN_HEADER_FIELDS = ("base_offset", "partition_leader_epoch", "crc", "attributes", "last_offset_delta",
                      "base_timestamp", "max_timestamp", "producer_id", "producer_epoch", "base_sequence",
                      "record_count")
@@ -214,11 +225,12 @@ def _clean_batches(headers: BatchHeaders, count: int, path: str, deep: bool, cap
 
 
 def dump_file(detected: DetectedFile, deep: bool = True, cap: int = DEFAULT_CAP,
-              in_runs: bool = False, for_text: bool = False) -> Iterator[dict | BatchRun]:
+              in_runs: bool = False, for_text: bool = False) -> Iterator[dict | BatchRun | MessageRun]:
     """Dispatch on the detected kind; every item carries the file path.  ``in_runs``: a Kafka
-    segment's clean stretches come as ``BatchRun``s (``kafka_log_runs``), for renderers that
-    print them a column at a time.  ``for_text``: items carry only what the text rendering
-    prints (RocketMQ messages without their bodies and digests)."""
+    segment's clean stretches come as ``BatchRun``s (``kafka_log_runs``), and with ``for_text``
+    a CommitLog's plain messages as ``MessageRun``s, for renderers that print them a column at
+    a time.  ``for_text``: items carry only what the text rendering prints (RocketMQ messages
+    without their bodies and digests)."""
     kind = detected.kind
     if kind == "kafka-log":
         # internal topics' records are decoded one by one: only plain records print a column at a time
@@ -231,11 +243,11 @@ def dump_file(detected: DetectedFile, deep: bool = True, cap: int = DEFAULT_CAP,
     elif kind.startswith("rocketmq-"):
         from segtool.ops.dump_rocketmq import dump_rocketmq_file
 
-        items = dump_rocketmq_file(detected, for_text)
+        items = dump_rocketmq_file(detected, for_text, in_runs)
     else:
         items = iter([{"kind": "skipped", "reason": NOT_RECOGNISED}])
     for item in items:
-        if not isinstance(item, BatchRun):  # a run knows its file
+        if not isinstance(item, (BatchRun, MessageRun)):  # a run knows its file
             item["file"] = detected.path
         yield item
 
@@ -250,7 +262,7 @@ def shows_damage(item: dict) -> bool:
 
 
 def dump_paths(paths: list[str], deep: bool = True, cap: int = DEFAULT_CAP,
-               in_runs: bool = False, for_text: bool = False) -> Iterator[DumpItem | BatchRun]:
+               in_runs: bool = False, for_text: bool = False) -> Iterator[DumpItem | BatchRun | MessageRun]:
     """Every file named or below a named directory; unreadable entries as ``unreadable`` items
     (``in_runs``, ``for_text``: see ``dump_file``)."""
     for entry in inventory(paths).entries:

@@ -8,11 +8,12 @@ import os
 from typing import Iterator
 
 from segtool.errors import CorruptData, SegtoolError
-from segtool.source import open_buffer
-from segtool.engine.salvage import DamagedRange, commitlog_pieces
+from segtool.source import open_buffer, release_pages
+from segtool.engine.salvage import DamagedRange, body_crc_valid, commitlog_pieces
 from segtool.formats import rocketmq, rocketmq5
 from segtool.formats.detect import DetectedFile
 from segtool.formats.json_names import message_json, snake_case_keys
+from segtool.ops.dump import MessageRun
 from segtool.ops.dump_errors import errors_as_items
 
 
@@ -28,19 +29,59 @@ def _end_item(end: rocketmq.CommitLogEnd) -> Iterator[dict]:
         yield {"kind": kind, "byte_offset": end.file_offset, "phy_offset": end.phy_offset}
 
 
+def _decoding(for_text: bool) -> dict:
+    # a text line shows no body: none is kept, digested or decompressed for it
+    return {"digests": False, "decompress": False} if for_text else {"keep_body": True}
+
+
+def _piece_items(piece) -> Iterator[dict]:
+    if isinstance(piece, DamagedRange):
+        yield {"kind": "damaged_range", **piece.as_dict()}
+    elif isinstance(piece, rocketmq.CommitLogEnd):
+        yield from _end_item(piece)
+    else:
+        piece.pop("file", None)
+        yield {"kind": "message", **message_json(piece)}
+
+
 def _commitlog(path: str, for_text: bool = False) -> Iterator[dict]:
     """Every message, reading past damage: each damaged stretch is one ``damaged_range`` item.
     ``for_text``: without the bodies, their digests and decompression (a text line shows none)."""
-    decoding = {"digests": False, "decompress": False} if for_text else {"keep_body": True}
     for piece in commitlog_pieces(open_buffer(path), file_from_offset=_start_offset(path),
-                                  file=os.path.basename(path), path=path, **decoding):
-        if isinstance(piece, DamagedRange):
-            yield {"kind": "damaged_range", **piece.as_dict()}
-        elif isinstance(piece, rocketmq.CommitLogEnd):
-            yield from _end_item(piece)
+                                  file=os.path.basename(path), path=path, **_decoding(for_text)):
+        yield from _piece_items(piece)
+
+
+def _commitlog_runs(path: str, for_text: bool) -> Iterator[dict | MessageRun]:
+    """``_commitlog``'s items, with the stretches of plain messages as ``MessageRun``s.
+
+    ``MessageColumns`` frames and reads the plain messages in bulk; at the first record that
+    is not one, ``commitlog_pieces`` (the walker past damage) takes over for one message, or
+    up to the end of the damaged range it finds, and the columns resume after it.
+    """
+    buf = open_buffer(path)
+    file_from_offset, name = _start_offset(path), os.path.basename(path)
+    pos, previous, released = 0, None, 0
+    while True:
+        columns = rocketmq.MessageColumns(buf, pos)
+        if columns.count:
+            yield MessageRun(path, file_from_offset, columns)
+            previous = rocketmq.decode_message(buf, int(columns.positions[-1]), digests=False, decompress=False)
+        pos = columns.stop
+        released = release_pages(buf, released, pos)  # the run's lines are printed: its pages can go
+        for piece in commitlog_pieces(buf, file_from_offset=file_from_offset, file=name, path=path, start=pos,
+                                      previous=previous, **_decoding(for_text)):
+            if isinstance(piece, dict) and body_crc_valid(piece):
+                pos, previous = piece["fileOffset"] + piece["totalSize"], piece
+                yield from _piece_items(piece)
+                break
+            yield from _piece_items(piece)
+            if isinstance(piece, DamagedRange):
+                pos = piece.end_byte
+                break
         else:
-            piece.pop("file", None)
-            yield {"kind": "message", **message_json(piece)}
+            return
+
 
 
 def _consumequeue(path: str) -> Iterator[dict]:
@@ -214,10 +255,13 @@ _READERS = {
 }
 
 
-def dump_rocketmq_file(detected: DetectedFile, for_text: bool = False) -> Iterator[dict]:
+def dump_rocketmq_file(detected: DetectedFile, for_text: bool = False, in_runs: bool = False) -> Iterator[dict | MessageRun]:
     """The file's items, named in snake_case like every other output (the decoders keep RocketMQ's names;
-    a CommitLog's messages are named as they are made, by ``message_json``).  ``for_text``: see ``_commitlog``."""
+    a CommitLog's messages are named as they are made, by ``message_json``).  ``for_text``: see ``_commitlog``;
+    ``in_runs`` (with ``for_text``): plain messages as ``MessageRun``s (``_commitlog_runs``)."""
     if detected.kind in ("rocketmq-commitlog", "rocketmq-compaction-log"):  # a compaction log holds CommitLog messages
+        if in_runs and for_text:
+            return errors_as_items(_commitlog_runs(detected.path, for_text))
         return errors_as_items(_commitlog(detected.path, for_text))
     if detected.kind == "rocketmq-dledger-data":
         return errors_as_items(_dledger_data(detected.path, for_text))

@@ -170,8 +170,12 @@ def run_json_lines(run) -> list[str]:
 
 
 def run_text_lines(run, full: bool = False) -> list[str]:
-    """``render_text_item`` of every batch and record item of the run (all of whose CRCs are valid)."""
+    """``render_text_item`` of every batch and record item of the run (all of whose CRCs are valid),
+    or of every message item of a ``MessageRun``."""
+    from segtool.ops.dump import MessageRun
 
+    if isinstance(run, MessageRun):
+        return _message_run_text_lines(run)
     column = run.column
     kinds = _BatchKinds(column["attributes"])
     base, max_ts = column["base_offset"], column["max_timestamp"]
@@ -203,6 +207,34 @@ def run_text_lines(run, full: bool = False) -> list[str]:
         " value ", _shown_bytes(records.data, records.value_start[r0:r1], records.value_len[r0:r1], full), headers,
     ], fields.count)
     return fields.merged(batch_lines, record_lines)
+
+
+def _message_run_text_lines(run) -> list[str]:
+    from segtool.formats.rocketmq import PROPERTY_KEYS, PROPERTY_TAGS  # loaded already: the run was read with it
+
+    columns = run.columns
+    header = columns.header
+    keys, tags = columns.property_texts(PROPERTY_KEYS, PROPERTY_TAGS)
+    return column_lines([
+        "message @", column_texts(columns.positions + run.file_from_offset), " ",
+        _shown_texts(columns.texts(columns.topic_at, columns.topic_length)),
+        " queue ", column_texts(header["queueId"]), "/", column_texts(header["queueOffset"]),
+        " stored ", _iso_times(header["storeTimestamp"]),
+        " keys ", _shown_texts(keys), " tags ", _shown_texts(tags),
+        " body ", column_texts(header["bodyLength"]), " bytes crc ok",
+    ], columns.count)
+
+
+def _shown_texts(texts: list[str | None]) -> list[str]:
+    """``show_text`` of each text: once per distinct text when they repeat (topics, tags), and not
+    at all when every one prints as it is (keys)."""
+    distinct = set(texts)
+    if len(distinct) * 4 < len(texts):
+        shown = {text: show_text(text) for text in distinct}
+        return list(map(shown.__getitem__, texts))
+    if None not in distinct and "" not in distinct and "".join(texts).isprintable():
+        return texts
+    return list(map(show_text, texts))
 
 
 class _BatchKinds:
@@ -342,11 +374,15 @@ def _shown_bytes(data: bytes, starts, lengths, full: bool) -> list[str]:
 
 
 def _iso_times(values) -> str | list[str]:
-    """``iso_time`` of an int column, converted once per distinct value."""
+    """``iso_time`` of an int column, converted once per distinct value (and once per second)."""
     import numpy as np
 
     distinct, where = np.unique(values, return_inverse=True)
-    texts = [iso_time(ms) for ms in distinct.tolist()]
+    if len(distinct) and 0 <= distinct[0] and distinct[-1] < _EXACT_SECONDS_UP_TO:
+        texts = list(map(str.__add__, map(_iso_second, (distinct // 1000).tolist()),
+                         map(_MILLISECONDS.__getitem__, (distinct % 1000).tolist())))
+    else:
+        texts = [iso_time(ms) for ms in distinct.tolist()]
     if len(texts) == 1:
         return texts[0]
     return list(itemgetter(*where.tolist())(texts))
@@ -386,13 +422,14 @@ def iso_time(ms: int | None) -> str:
     if ms < 0:
         return "no timestamp"
     if ms < _EXACT_SECONDS_UP_TO:
-        return f"{_iso_second(ms // 1000)}.{ms % 1000:03d}Z"
+        return _iso_second(ms // 1000) + _MILLISECONDS[ms % 1000]
     return _iso_time_of_float(ms)
 
 
 # below 2**32 seconds the float ms / 1000 that datetime takes rounds to the exact millisecond:
 # the second's text can be made once and the milliseconds appended
 _EXACT_SECONDS_UP_TO = 2**32 * 1000
+_MILLISECONDS = tuple(f".{ms:03d}Z" for ms in range(1000))
 
 
 @lru_cache(maxsize=4096)
