@@ -214,7 +214,8 @@ def dump(
         raise typer.Exit(EXIT_UNREADABLE if unreadable else code)
     if format not in ("text", "json"):
         _fail(f"unknown --format {format!r}: use text, json or kafka")
-    from segtool.ops.dump import BatchRun, MessageRun, dump_paths, shows_damage
+    from segtool.ops.dump import dump_paths, shows_damage
+    from segtool.ops.runs import BatchRun, MessageRun
     from segtool.ops.render import render_text_item, run_json_lines, run_text_lines, to_json
 
     out = _LineWriter() if format == "json" or not sys.stdout.isatty() else _ColourWriter()

@@ -18,10 +18,11 @@ from segtool.engine.inventory import inventory
 from segtool.formats.detect import NOT_RECOGNISED, DetectedFile, detect
 from segtool.formats.json_names import bytes_fields
 from segtool.engine.salvage import DamagedRange, kafka_pieces
-from segtool.formats.kafka_log import (BatchHeaders, BatchScan, ChunkRecords, RecordBatch, batch_records,
+from segtool.formats.kafka_log import (BatchHeaders, BatchScan, RecordBatch, batch_records,
                                        chunk_records, control_record_type)
 from segtool.formats.kafka_names import has_offset_name, internal_topic, offset_from_file_name
 from segtool.ops.output_schema import DumpItem
+from segtool.ops.runs import BatchRun, MessageRun
 
 DEFAULT_CAP = 256 * 1024 * 1024
 
@@ -117,32 +118,6 @@ def _batch_items(batch: RecordBatch, path: str, deep: bool, cap: int, decode=Non
                 yield item
         except SegtoolError as exc:  # the batch's records, not its framing: the next batch is still there
             yield {"kind": "error", "byte_offset": exc.offset, "message": exc.message}
-
-
-class BatchRun:
-    """Consecutive v2 batches of one chunk that print alike (valid CRC, not control, records decoded
-    in ``records`` when deep): the items ``dump_kafka_log`` gives for them, kept as columns.
-
-    ``render.run_json_lines`` and ``render.run_text_lines`` print them a column at a time;
-    ``column`` holds the header fields (int64 arrays, with ``position`` and ``size``),
-    ``record_bounds`` batch i's records as ``record_bounds[i]:record_bounds[i + 1]`` of ``records``.
-    """
-
-    __slots__ = ("file", "column", "records", "record_bounds")
-
-    def __init__(self, file: str, column: dict, records: ChunkRecords | None, record_bounds):
-        self.file, self.column, self.records, self.record_bounds = file, column, records, record_bounds
-
-
-class MessageRun:
-    """Consecutive plain RocketMQ messages of one CommitLog file (``formats.rocketmq.MessageColumns``):
-    the message items ``dump_rocketmq_file`` gives for them, kept as columns, printed a column at a
-    time by ``render.run_text_lines``.  ``file_from_offset``: the file's first physical offset."""
-
-    __slots__ = ("file", "file_from_offset", "columns")
-
-    def __init__(self, file: str, file_from_offset: int, columns):
-        self.file, self.file_from_offset, self.columns = file, file_from_offset, columns
 
 
 _RUN_HEADER_FIELDS = ("base_offset", "partition_leader_epoch", "crc", "attributes", "last_offset_delta",

@@ -13,7 +13,7 @@ from segtool.engine.salvage import DamagedRange, body_crc_valid, commitlog_piece
 from segtool.formats import rocketmq, rocketmq5
 from segtool.formats.detect import DetectedFile
 from segtool.formats.json_names import message_json, snake_case_keys
-from segtool.ops.dump import MessageRun
+from segtool.ops.runs import MessageRun
 from segtool.ops.dump_errors import errors_as_items
 
 

@@ -172,7 +172,7 @@ def run_json_lines(run) -> list[str]:
 def run_text_lines(run, full: bool = False) -> list[str]:
     """``render_text_item`` of every batch and record item of the run (all of whose CRCs are valid),
     or of every message item of a ``MessageRun``."""
-    from segtool.ops.dump import MessageRun
+    from segtool.ops.runs import MessageRun
 
     if isinstance(run, MessageRun):
         return _message_run_text_lines(run)
