@@ -99,9 +99,12 @@ class _LineWriter:
             self.flush()
 
     def many(self, lines: list[str]) -> None:
-        self.lines.extend(lines)
-        if len(self.lines) >= self.limit:
-            self.flush()
+        """A run's lines (thousands): written at once, not kept, so that one joined text (four bytes
+        a character when one of them is beyond the BMP) is the most held."""
+        self.flush()
+        if lines:
+            self.stream.write("\n".join(lines))
+            self.stream.write("\n")
 
     def flush(self) -> None:
         if self.lines:

@@ -155,7 +155,8 @@ def _commitlog_messages() -> list[rmq_writer.Message]:
     """Messages of every shape a column run must print as ``decode_message`` reads them."""
     plain = [rmq_writer.Message("Orders", b"order %d" % i, {"KEYS": f"k{i}", "TAGS": "tagA" if i % 3 else "tagB",
                                                            "UNIQ_KEY": f"U{i:08d}"},
-                                queue_id=i % 4, queue_offset=i // 4, store_timestamp=1_700_000_000_000 + 37 * i)
+                                queue_id=i % 4, queue_offset=i // 4, store_timestamp=1_700_000_000_000 + 37 * i,
+                                born_host=bytes([192, 168, 1, i % 3]), born_port=40_000 + i % 2)
              for i in range(40)]
     odd_properties = [
         b"",  # no properties: keys and tags absent

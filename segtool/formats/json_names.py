@@ -67,3 +67,9 @@ def message_json(msg: dict) -> dict:
     if "bodyDecompressed" in msg:
         item.update(bytes_fields("body_decompressed", msg["bodyDecompressed"]))
     return item
+
+
+def message_item(msg: dict) -> dict:
+    """A decoded CommitLog message as a dump item (``message_json``; its file is the item's, added by the dump)."""
+    msg.pop("file", None)
+    return {"kind": "message", **message_json(msg)}

@@ -294,7 +294,7 @@ _DEFAULT_DELAY_TABLE = parse_delay_levels()
 
 
 @lru_cache(maxsize=4096)  # one text per client connection, not per message
-def _format_host(address: bytes, port: int) -> str:
+def format_host(address: bytes, port: int) -> str:
     if len(address) == 4:
         return f"{address[0]}.{address[1]}.{address[2]}.{address[3]}:{port}"
     return f"[{ipaddress.IPv6Address(address).compressed}]:{port}"
@@ -477,9 +477,9 @@ def decode_message(
         "transactionType": sys_flag & TRANSACTION_ROLLBACK_TYPE,
         "compressed": bool(sys_flag & COMPRESSED_FLAG),
         "bornTimestamp": born_ts,
-        "bornHost": _format_host(born_addr, born_port),
+        "bornHost": format_host(born_addr, born_port),
         "storeTimestamp": store_ts,
-        "storeHost": _format_host(store_addr, store_port),
+        "storeHost": format_host(store_addr, store_port),
         "reconsumeTimes": reconsume,
         "preparedTransactionOffset": prepared,
         "bodyOffset": body_offset,
@@ -650,7 +650,7 @@ _RELEASE_EVERY = 16 * 1024 * 1024
 
 _PLAIN_HEADER = MESSAGE_HEADER_FAST[0]  # the v1 layout with IPv4 hosts: nearly every message
 _PLAIN_HEADER_DTYPE = _PLAIN_HEADER.numpy_dtype()
-MESSAGE_COLUMNS_SPAN = 2 * 1024 * 1024  # bytes of messages framed at once: their gathered headers stay small
+MESSAGE_COLUMNS_SPAN = 1024 * 1024  # bytes of messages framed at once: their gathered headers stay small
 
 
 class MessageColumns:
@@ -764,6 +764,14 @@ class MessageColumns:
                 texts[message] = values
                 found.append(texts.tolist())
         return found
+
+    def properties(self) -> list[dict[str, str] | None]:
+        """Each message's properties as ``decode_message`` reads them (None where their length is <= 0)."""
+        return [parse_properties(_java_utf8(data)) if data else None
+                for data in self._cut(self.properties_at, self.properties_length)]
+
+    def bodies(self) -> list[bytes]:
+        return self._cut(self.body_at, self.header["bodyLength"])
 
     def _cut(self, starts, lengths) -> list[bytes]:
         """``buf[start:start + length]`` for each message (empty for a length <= 0), cut in a C loop."""

@@ -202,9 +202,8 @@ def _clean_batches(headers: BatchHeaders, count: int, path: str, deep: bool, cap
 def dump_file(detected: DetectedFile, deep: bool = True, cap: int = DEFAULT_CAP,
               in_runs: bool = False, for_text: bool = False) -> Iterator[dict | BatchRun | MessageRun]:
     """Dispatch on the detected kind; every item carries the file path.  ``in_runs``: a Kafka
-    segment's clean stretches come as ``BatchRun``s (``kafka_log_runs``), and with ``for_text``
-    a CommitLog's plain messages as ``MessageRun``s, for renderers that print them a column at
-    a time.  ``for_text``: items carry only what the text rendering prints (RocketMQ messages
+    segment's clean stretches come as ``BatchRun``s (``kafka_log_runs``) and a CommitLog's plain
+    messages as ``MessageRun``s, for renderers that print them a column at a time.  ``for_text``: items carry only what the text rendering prints (RocketMQ messages
     without their bodies and digests)."""
     kind = detected.kind
     if kind == "kafka-log":

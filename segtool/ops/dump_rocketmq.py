@@ -12,7 +12,7 @@ from segtool.source import open_buffer, release_pages
 from segtool.engine.salvage import DamagedRange, body_crc_valid, commitlog_pieces
 from segtool.formats import rocketmq, rocketmq5
 from segtool.formats.detect import DetectedFile
-from segtool.formats.json_names import message_json, snake_case_keys
+from segtool.formats.json_names import message_item, snake_case_keys
 from segtool.ops.runs import MessageRun
 from segtool.ops.dump_errors import errors_as_items
 
@@ -40,8 +40,7 @@ def _piece_items(piece) -> Iterator[dict]:
     elif isinstance(piece, rocketmq.CommitLogEnd):
         yield from _end_item(piece)
     else:
-        piece.pop("file", None)
-        yield {"kind": "message", **message_json(piece)}
+        yield message_item(piece)
 
 
 def _commitlog(path: str, for_text: bool = False) -> Iterator[dict]:
@@ -193,8 +192,7 @@ def _dledger_data(path: str, for_text: bool) -> Iterator[dict]:
         if isinstance(message, SegtoolError):
             yield {"kind": "error", "byte_offset": message.offset, "message": f"entry body: {message.message}"}
         else:
-            message.pop("file", None)
-            yield {"kind": "message", **message_json(message)}
+            yield message_item(message)
 
 
 def _dledger_index(path: str) -> Iterator[dict]:
@@ -258,9 +256,9 @@ _READERS = {
 def dump_rocketmq_file(detected: DetectedFile, for_text: bool = False, in_runs: bool = False) -> Iterator[dict | MessageRun]:
     """The file's items, named in snake_case like every other output (the decoders keep RocketMQ's names;
     a CommitLog's messages are named as they are made, by ``message_json``).  ``for_text``: see ``_commitlog``;
-    ``in_runs`` (with ``for_text``): plain messages as ``MessageRun``s (``_commitlog_runs``)."""
+    ``in_runs``: plain messages as ``MessageRun``s (``_commitlog_runs``)."""
     if detected.kind in ("rocketmq-commitlog", "rocketmq-compaction-log"):  # a compaction log holds CommitLog messages
-        if in_runs and for_text:
+        if in_runs:
             return errors_as_items(_commitlog_runs(detected.path, for_text))
         return errors_as_items(_commitlog(detected.path, for_text))
     if detected.kind == "rocketmq-dledger-data":

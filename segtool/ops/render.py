@@ -7,9 +7,9 @@ import json
 from binascii import b2a_base64
 from functools import lru_cache, partial
 from itertools import repeat
-from operator import itemgetter
+from operator import itemgetter, methodcaller
 
-from segtool.formats.json_names import bytes_fields, utf8_text
+from segtool.formats.json_names import bytes_fields, message_item, utf8_text
 
 _SKIP = {"kind", "file"}
 _PREVIEW = 60  # characters of a key or value a dump line shows
@@ -120,8 +120,12 @@ def column_lines(pieces: list, count: int) -> list[str]:
 
 
 def run_json_lines(run) -> list[str]:
-    """``to_json`` of every batch and record item of the run (all of whose CRCs are valid)."""
+    """``to_json`` of every batch and record item of the run (all of whose CRCs are valid), or of
+    every message item of a ``MessageRun``."""
+    from segtool.ops.runs import MessageRun
 
+    if isinstance(run, MessageRun):
+        return _message_run_json_lines(run)
     column, file_json = run.column, _json_text(run.file)
     kinds = _BatchKinds(column["attributes"])
     base, last, max_ts = column["base_offset"], _last_offsets(column), column["max_timestamp"]
@@ -223,6 +227,110 @@ def _message_run_text_lines(run) -> list[str]:
         " keys ", _shown_texts(keys), " tags ", _shown_texts(tags),
         " body ", column_texts(header["bodyLength"]), " bytes crc ok",
     ], columns.count)
+
+
+def _message_run_json_lines(run) -> list[str]:
+    import hashlib
+
+    import numpy as np
+
+    from segtool.formats import rocketmq as rmq  # loaded already: the run was read with it
+
+    columns, file_json = run.columns, _json_text(run.file)
+    header, count = columns.header, columns.count
+    topics = columns.texts(columns.topic_at, columns.topic_length)
+    properties = columns.properties()
+    bodies = columns.bodies()
+    per_message = list(map(_message_property_json, topics, properties, header["storeTimestamp"].tolist(),
+                           header["totalSize"].tolist(), header["physicalOffset"].tolist()))
+    first = int(columns.positions[0])
+    body_text, body_b64 = _json_bytes(columns.buf[first:int(columns.positions[-1] + header["totalSize"][-1])],
+                                      columns.body_at - first, header["bodyLength"])
+    sys_flag, body_crc, physical_offset = header["sysFlag"], header["bodyCRC"], header["physicalOffset"]
+    lines = column_lines([
+        '{"kind": "message", "file_offset": ', column_texts(columns.positions),
+        ', "phy_offset": ', column_texts(columns.positions + run.file_from_offset),
+        ', "total_size": ', column_texts(header["totalSize"]), f', "magic": {rmq.MESSAGE_MAGIC_CODE}, "version": 1',
+        ', "body_crc": ', column_texts(body_crc), ', "body_crc_computed": ', column_texts(body_crc),
+        ', "queue_id": ', column_texts(header["queueId"]), ', "flag": ', column_texts(header["flag"]),
+        ', "queue_offset": ', column_texts(header["queueOffset"]),
+        ', "physical_offset_field": ', column_texts(physical_offset),
+        ', "sys_flag": ', column_texts(sys_flag),
+        ', "transaction_type": ', column_texts(sys_flag & rmq.TRANSACTION_ROLLBACK_TYPE), ', "compressed": false',
+        ', "born_timestamp": ', column_texts(header["bornTimestamp"]),
+        ', "born_host": ', _host_texts(header["bornHost"], header["bornPort"]),
+        ', "store_timestamp": ', column_texts(header["storeTimestamp"]),
+        ', "store_host": ', _host_texts(header["storeHost"], header["storePort"]),
+        ', "reconsume_times": ', column_texts(header["reconsumeTimes"]),
+        ', "prepared_transaction_offset": ', column_texts(header["preparedTransactionOffset"]),
+        ', "body_offset": ', column_texts(columns.body_at), ', "body_length": ', column_texts(header["bodyLength"]),
+        ', "topic": ', list(map(_json_text, topics)), ', "properties": ', [fields[0] for fields in per_message],
+        ', "offset_msg_id": "', _offset_message_ids(header), '", "uniq_key": ', [fields[1] for fields in per_message],
+        ', "keys": ', [fields[2] for fields in per_message], ', "tags": ', [fields[3] for fields in per_message],
+        ', "body_sha256": "', list(map(_hexdigest, map(hashlib.sha256, bodies))),
+        '", "dispatch": ', [fields[4] for fields in per_message],
+        ', "body": ', *body_text, ', "body_b64": ', body_b64, ', "file": ', file_json, "}",
+    ], count)
+    # what a plain message's columns do not hold: a compressed body, the 5.x property CRC
+    special = (sys_flag & rmq.COMPRESSED_FLAG != 0) | np.fromiter(
+        (values is not None and rmq.PROPERTY_CRC32 in values for values in properties), bool, count)
+    for i in np.flatnonzero(special).tolist():
+        item = message_item(rmq.decode_message(columns.buf, int(columns.positions[i]),
+                                               file_from_offset=run.file_from_offset, keep_body=True))
+        lines[i] = to_json({**item, "file": run.file})
+    return lines
+
+
+def _message_property_json(topic: str, properties: dict | None, store_timestamp: int, total_size: int,
+                           physical_offset: int) -> tuple[str, str, str, str, str]:
+    """The JSON of what a message item derives from its properties: them, its uniq key, keys and tags,
+    and its dispatch (``decode_message``'s, for a message whose body CRC matches)."""
+    from segtool.formats import rocketmq as rmq
+
+    try:
+        code, keys, uniq = rmq.dispatch_info(topic, properties, store_timestamp)
+    except ValueError:
+        dispatch = '{"success": false, "msg_size": -1, "reason": "bad DELAY property"}'
+    else:
+        dispatch = (f'{{"success": true, "msg_size": {total_size}, "tags_code": {code}, "keys": {_json_or_null(keys)}, '
+                    f'"uniq_key": {_json_or_null(uniq)}, "commit_log_offset": {physical_offset}}}')
+    if properties is None:
+        return "{}", "null", "null", "null", dispatch
+    return (to_json(properties), _json_or_null(properties.get(rmq.PROPERTY_UNIQ_KEY)),
+            _json_or_null(properties.get(rmq.PROPERTY_KEYS)), _json_or_null(properties.get(rmq.PROPERTY_TAGS)), dispatch)
+
+
+def _json_or_null(text: str | None) -> str:
+    return "null" if text is None else _json_text(text)
+
+
+_hexdigest = methodcaller("hexdigest")
+
+
+def _host_texts(addresses, ports) -> str | list[str]:
+    """``host:port`` of each IPv4 address and port, made once per distinct pair."""
+    import numpy as np
+
+    from segtool.formats.rocketmq import format_host
+
+    pairs = np.stack((addresses.astype("S4").view(">u4").astype(np.int64), ports.astype(np.int64)), axis=1)
+    distinct, where = np.unique(pairs, axis=0, return_inverse=True)
+    texts = [_json_text(format_host(address.to_bytes(4, "big"), port)) for address, port in distinct.tolist()]
+    return texts[0] if len(texts) == 1 else list(itemgetter(*where.reshape(-1).tolist())(texts))
+
+
+def _offset_message_ids(header) -> list[str]:
+    """``MessageDecoder.createMessageId`` of each message: store address, store port and the
+    PHYSICALOFFSET field, in upper-case hex, made for all at once."""
+    import numpy as np
+
+    count = len(header)
+    raw = np.empty((count, 16), dtype=np.uint8)
+    raw[:, :4] = header["storeHost"].astype("S4").view(np.uint8).reshape(count, 4)
+    raw[:, 4:8] = header["storePort"].astype(">i4").view(np.uint8).reshape(count, 4)
+    raw[:, 8:] = header["physicalOffset"].astype(">i8").view(np.uint8).reshape(count, 8)
+    text = raw.tobytes().hex().upper()
+    return [text[at:at + 32] for at in range(0, 32 * count, 32)]
 
 
 def _shown_texts(texts: list[str | None]) -> list[str]:
