@@ -785,6 +785,10 @@ def verify(
 
       segtool verify --deep --json evidence/kafka-logs > report.json
     """
+    if not no_hash and engine is None and master is None:
+        from segtool.source import start_sha256_early
+
+        start_sha256_early(paths[0])  # the first file's hash starts before the checking code loads
     from segtool.ops.verify import exit_code, verify as run_verify
 
     runner = _pipeline_engine(engine, master, conf)
@@ -1152,6 +1156,10 @@ def rebuild_index(
 
       segtool rebuild-index rocketmq/store --out /tmp/rebuilt-store
     """
+    if not no_hash and engine is None and master is None and (out is not None) != in_place:
+        from segtool.source import start_sha256_early
+
+        start_sha256_early(paths[0])  # the first segment's hash starts before the recovery code loads
     from segtool.ops.rebuild import rebuild_index as run_rebuild
 
     if out is None and not in_place:

@@ -94,7 +94,7 @@ def sha256_beside(path: str | os.PathLike, fork: bool):
     Pipeline tasks hash on a thread: their engine already keeps every core busy.
     """
     if fork and hasattr(os, "fork"):
-        return _ForkedSha256(path)
+        return _EARLY.pop(os.path.realpath(path), None) or _ForkedSha256(path)
     from concurrent.futures import ThreadPoolExecutor  # here: commands that never hash start without it
 
     executor = ThreadPoolExecutor(max_workers=1)
@@ -104,6 +104,28 @@ def sha256_beside(path: str | os.PathLike, fork: bool):
 
 
 _HEX_DIGEST = 64
+_EARLY: dict[str, "_ForkedSha256"] = {}  # hashes started before the command's code loaded, by real path
+
+
+def start_sha256_early(path: str | os.PathLike) -> None:
+    """Start hashing a named input file (a regular one) in a child process now, before the command
+    imports what it checks with: ``sha256_beside(path, fork=True)`` takes this hash up.  A hash no one
+    takes up is stopped when the command exits."""
+    try:
+        if not hasattr(os, "fork") or not stat.S_ISREG(os.stat(path).st_mode):
+            return
+    except OSError:
+        return
+    if not _EARLY:
+        import atexit
+
+        atexit.register(_stop_unused)  # after the child's finalizer: it runs first, and the child is not waited for
+    _EARLY.setdefault(os.path.realpath(path), _ForkedSha256(path))
+
+
+def _stop_unused() -> None:
+    while _EARLY:
+        _EARLY.popitem()[1].stop()
 
 
 def fork_quietly() -> int | None:
@@ -144,6 +166,14 @@ class _ForkedSha256:
         self._pid, self._answer = pid, answer
         # a caller that stops on an error never asks for the digest: the child is reaped all the same
         self._reap = weakref.finalize(self, _reap, pid, answer)
+
+    def stop(self) -> None:
+        if self._pid is not None:
+            import signal
+
+            os.kill(self._pid, signal.SIGKILL)
+            self._reap()
+            self._pid = None
 
     def result(self) -> str:
         if self._pid is None:

@@ -28,3 +28,26 @@ def test_unreadable_input_raises_as_sha256_of(fork, tmp_path):
     hashing = source.sha256_beside(tmp_path / "absent.log", fork=fork)
     with pytest.raises(UnreadableInput, match="no such file"):
         hashing.result()
+
+
+def test_early_hash_is_taken_up_or_stopped(tmp_path):
+    """A hash started before the command's code loads is the one ``sha256_beside`` gives for that
+    file (by its real path), once; one that no one takes up is stopped and reaped at exit."""
+    import os
+
+    data = b"segment bytes " * 5000
+    path = tmp_path / "00000000000000000000.log"
+    path.write_bytes(data)
+    source.start_sha256_early(tmp_path / "." / path.name)
+    early = source._EARLY[os.path.realpath(path)]
+    assert source.sha256_beside(path, fork=True) is early
+    assert early.result() == hashlib.sha256(data).hexdigest()
+    assert source.sha256_beside(path, fork=True) is not early  # taken once: a second hash is its own
+    source.start_sha256_early(tmp_path)  # a directory: nothing to hash early
+    assert not source._EARLY
+    source.start_sha256_early(path)
+    pid = source._EARLY[os.path.realpath(path)]._pid
+    source._stop_unused()
+    assert not source._EARLY
+    with pytest.raises(ChildProcessError):  # killed and reaped: no child left
+        os.waitpid(pid, os.WNOHANG)

@@ -6,7 +6,9 @@ real messages (the corpus's clean-multi store, repeated with their physical and 
 offsets moved on, as the broker would have written them), ended by a BLANK record.
 Targets, each a ratio to `sha256sum` of the same file measured in the same run:
 Kafka text and JSON <= 9.5x on both shapes; RocketMQ text and JSON <= 2.5x (RocketMQ's
-own MessageDecoder: 3.5x) with a peak RSS of at most 100 MB.
+own MessageDecoder: 3.5x) with a peak RSS of at most 100 MB.  Printed beside the RocketMQ
+rows: the floor of any Python text dump (``rocketmq_floor.py``) and a direct Python JSON
+dump of the same messages (``rocketmq_json_floor.py``), each against the same reference.
 """
 
 from __future__ import annotations
@@ -73,23 +75,26 @@ def test_dump_formats_speed(bench_dir):
         print(f"\n[bench] {shape}: {segment.stat().st_size / 1e6:.1f} MB, 1,000,000 records")
         reference = timed(["sha256sum", str(segment)])
         for name, options in (("dump --format json", ["--format", "json"]), ("dump (text)", [])):
-            report(f"{name}, {shape}", timed(SEGTOOL + ["dump", *options, str(segment)], runs=1), reference,
+            report(f"{name}, {shape}", timed(SEGTOOL + ["dump", *options, str(segment)]), reference,
                    "sha256sum", 9.5)
 
     commitlog = bench_dir / "rocketmq-64m" / "store" / "commitlog" / "00000000000000000000"
     if not commitlog.exists():
         commitlog.parent.mkdir(parents=True, exist_ok=True)
         generate_commitlog(commitlog)
-    reference = timed(["sha256sum", str(commitlog)])
+    reference = timed(["sha256sum", str(commitlog)], runs=5)
     started = time.perf_counter()
     messages = sum(1 for step in rmq.walk_commitlog(open_buffer(str(commitlog)), digests=False, decompress=False)
                    if isinstance(step, dict))
     print(f"\n[bench] RocketMQ CommitLog: {commitlog.stat().st_size / 2**20:.0f} MiB, {messages} messages "
           f"(walked in {time.perf_counter() - started:.2f} s)")
-    floor = timed([SEGTOOL[0], str(Path(__file__).with_name("rocketmq_floor.py")), str(commitlog)])
+    floor = timed([SEGTOOL[0], str(Path(__file__).with_name("rocketmq_floor.py")), str(commitlog)], runs=5)
     report("floor of any Python text dump of it (tests/bench/rocketmq_floor.py)", floor, reference, "sha256sum")
+    direct_json = timed([SEGTOOL[0], str(Path(__file__).with_name("rocketmq_json_floor.py")), str(commitlog)])
+    report("a direct Python JSON dump of it, message by message (tests/bench/rocketmq_json_floor.py)", direct_json,
+           reference, "sha256sum")
     for name, options in (("dump (text)", []), ("dump --json", ["--json"])):
-        seconds, rss = timed_with_rss(SEGTOOL + ["dump", *options, str(commitlog)])
+        seconds, rss = timed_with_rss(SEGTOOL + ["dump", *options, str(commitlog)], runs=5 if not options else 3)
         report(f"RocketMQ 64 MiB CommitLog, {name}", seconds, reference, "sha256sum", 2.5)
         print(f"[bench] RocketMQ 64 MiB CommitLog, {name}: peak RSS {rss:.0f} MB (target <= 100 MB: "
               f"{'met' if rss <= 100 else 'NOT met'})")
