@@ -99,12 +99,23 @@ class _LineWriter:
             self.flush()
 
     def many(self, lines: list[str]) -> None:
-        """A run's lines (thousands): written at once, not kept, so that one joined text (four bytes
-        a character when one of them is beyond the BMP) is the most held."""
+        """A run's lines (thousands), written at once and not kept.  Joined as text when all are
+        ASCII; else each is encoded on its own and the bytes joined, since one character beyond
+        ASCII would widen the whole joined text (to four bytes a character beyond the BMP)."""
         self.flush()
-        if lines:
+        if not lines:
+            return
+        binary = getattr(self.stream, "buffer", None)
+        if binary is None or all(map(str.isascii, lines)):
             self.stream.write("\n".join(lines))
             self.stream.write("\n")
+            return
+        encoding, errors = self.stream.encoding, self.stream.errors
+        try:
+            binary.write(b"\n".join([line.encode(encoding, errors) for line in lines]))
+            binary.write(b"\n")
+        except BrokenPipeError:
+            raise _OutputClosed() from None
 
     def flush(self) -> None:
         if self.lines:

@@ -265,3 +265,19 @@ def test_iso_time_matches_datetime():
         except (OverflowError, OSError, ValueError):
             expected = f"{ms} ms (beyond the calendar)"
         assert iso_time(ms) == expected, ms
+
+
+def test_command_line_writes_runs_beyond_ascii(tmp_path):
+    """``segtool dump`` writes a run whose lines go beyond ASCII (encoded line by line, not widened
+    as one text) as the items' own lines, through a pipe, in both formats."""
+    from tests.conftest import segtool
+
+    messages = [rmq_writer.Message("Emoji", f"body {i} \U0001F600 caf\u00e9".encode() if i % 7 == 3 else b"plain %d" % i,
+                                   {"KEYS": f"k{i}\u2603" if i % 5 == 0 else f"k{i}"}) for i in range(60)]
+    path = tmp_path / "commitlog" / "00000000000000000000"
+    path.parent.mkdir()
+    path.write_bytes(_commitlog_file(messages))
+    for fmt in ("json", "text"):
+        shown = segtool("dump", "--format", fmt, str(path))
+        assert shown.returncode == 0, shown.stderr
+        assert shown.stdout.splitlines() == item_lines(str(path), fmt, True, False), fmt
