@@ -1569,6 +1569,7 @@ def main() -> None:
 
     sys.stdout = _GuardedStdout(sys.stdout)
     signal.signal(signal.SIGTERM, _on_sigterm)
+    _keep_freed_memory()
     try:
         # without standalone mode the parser returns the command's exit code
         sys.exit(app(args=_hoist_global_flags(sys.argv[1:]), prog_name="segtool", standalone_mode=False) or 0)
@@ -1598,6 +1599,26 @@ def main() -> None:
         _show_traceback()
         sys.stderr.write(f"segtool: internal error: {type(exc).__name__}: {exc} (run with --debug for details)\n")
         sys.exit(EXIT_UNREADABLE)
+
+
+def _keep_freed_memory() -> None:
+    """Have glibc keep freed memory for the next allocation rather than hand it back to the system.
+
+    A dump or scan frees and allocates tens of megabytes per chunk of a file; by default glibc
+    returns them (unmapping, trimming the heap) and takes them back a page fault at a time: half
+    a million faults, a fifth of the run, for a 1M-record dump.  Peak memory is the same.
+    """
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    try:
+        mallopt = ctypes.CDLL(None).mallopt  # the process's C library: glibc's has it, others may not
+    except (OSError, AttributeError):
+        return
+    m_trim_threshold, m_mmap_threshold = -1, -3  # glibc's malloc.h
+    mallopt(m_mmap_threshold, 32 * 1024 * 1024)  # glibc's largest: blocks up to it come from the heap
+    mallopt(m_trim_threshold, 256 * 1024 * 1024)
 
 
 def _show_traceback() -> None:

@@ -134,18 +134,25 @@ def run_json_lines(run) -> list[str]:
     if with_horizon.any():
         horizon = [str(ts) if flag else "null" for flag, ts in
                    zip(with_horizon.tolist(), column["base_timestamp"].tolist())]
-    base_texts = column_texts(base)
+    # texts a run's columns share are made once: single-record batches end where they start
+    base_texts, max_ts_texts = column_texts(base), column_texts(max_ts)
+    last_texts = base_texts if not column["last_offset_delta"].any() else column_texts(last)
+    base_ts_texts = (max_ts_texts if (column["base_timestamp"] == max_ts).all()
+                     else column_texts(column["base_timestamp"]))
+    position_texts, base_sequence_texts = column_texts(column["position"]), column_texts(column["base_sequence"])
+    last_sequences = _last_sequences(column)
     batch_lines = column_lines([
-        '{"kind": "batch", "position": ', column_texts(column["position"]), ', "magic": 2, "base_offset": ', base_texts,
-        ', "last_offset": ', column_texts(last), ', "size": ', column_texts(column["size"]), ', "crc": ', column_texts(column["crc"]),
+        '{"kind": "batch", "position": ', position_texts, ', "magic": 2, "base_offset": ', base_texts,
+        ', "last_offset": ', last_texts, ', "size": ', column_texts(column["size"]), ', "crc": ', column_texts(column["crc"]),
         ', "crc_valid": true, "codec": ', kinds.each(lambda kind: _json_text(kind.codec_name)),
         ', "timestamp_type": ', kinds.each(lambda kind: _json_text(kind.timestamp_type)),
-        ', "max_timestamp": ', column_texts(max_ts), ', "record_count": ', column_texts(column["record_count"]),
+        ', "max_timestamp": ', max_ts_texts, ', "record_count": ', column_texts(column["record_count"]),
         ', "partition_leader_epoch": ', column_texts(column["partition_leader_epoch"]),
-        ', "base_timestamp": ', column_texts(column["base_timestamp"]), ', "producer_id": ', column_texts(column["producer_id"]),
+        ', "base_timestamp": ', base_ts_texts, ', "producer_id": ', column_texts(column["producer_id"]),
         ', "producer_epoch": ', column_texts(column["producer_epoch"]),
-        ', "base_sequence": ', column_texts(column["base_sequence"]),
-        ', "last_sequence": ', column_texts(_last_sequences(column)),
+        ', "base_sequence": ', base_sequence_texts,
+        ', "last_sequence": ', (base_sequence_texts if (last_sequences == column["base_sequence"]).all()
+                                else column_texts(last_sequences)),
         ', "is_transactional": ', kinds.each(lambda kind: "true" if kind.is_transactional else "false"),
         ', "is_control": ', kinds.each(lambda kind: "true" if kind.is_control else "false"),
         ', "delete_horizon_ms": ', horizon, ', "file": ', file_json, "}",
@@ -163,12 +170,13 @@ def run_json_lines(run) -> list[str]:
         headers = [to_json([{"key": key, **bytes_fields("value", value)} for key, value in found])
                    for found in records.headers[r0:r1]]
     record_lines = column_lines([
-        '{"kind": "record", "batch_position": ', column_texts(column["position"][fields.batch_of]),
+        '{"kind": "record", "batch_position": ', position_texts if fields.one_each else column_texts(column["position"][fields.batch_of]),
         ', "offset": ', fields.texts(fields.offsets, base, base_texts, column_texts),
-        ', "timestamp": ', fields.texts(fields.timestamps, max_ts, column_texts(max_ts), column_texts),
+        ', "timestamp": ', fields.texts(fields.timestamps, max_ts, max_ts_texts, column_texts),
         ', "key_size": ', column_texts(records.key_len[r0:r1]), ', "value_size": ', column_texts(records.value_len[r0:r1]),
         ', "key": ', *key_text, ', "key_b64": ', key_b64, ', "value": ', *value_text, ', "value_b64": ', value_b64,
-        ', "sequence": ', column_texts(fields.sequences()), ', "headers": ', headers, ', "file": ', file_json, "}",
+        ', "sequence": ', fields.texts(fields.sequences(), column["base_sequence"], base_sequence_texts, column_texts),
+        ', "headers": ', headers, ', "file": ', file_json, "}",
     ], fields.count)
     return fields.merged(batch_lines, record_lines)
 
@@ -190,7 +198,8 @@ def run_text_lines(run, full: bool = False) -> list[str]:
                zip(transactional.tolist(), column["producer_id"].tolist(), column["producer_epoch"].tolist())]
     base_texts, max_ts_times = column_texts(base), _iso_times(max_ts)
     batch_lines = column_lines([
-        "batch @", column_texts(column["position"]), " offsets ", base_texts, "..", column_texts(_last_offsets(column)),
+        "batch @", column_texts(column["position"]), " offsets ", base_texts, "..",
+        base_texts if not column["last_offset_delta"].any() else column_texts(_last_offsets(column)),
         " magic 2 ", kinds.each(lambda kind: f"{kind.codec_name} {kind.timestamp_type}"), " ", max_ts_times,
         " size ", column_texts(column["size"]), " crc ok", kinds.each(lambda kind: " control" if kind.is_control else ""), txn,
     ], len(base))
