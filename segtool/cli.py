@@ -183,17 +183,19 @@ def dump(
         _fail("give the files to dump: PATH... or --files FILE,FILE")
     if as_json:
         format = "json"
-    from segtool.ops.record_filters import (RecordShape, Summary, filter_dump_items, record_filter_from_options,
-                                            shape_dump_items, shown_record_line, summary_lines)
+    filter_options = dict(from_offset=from_offset, to_offset=to_offset, from_time=from_time, to_time=to_time, key=key,
+                          producer_ids=producer_ids, producer_epoch=producer_epoch, leader_epoch=leader_epoch,
+                          transactional_id=transactional_id, limit=limit)
+    shaped = bool(key_format or value_format or skip_record_metadata)
+    record_filter = shape = shown_record_line = None
+    filtered = summary or shaped or any(value not in (None, []) for value in filter_options.values())
+    if filtered:  # the filters' module loads only when one is asked for
+        from segtool.ops.record_filters import RecordShape, record_filter_from_options, shown_record_line
 
-    record_filter = record_filter_from_options(
-        from_offset=from_offset, to_offset=to_offset, from_time=from_time, to_time=to_time, key=key,
-        producer_ids=producer_ids, producer_epoch=producer_epoch, leader_epoch=leader_epoch,
-        transactional_id=transactional_id, limit=limit, paths=named)
-    shape = None
-    if key_format or value_format or skip_record_metadata:
-        shape = RecordShape(key_format or "text", value_format or "text", skip_record_metadata)
-    filtered = record_filter.active or shape is not None or summary
+        record_filter = record_filter_from_options(**filter_options, paths=named)
+        if shaped:
+            shape = RecordShape(key_format or "text", value_format or "text", skip_record_metadata)
+        filtered = record_filter.active or shape is not None or summary
     if filtered and format == "kafka":
         _fail("record filters, --summary and the key/value formats go with --format text or json")
     if kafka_version not in ("3.9", "4.1"):
@@ -239,11 +241,15 @@ def dump(
     recognised = 0
     current = None
     items = dump_paths(named, deep=not shallow, cap=decompress_cap, in_runs=not filtered, for_text=format == "text")
+    tally = None
     if filtered:  # item by item: the column runs print every record as it is
+        from segtool.ops.record_filters import Summary, filter_dump_items, shape_dump_items
+
         items = filter_dump_items(items, record_filter, deep=not shallow)
-    if shape is not None:
-        items = shape_dump_items(items, shape)
-    tally = Summary() if summary else None
+        if shape is not None:
+            items = shape_dump_items(items, shape)
+        if summary:
+            tally = Summary()
     for item in items:
         if isinstance(item, (BatchRun, MessageRun)):  # clean Kafka batches, plain RocketMQ messages: a column at a time
             if item.file != current:
@@ -281,8 +287,11 @@ def dump(
         elif format == "json":
             out(to_json(item))
         else:
-            out(shown_record_line(item, full) if "value_format" in item else render_text_item(item, full))
+            out(shown_record_line(item, full) if shape is not None and "value_format" in item
+                else render_text_item(item, full))
     if tally is not None:
+        from segtool.ops.record_filters import summary_lines
+
         report = tally.report()
         for line in [to_json(report)] if format == "json" else summary_lines(report):
             out(line)

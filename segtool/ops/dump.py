@@ -10,7 +10,7 @@ zero-filled tail) naming the byte offset.
 
 from __future__ import annotations
 
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator
 
 from segtool.errors import CorruptData, SegtoolError
 from segtool.source import open_buffer
@@ -21,8 +21,10 @@ from segtool.engine.salvage import DamagedRange, kafka_pieces
 from segtool.formats.kafka_log import (BatchHeaders, BatchScan, RecordBatch, batch_records,
                                        chunk_records, control_record_type)
 from segtool.formats.kafka_names import has_offset_name, internal_topic, offset_from_file_name
-from segtool.ops.output_schema import DumpItem
 from segtool.ops.runs import BatchRun, MessageRun
+
+if TYPE_CHECKING:
+    from segtool.ops.output_schema import DumpItem
 
 DEFAULT_CAP = 256 * 1024 * 1024
 
