@@ -6,6 +6,7 @@ read-only file, directory or mount works and nothing can be written back.
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import mmap
 import os
@@ -116,11 +117,13 @@ def start_sha256_early(path: str | os.PathLike) -> None:
             return
     except OSError:
         return
-    if not _EARLY:
-        import atexit
-
-        atexit.register(_stop_unused)  # after the child's finalizer: it runs first, and the child is not waited for
-    _EARLY.setdefault(os.path.realpath(path), _ForkedSha256(path))
+    key = os.path.realpath(path)
+    if key in _EARLY:
+        return
+    _EARLY[key] = _ForkedSha256(path)
+    # registered (once) after the child's finalizer, so it runs first: the child is killed, not waited for
+    atexit.unregister(_stop_unused)
+    atexit.register(_stop_unused)
 
 
 def _stop_unused() -> None:

@@ -690,7 +690,7 @@ class MessageColumns:
         body_at = at + _PLAIN_HEADER.size
         body_length = header["bodyLength"].astype(np.int64)
         # decode_message's checks, each on the fields the previous ones vouch for (others read at 0)
-        fits = ((header["sysFlag"] & 0x30) == 0) & (body_length >= 0) & (
+        fits = ((header["sysFlag"] & (BORNHOST_V6_FLAG | STOREHOSTADDRESS_V6_FLAG)) == 0) & (body_length >= 0) & (
             body_at + body_length + TOPIC_LENGTH_FAST[1].size + PROPERTIES_LENGTH_FAST.size <= record_end)
         topic_length_at = np.where(fits, body_at + body_length, 0)
         topic_length = data[topic_length_at].view(np.int8).astype(np.int64)

@@ -205,8 +205,9 @@ def dump_file(detected: DetectedFile, deep: bool = True, cap: int = DEFAULT_CAP,
               in_runs: bool = False, for_text: bool = False) -> Iterator[dict | BatchRun | MessageRun]:
     """Dispatch on the detected kind; every item carries the file path.  ``in_runs``: a Kafka
     segment's clean stretches come as ``BatchRun``s (``kafka_log_runs``) and a CommitLog's plain
-    messages as ``MessageRun``s, for renderers that print them a column at a time.  ``for_text``: items carry only what the text rendering prints (RocketMQ messages
-    without their bodies and digests)."""
+    messages as ``MessageRun``s, for renderers that print them a column at a time.  ``for_text``:
+    items carry only what the text rendering prints (RocketMQ messages without their bodies and
+    digests)."""
     kind = detected.kind
     if kind == "kafka-log":
         # internal topics' records are decoded one by one: only plain records print a column at a time

@@ -70,17 +70,15 @@ def _commitlog_runs(path: str, for_text: bool) -> Iterator[dict | MessageRun]:
         released = release_pages(buf, released, pos)  # the run's lines are printed: its pages can go
         for piece in commitlog_pieces(buf, file_from_offset=file_from_offset, file=name, path=path, start=pos,
                                       previous=previous, **_decoding(for_text)):
-            if isinstance(piece, dict) and body_crc_valid(piece):
-                pos, previous = piece["fileOffset"] + piece["totalSize"], piece
-                yield from _piece_items(piece)
-                break
             yield from _piece_items(piece)
             if isinstance(piece, DamagedRange):
                 pos = piece.end_byte
                 break
+            if isinstance(piece, dict) and body_crc_valid(piece):  # one clean message: the columns resume after it
+                pos, previous = piece["fileOffset"] + piece["totalSize"], piece
+                break
         else:
             return
-
 
 
 def _consumequeue(path: str) -> Iterator[dict]:

@@ -30,7 +30,8 @@ class BatchRun:
 class MessageRun:
     """Consecutive plain RocketMQ messages of one CommitLog file (``formats.rocketmq.MessageColumns``):
     the message items ``dump_rocketmq_file`` gives for them, kept as columns, printed a column at a
-    time by ``render.run_text_lines`` and ``run_json_lines``.  ``file_from_offset``: the file's first physical offset."""
+    time by ``render.run_text_lines`` and ``run_json_lines``.  ``file_from_offset``: the file's
+    first physical offset."""
 
     __slots__ = ("file", "file_from_offset", "columns")
 
