@@ -7,7 +7,8 @@ import os
 
 import pytest
 
-from segtool.engine.inventory import KAFKA_PARTITION, ROCKETMQ_STORE, directory_kind, inventory, store_root
+from segtool.engine.inventory import directory_kind, inventory, store_root
+from segtool.formats.file_kinds import DirectoryKind
 from segtool.errors import UnreadableInput, UsageError
 from segtool.formats.detect import detect
 from segtool.formats.kafka_names import is_log_file
@@ -51,9 +52,9 @@ def test_store_root_of_each_store_file():
 def test_lookup_decides_what_its_path_is_once():
     partition = SAMPLE_DATA / "kafka" / "c07-compacted" / "data" / "c07-compact-0"
     store = SAMPLE_DATA / "rocketmq" / "kill9-abort" / "store"
-    assert directory_kind(str(partition)) == KAFKA_PARTITION
-    assert directory_kind(str(store)) == ROCKETMQ_STORE
-    assert directory_kind(str(store / "index")) == ROCKETMQ_STORE
+    assert directory_kind(str(partition)) == DirectoryKind.KAFKA_PARTITION
+    assert directory_kind(str(store)) == DirectoryKind.ROCKETMQ_STORE
+    assert directory_kind(str(store / "index")) == DirectoryKind.ROCKETMQ_STORE
     with pytest.raises(UnreadableInput):
         directory_kind(str(partition.parent.parent))  # a case folder is neither
     with pytest.raises(UsageError):

@@ -26,8 +26,13 @@ from segtool.formats.json_names import snake_case_keys
 from segtool.engine.rocketmq_store import index_file_name
 from segtool.ops.rebuild_rocketmq import rebuild_rocketmq_index
 from segtool.ops.verify import exit_code, verify
-from segtool.ops.verify_rocketmq import verify_rocketmq_file
+from segtool.ops.file_formats import CheckOptions, file_format
 from tests.conftest import case_dirs, corpus_path, segtool
+
+
+def _check_store_file(detected, commitlog_dir=None) -> dict:
+    """verify's check of one store file, as its kind's format runs it."""
+    return file_format(detected.kind).check(detected, CheckOptions(commitlog_dir=commitlog_dir))
 
 
 # --------------------------------------------------------------------------
@@ -305,7 +310,7 @@ def test_index_corruption_found(case, with_commitlog):
     expected = _index_expectations(case)
     commitlog = _clean_multi() / "store" / "commitlog" if with_commitlog else None
     for path in sorted((case / "store" / "index").iterdir()):
-        result = verify_rocketmq_file(detect(str(path)), commitlog_dir=commitlog)
+        result = _check_store_file(detect(str(path)), commitlog_dir=commitlog)
         assert (result["geometry"]["hash_slot_num"], result["geometry"]["index_num"]) == (
             geometry["hashSlotNum"], geometry["indexNum"])
         found = {(p["kind"], p["byte_offset"]) for p in _errors(result)}
@@ -325,7 +330,7 @@ def test_index_cycle_detection_is_bounded():
     if not cases:
         pytest.skip("needs corrupt-index-prev-loop")
     (item,) = [i for i in _corruption_items(cases[0]) if i.get("probeKey")]
-    result = verify_rocketmq_file(detect(str(cases[0] / "store" / "index" / item["file"])))
+    result = _check_store_file(detect(str(cases[0] / "store" / "index" / item["file"])))
     (problem,) = [p for p in result["problems"] if p["kind"] == "prev_cycle"]
     assert f"slot {item['slot']}" in problem["message"] and "never returns" in problem["message"]
 
@@ -392,7 +397,7 @@ def test_loose_commitlog_file_outside_a_store(tmp_path):
     shutil.copyfile(case / "store" / "commitlog" / corruption["file"], loose)
     detected = detect(str(loose))
     assert detected.kind == "rocketmq-commitlog"  # by its magic
-    result = verify_rocketmq_file(detected)
+    result = _check_store_file(detected)
     at = corruption["fileOffset_of_message"]
     # the flipped message, and the range reading past it skips: that message's bytes exactly
     assert [(p["kind"], p["byte_offset"]) for p in _errors(result)] == [("crc_mismatch", at), ("damaged_range", at)]
@@ -539,7 +544,7 @@ def test_index_geometry_from_the_stores_other_files(tmp_path):
         view.write(index_dir / view.name)
         view.close()
     for path in sorted(index_dir.iterdir()):
-        result = verify_rocketmq_file(detect(str(path)), commitlog_dir=commitlog)
+        result = _check_store_file(detect(str(path)), commitlog_dir=commitlog)
         assert (result["geometry"]["hash_slot_num"], result["geometry"]["index_num"]) == (10, 30)
         assert not _errors(result), result["problems"]
         if path.name == "20270101000000000":

@@ -21,17 +21,16 @@ from typing import Iterable
 from segtool.engine.walk import walk
 from segtool.errors import UnreadableInput
 from segtool.formats.detect import DetectedFile, detect
+from segtool.formats.file_kinds import Broker, DirectoryKind, FileKind, Scope
 from segtool.formats.kafka_names import is_log_file, offset_from_file_name, topic_partition
 
-# files that belong to a log dir, not to one of its partitions
-_LOG_DIR_KINDS = ("kafka-offset-checkpoint",)
 _STORE_SUBDIRS = ("commitlog", "consumequeue", "index")
 
 
 @dataclass(frozen=True)
 class FoundFile:
     path: str
-    kind: str  # formats.detect's kind ("unknown" when not recognised or unreadable)
+    kind: FileKind  # FileKind.UNKNOWN when not recognised or unreadable
     size: int
     unreadable: str | None = None  # why the entry cannot be read (a dangling link, a loop, ...)
 
@@ -63,7 +62,7 @@ class Store:
     @property
     def commitlog(self) -> list[FoundFile]:
         """The CommitLog files, by start offset (their name)."""
-        return sorted((f for f in self.files if f.kind == "rocketmq-commitlog"), key=lambda f: int(_name(f.path)))
+        return sorted((f for f in self.files if f.kind == FileKind.ROCKETMQ_COMMITLOG), key=lambda f: int(_name(f.path)))
 
     @property
     def commitlog_dir(self) -> str:
@@ -102,16 +101,10 @@ def store_root(detected: DetectedFile) -> str | None:
     a local path is made absolute, a URI kept as it is."""
     path = detected.path if "://" in detected.path else os.path.abspath(detected.path)
     parts = path.rstrip("/").split("/")
-    kind = detected.kind
-    if kind in ("rocketmq-commitlog", "rocketmq-indexfile"):
-        up, container = 2, "commitlog" if kind == "rocketmq-commitlog" else "index"
-    elif kind == "rocketmq-consumequeue":
-        up, container = 4, "consumequeue"
-    elif kind == "rocketmq-checkpoint":
-        return "/".join(parts[:-1])
-    else:
+    if detected.kind.store_place is None:
         return None
-    if len(parts) <= up or parts[-up] != container:
+    container, up = detected.kind.store_place
+    if len(parts) <= up or (container is not None and parts[-up] != container):
         return None
     return "/".join(parts[:-up])
 
@@ -173,20 +166,17 @@ def rocketmq_stores(paths: list[str]) -> list[str]:
     return list(dict.fromkeys(roots))
 
 
-KAFKA_PARTITION, ROCKETMQ_STORE = "kafka-partition", "rocketmq-store"
-
-
-def directory_kind(path: str) -> str:
+def directory_kind(path: str) -> DirectoryKind:
     """What a directory given to a lookup is: a Kafka partition (it holds segments) or a RocketMQ
     store (or one of its commitlog/, consumequeue/, index/ directories).  UnreadableInput otherwise."""
     if not os.path.exists(path):
         raise UnreadableInput("no such file or directory", path)
     if os.path.isdir(path) and any(is_log_file(name) for name in os.listdir(path)):
-        return KAFKA_PARTITION
+        return DirectoryKind.KAFKA_PARTITION
     if not is_store_directory(path):
         raise UnreadableInput("not a Kafka partition directory (no .log segments) and not a RocketMQ store "
                               "(no commitlog/, consumequeue/ or index/ inside)", path)
-    return ROCKETMQ_STORE
+    return DirectoryKind.ROCKETMQ_STORE
 
 
 def classify(listing: Iterable[tuple[str, int] | FoundFile]) -> Inventory:
@@ -203,11 +193,10 @@ def classify(listing: Iterable[tuple[str, int] | FoundFile]) -> Inventory:
         if item.path in seen or item.unreadable is not None:  # a group holds a file once
             continue
         seen.add(item.path)
-        family = item.kind.split("-", 1)[0]
-        if family == "kafka" and item.kind not in _LOG_DIR_KINDS:
+        if item.kind.scope is Scope.PARTITION:
             directory = os.path.dirname(item.path)
             partitions.setdefault(directory, Partition(directory)).files.append(item)
-        elif family == "rocketmq":
+        elif item.kind.broker is Broker.ROCKETMQ:
             root = store_root(DetectedFile(item.path, item.kind))
             if root is not None:
                 stores.setdefault(root, Store(root)).files.append(item)
@@ -218,5 +207,5 @@ def classify(listing: Iterable[tuple[str, int] | FoundFile]) -> Inventory:
 
 def inventory(paths: list[str]) -> Inventory:
     """Everything below ``paths`` (at any depth), grouped; a path that does not exist is an error."""
-    return classify(FoundFile(entry.path, "unknown", 0, entry.unreadable) if entry.unreadable is not None
+    return classify(FoundFile(entry.path, FileKind.UNKNOWN, 0, entry.unreadable) if entry.unreadable is not None
                     else (entry.path, os.path.getsize(entry.path)) for entry in walk(paths))

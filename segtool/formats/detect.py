@@ -7,26 +7,27 @@ import re
 from dataclasses import dataclass
 
 from segtool.formats import kafka_names
+from segtool.formats.file_kinds import Broker, FileKind
 
 # Kafka renames segment files on deletion, cleaning and swapping
 KAFKA_TRANSIENT_SUFFIXES = (kafka_names.DELETED, kafka_names.CLEANED, kafka_names.SWAP)
 KAFKA_SUFFIX_KINDS = {
-    ".log": "kafka-log",
-    ".index": "kafka-offset-index",
-    ".timeindex": "kafka-time-index",
-    ".txnindex": "kafka-txn-index",
-    ".snapshot": "kafka-producer-snapshot",
+    kafka_names.LOG: FileKind.KAFKA_LOG,
+    kafka_names.INDEX: FileKind.KAFKA_OFFSET_INDEX,
+    kafka_names.TIME_INDEX: FileKind.KAFKA_TIME_INDEX,
+    kafka_names.TXN_INDEX: FileKind.KAFKA_TXN_INDEX,
+    kafka_names.PRODUCER_SNAPSHOT: FileKind.KAFKA_PRODUCER_SNAPSHOT,
     # KRaft snapshots (<offset>-<epoch>.checkpoint, bootstrap.checkpoint) are record-batch
     # files; kafka-dump-log dumps them like a .log (Snapshots.SUFFIX)
-    ".checkpoint": "kafka-log",
+    kafka_names.KRAFT_SNAPSHOT: FileKind.KAFKA_LOG,
 }
 KAFKA_NAMED_KINDS = {
-    "leader-epoch-checkpoint": "kafka-leader-epoch-checkpoint",
-    "partition.metadata": "kafka-partition-metadata",
-    "recovery-point-offset-checkpoint": "kafka-offset-checkpoint",
-    "replication-offset-checkpoint": "kafka-offset-checkpoint",
-    "log-start-offset-checkpoint": "kafka-offset-checkpoint",
-    "cleaner-offset-checkpoint": "kafka-offset-checkpoint",
+    "leader-epoch-checkpoint": FileKind.KAFKA_LEADER_EPOCH_CHECKPOINT,
+    "partition.metadata": FileKind.KAFKA_PARTITION_METADATA,
+    "recovery-point-offset-checkpoint": FileKind.KAFKA_OFFSET_CHECKPOINT,
+    "replication-offset-checkpoint": FileKind.KAFKA_OFFSET_CHECKPOINT,
+    "log-start-offset-checkpoint": FileKind.KAFKA_OFFSET_CHECKPOINT,
+    "cleaner-offset-checkpoint": FileKind.KAFKA_OFFSET_CHECKPOINT,
 }
 NOT_RECOGNISED = "not a recognised Kafka or RocketMQ file"
 _TWENTY_DIGITS = re.compile(r"^\d{20}$")
@@ -35,14 +36,14 @@ _DLEDGER_DIR = re.compile(r"^dledger-.+$")  # DLedgerConfig.getDefaultPath: <roo
 # RocketMQ 5.x files named by their place (formats.rocketmq5): (directory names above the file, innermost
 # first, None for any) -> kind, for 20-digit mapped files
 _ROCKETMQ5_MAPPED_FILES = (
-    (("timerlog",), "rocketmq-timerlog"),
-    ((None, None, "batchconsumequeue"), "rocketmq-batchconsumequeue"),
-    ((None, None, "compactionLog"), "rocketmq-compaction-log"),
-    (("compacting", None, None, "compactionLog"), "rocketmq-compaction-log"),
-    (("replicating", None, None, "compactionLog"), "rocketmq-compaction-log"),
-    ((None, None, "compactionCq"), "rocketmq-compaction-cq"),
-    (("compacting", None, None, "compactionCq"), "rocketmq-compaction-cq"),
-    (("replicating", None, None, "compactionCq"), "rocketmq-compaction-cq"),
+    (("timerlog",), FileKind.ROCKETMQ_TIMERLOG),
+    ((None, None, "batchconsumequeue"), FileKind.ROCKETMQ_BATCHCONSUMEQUEUE),
+    ((None, None, "compactionLog"), FileKind.ROCKETMQ_COMPACTION_LOG),
+    (("compacting", None, None, "compactionLog"), FileKind.ROCKETMQ_COMPACTION_LOG),
+    (("replicating", None, None, "compactionLog"), FileKind.ROCKETMQ_COMPACTION_LOG),
+    ((None, None, "compactionCq"), FileKind.ROCKETMQ_COMPACTION_CQ),
+    (("compacting", None, None, "compactionCq"), FileKind.ROCKETMQ_COMPACTION_CQ),
+    (("replicating", None, None, "compactionCq"), FileKind.ROCKETMQ_COMPACTION_CQ),
 )
 # a store root holds one of these beside its lock and abort markers
 _STORE_ROOT_ENTRIES = ("commitlog", "consumequeue", "index", "checkpoint", "timerlog", "batchconsumequeue")
@@ -56,11 +57,11 @@ _COMMITLOG_MAGICS = {
 @dataclass(frozen=True)
 class DetectedFile:
     path: str
-    kind: str  # e.g. "kafka-log", "rocketmq-commitlog"; "unknown" when unrecognised
+    kind: FileKind  # FileKind.UNKNOWN when unrecognised
 
     @property
-    def family(self) -> str:
-        return self.kind.split("-", 1)[0]
+    def broker(self) -> Broker | None:
+        return self.kind.broker
 
 
 def kafka_suffix(name: str) -> str:
@@ -85,22 +86,25 @@ def detect(path: str) -> DetectedFile:
         return DetectedFile(path, KAFKA_SUFFIX_KINDS[suffix])
     if _TWENTY_DIGITS.match(name):
         if parent == "commitlog":
-            return DetectedFile(path, "rocketmq-commitlog")
+            return DetectedFile(path, FileKind.ROCKETMQ_COMMITLOG)
         if grandparent3 == "consumequeue":
-            return DetectedFile(path, "rocketmq-consumequeue")
+            return DetectedFile(path, FileKind.ROCKETMQ_CONSUMEQUEUE)
     if name == "checkpoint" and os.path.isdir(os.path.join(os.path.dirname(path), "commitlog")):
-        return DetectedFile(path, "rocketmq-checkpoint")
+        return DetectedFile(path, FileKind.ROCKETMQ_CHECKPOINT)
     if _ROCKETMQ_INDEX_NAME.match(name) and parent == "index":
-        return DetectedFile(path, "rocketmq-indexfile")
+        return DetectedFile(path, FileKind.ROCKETMQ_INDEXFILE)
     rocketmq5 = _rocketmq5_kind(name, parts[:-1])
     if rocketmq5 is not None:
         return DetectedFile(path, rocketmq5)
     if _TWENTY_DIGITS.match(name) and _head(path, 8)[4:8] in _COMMITLOG_MAGICS:
-        return DetectedFile(path, "rocketmq-commitlog")
-    return DetectedFile(path, "unknown")
+        return DetectedFile(path, FileKind.ROCKETMQ_COMMITLOG)
+    return DetectedFile(path, FileKind.UNKNOWN)
 
 
-def _rocketmq5_kind(name: str, directories: list[str]) -> str | None:
+_STORE_MARKERS = {"lock": FileKind.ROCKETMQ_LOCK, "abort": FileKind.ROCKETMQ_ABORT}
+
+
+def _rocketmq5_kind(name: str, directories: list[str]) -> FileKind | None:
     """The kind of a RocketMQ 5.x store file, or of a store's lock/abort marker, by its place."""
     parent = directories[-1] if directories else ""
     if _TWENTY_DIGITS.match(name):
@@ -109,20 +113,20 @@ def _rocketmq5_kind(name: str, directories: list[str]) -> str | None:
             if len(above) >= len(pattern) and all(want is None or want == got for want, got in zip(pattern, above)):
                 return kind
         if len(above) > 1 and _DLEDGER_DIR.match(above[1]) and parent in ("data", "index"):
-            return "rocketmq-dledger-data" if parent == "data" else "rocketmq-dledger-index"
+            return FileKind.ROCKETMQ_DLEDGER_DATA if parent == "data" else FileKind.ROCKETMQ_DLEDGER_INDEX
         return None
     if name == "timerwheel":
-        return "rocketmq-timerwheel"
+        return FileKind.ROCKETMQ_TIMERWHEEL
     if parent == "config" and name == "timercheck":
-        return "rocketmq-timercheck"
+        return FileKind.ROCKETMQ_TIMERCHECK
     if parent == "config" and name in ("timermetrics", "timermetrics.bak"):
-        return "rocketmq-timermetrics"
+        return FileKind.ROCKETMQ_TIMERMETRICS
     if parent == "compaction" and name == "position-checkpoint":
-        return "rocketmq-compaction-position"
+        return FileKind.ROCKETMQ_COMPACTION_POSITION
     if name == "checkpoint" and _DLEDGER_DIR.match(parent):
-        return "rocketmq-dledger-checkpoint"
-    if name in ("lock", "abort") and _is_store_root(os.sep.join(directories) or os.sep):
-        return f"rocketmq-{name}"
+        return FileKind.ROCKETMQ_DLEDGER_CHECKPOINT
+    if name in _STORE_MARKERS and _is_store_root(os.sep.join(directories) or os.sep):
+        return _STORE_MARKERS[name]
     return None
 
 

@@ -36,7 +36,7 @@ from segtool.formats.carving import KAFKA, ROCKETMQ, Find, SearchCounts, find
 from segtool.formats.json_names import message_json
 from segtool.formats.kafka_log import RecordBatch, batch_at, batch_records, increment_sequence
 from segtool.formats.rocketmq import decode_message, message_header
-from segtool.ops.dump import batch_item, record_item
+from segtool.ops.dump_kafka_log import batch_item, record_item
 from segtool.ops.output_schema import CarveReport
 from segtool.source import open_buffer, sha256_beside
 

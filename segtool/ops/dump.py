@@ -1,9 +1,10 @@
 """`dump`: decode any supported file into plain dicts (one per batch, record, entry or message).
 
 The JSON renderer writes these dicts as JSON Lines and the text renderer prints
-them; field names are documented in docs/formats.md.  Kafka segments and RocketMQ
-CommitLogs are read past damage: each damaged stretch is a ``{"kind": "damaged_range"}``
-item (``engine.salvage``) and decoding goes on after it.  Other files stop at the first
+them; field names are documented in docs/formats.md.  Each file is read by its
+kind's format (``ops.file_formats``).  Kafka segments and RocketMQ CommitLogs are
+read past damage: each damaged stretch is a ``{"kind": "damaged_range"}`` item
+(``engine.salvage``) and decoding goes on after it.  Other files stop at the first
 invalid byte with a ``{"kind": "error"}`` (or ``"zero_tail"`` for a preallocated
 zero-filled tail) naming the byte offset.
 """
@@ -12,217 +13,23 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Iterator
 
-from segtool.errors import CorruptData, SegtoolError
-from segtool.source import open_buffer
 from segtool.engine.inventory import inventory
-from segtool.formats.detect import NOT_RECOGNISED, DetectedFile, detect
-from segtool.formats.json_names import bytes_fields
-from segtool.engine.salvage import DamagedRange, kafka_pieces
-from segtool.formats.kafka_log import (BatchHeaders, BatchScan, RecordBatch, batch_records,
-                                       chunk_records, control_record_type)
-from segtool.formats.kafka_names import has_offset_name, internal_topic, offset_from_file_name
+from segtool.formats.compression import DEFAULT_CAP
+from segtool.formats.detect import DetectedFile, detect
+from segtool.ops.file_formats import DumpOptions, file_format
 from segtool.ops.runs import BatchRun, MessageRun
 
 if TYPE_CHECKING:
     from segtool.ops.output_schema import DumpItem
 
-DEFAULT_CAP = 256 * 1024 * 1024
-
-
-def record_item(batch, record, path: str | None = None) -> dict:
-    """A Kafka record as every command shows it: dump's record item, lookup's ``record``."""
-    item = {
-        "kind": "record",
-        "batch_position": batch.position,
-        "offset": record.offset,
-        "timestamp": record.timestamp,
-        "key_size": record.key_size,
-        "value_size": record.value_size,
-    }
-    item.update(bytes_fields("key", record.key))
-    item.update(bytes_fields("value", record.value))
-    if batch.magic >= 2:
-        item["sequence"] = record.sequence
-        item["headers"] = [{"key": k, **bytes_fields("value", v)} for k, v in record.headers]
-        if batch.is_control:
-            item["control_type"] = control_record_type(record)[1]
-    else:
-        item["crc"] = record.crc
-        item["crc_valid"] = record.crc_valid
-    if path is not None:
-        item["file"] = path
-    return item
-
-
-def batch_item(batch) -> dict:
-    """A Kafka batch as every command shows it: dump's batch item, carve's finds."""
-    item = {
-        "kind": "batch",
-        "position": batch.position,
-        "magic": batch.magic,
-        "base_offset": batch.base_offset,
-        "last_offset": batch.last_offset,
-        "size": batch.size,
-        "crc": batch.crc,
-        "crc_valid": batch.crc_valid,
-        "codec": batch.codec_name,
-        "timestamp_type": batch.timestamp_type,
-        "max_timestamp": batch.max_timestamp,
-    }
-    if batch.magic >= 2:
-        item.update(
-            record_count=batch.record_count,
-            partition_leader_epoch=batch.partition_leader_epoch,
-            base_timestamp=batch.base_timestamp,
-            producer_id=batch.producer_id,
-            producer_epoch=batch.producer_epoch,
-            base_sequence=batch.base_sequence,
-            last_sequence=batch.last_sequence,
-            is_transactional=batch.is_transactional,
-            is_control=batch.is_control,
-            delete_horizon_ms=batch.delete_horizon_ms,
-        )
-    return item
-
-
-def dump_kafka_log(path: str, deep: bool = True, cap: int = DEFAULT_CAP) -> Iterator[dict]:
-    """Every batch (and record) of a segment, reading past damage: each damaged stretch is one
-    ``damaged_range`` item and the dump goes on with the next valid batch.  Records of Kafka's
-    internal topics (``internal_topics.record_decoder``) also carry their key and value ``decoded``."""
-    buf = open_buffer(path)
-    base_offset = offset_from_file_name(path) if has_offset_name(path) else None
-    decode = _record_decoder(path)
-    for piece in kafka_pieces(buf, path, base_offset=base_offset):
-        if isinstance(piece, DamagedRange):
-            yield {"kind": "damaged_range", **piece.as_dict()}
-        else:
-            yield from _batch_items(piece, path, deep, cap, decode)
-
-
-def _record_decoder(path: str):
-    """The decoder of an internal topic's records, or None; imported only for such a file (the
-    message schemas take a tenth of a second to load)."""
-    if internal_topic(path) is None:
-        return None
-    from segtool.formats.internal_topics import record_decoder
-
-    return record_decoder(path)
-
-
-def _batch_items(batch: RecordBatch, path: str, deep: bool, cap: int, decode=None) -> Iterator[dict]:
-    yield batch_item(batch)
-    if deep:
-        try:
-            for record in batch_records(batch, path, cap):
-                item = record_item(batch, record)
-                if decode is not None and not batch.is_control:
-                    item["decoded"] = decode(record.key, record.value)
-                yield item
-        except SegtoolError as exc:  # the batch's records, not its framing: the next batch is still there
-            yield {"kind": "error", "byte_offset": exc.offset, "message": exc.message}
-
-
-_RUN_HEADER_FIELDS = ("base_offset", "partition_leader_epoch", "crc", "attributes", "last_offset_delta",
-                     "base_timestamp", "max_timestamp", "producer_id", "producer_epoch", "base_sequence",
-                     "record_count")
-_CONTROL = 0x20  # batch attribute bit: a control batch (its records print their control type)
-_RUN_SPAN = 1024 * 1024  # bytes of batches decoded at once: their lines, several times as large, are held together
-
-
-def kafka_log_runs(path: str, deep: bool = True, cap: int = DEFAULT_CAP) -> Iterator[dict | BatchRun]:
-    """``dump_kafka_log``'s items, with the clean stretches of a segment as ``BatchRun``s.
-
-    Whole chunks of valid v2 batches are framed and decoded at once (``BatchScan.chunks``,
-    ``chunk_records``); from the first batch that is not (a bad CRC, broken framing,
-    a legacy message) ``kafka_pieces`` takes over, batch by batch, up to the end of
-    the damaged range it finds, and the chunks resume after it.
-    """
-    import numpy as np
-
-    buf = open_buffer(path)
-    end = len(buf)
-    next_offset = offset_from_file_name(path) if has_offset_name(path) else None  # after the last valid batch
-    pos = 0
-    while pos < end:
-        scan = BatchScan(buf, pos, end, path)
-        irregular = None  # where batch-by-batch reading takes over
-        try:
-            for positions, chunk_end in scan.chunks(span=_RUN_SPAN):
-                headers = BatchHeaders(buf, path, positions, chunk_end)
-                clean = 0
-                if headers.regular:
-                    bad = np.flatnonzero(headers.column("crc") != headers.computed_crc)
-                    clean = int(bad[0]) if len(bad) else len(headers)
-                if clean:
-                    yield from _clean_batches(headers, clean, path, deep, cap)
-                    next_offset = int(headers.column("base_offset")[clean - 1]
-                                      + headers.column("last_offset_delta")[clean - 1]) + 1
-                if clean < len(headers):
-                    irregular = positions[clean]
-                    break
-            else:
-                if scan.valid_bytes < end:
-                    irregular = scan.valid_bytes  # a truncated batch or stray bytes at the end
-        except CorruptData:
-            irregular = scan.valid_bytes
-        if irregular is None:
-            return
-        pos = end
-        for piece in kafka_pieces(buf, path, base_offset=next_offset, start=irregular):
-            if isinstance(piece, DamagedRange):
-                yield {"kind": "damaged_range", **piece.as_dict()}
-                pos = piece.end_byte
-                break
-            yield from _batch_items(piece, path, deep, cap)
-            if piece.crc_valid:
-                next_offset = piece.last_offset + 1
-
-
-def _clean_batches(headers: BatchHeaders, count: int, path: str, deep: bool, cap: int) -> Iterator[dict | BatchRun]:
-    """The first ``count`` batches of a regular chunk (all with a valid CRC): runs, and the batches
-    whose records need objects (control batches, records ``chunk_records`` left undecoded) item by item."""
-    import numpy as np
-
-    column = {name: headers.column(name)[:count] for name in _RUN_HEADER_FIELDS}
-    column["position"] = headers.position[:count]
-    column["size"] = headers.size[:count]
-    records = None
-    one_by_one = np.zeros(count, dtype=bool)
-    if deep:
-        records = chunk_records(headers, path, cap)
-        one_by_one = ~records.decoded[:count] | (column["attributes"] & _CONTROL != 0)
-    start = 0
-    for single in np.flatnonzero(one_by_one).tolist() + [count]:
-        if single > start:
-            bounds = None if records is None else records.first[start:single + 1]
-            yield BatchRun(path, {name: values[start:single] for name, values in column.items()}, records, bounds)
-        if single < count:
-            yield from _batch_items(headers.batch(single), path, deep, cap)
-        start = single + 1
-
 
 def dump_file(detected: DetectedFile, deep: bool = True, cap: int = DEFAULT_CAP,
               in_runs: bool = False, for_text: bool = False) -> Iterator[dict | BatchRun | MessageRun]:
-    """Dispatch on the detected kind; every item carries the file path.  ``in_runs``: a Kafka
-    segment's clean stretches come as ``BatchRun``s (``kafka_log_runs``) and a CommitLog's plain
-    messages as ``MessageRun``s, for renderers that print them a column at a time.  ``for_text``:
-    items carry only what the text rendering prints (RocketMQ messages without their bodies and
-    digests)."""
-    kind = detected.kind
-    if kind == "kafka-log":
-        # internal topics' records are decoded one by one: only plain records print a column at a time
-        runs = in_runs and internal_topic(detected.path) is None
-        items = (kafka_log_runs if runs else dump_kafka_log)(detected.path, deep, cap)
-    elif kind.startswith("kafka-"):
-        from segtool.ops.dump_kafka_files import dump_kafka_file
-
-        items = dump_kafka_file(detected)
-    elif kind.startswith("rocketmq-"):
-        from segtool.ops.dump_rocketmq import dump_rocketmq_file
-
-        items = dump_rocketmq_file(detected, for_text, in_runs)
-    else:
-        items = iter([{"kind": "skipped", "reason": NOT_RECOGNISED}])
+    """The file's items, read by its kind's format; every item carries the file path.  ``in_runs``:
+    a Kafka segment's clean stretches come as ``BatchRun``s and a CommitLog's plain messages as
+    ``MessageRun``s, for renderers that print them a column at a time.  ``for_text``: items carry
+    only what the text rendering prints (RocketMQ messages without their bodies and digests)."""
+    items = file_format(detected.kind).items(detected.path, DumpOptions(deep, cap, in_runs, for_text))
     for item in items:
         if not isinstance(item, (BatchRun, MessageRun)):  # a run knows its file
             item["file"] = detected.path
@@ -230,12 +37,12 @@ def dump_file(detected: DetectedFile, deep: bool = True, cap: int = DEFAULT_CAP,
 
 
 def shows_damage(item: dict) -> bool:
-    """Does this item show damage (exit code 1)?  A zero-filled tail is damage in a Kafka log
-    (the broker's recovery cuts it) but the normal preallocated end of an index or ConsumeQueue."""
+    """Does this item show damage (exit code 1)?  A zero-filled tail is damage where the broker's
+    recovery cuts it (a Kafka log), but the normal preallocated end of an index or ConsumeQueue."""
     kind = item["kind"]
     if kind in ("error", "trailing_bytes", "damaged_range") or item.get("crc_valid") is False:
         return True
-    return kind == "zero_tail" and detect(item["file"]).kind == "kafka-log"
+    return kind == "zero_tail" and file_format(detect(item["file"]).kind).zero_tail_is_damage
 
 
 def dump_paths(paths: list[str], deep: bool = True, cap: int = DEFAULT_CAP,

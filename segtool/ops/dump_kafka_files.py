@@ -1,4 +1,7 @@
-"""`dump` items for Kafka files other than `.log`: indexes, snapshots, checkpoints."""
+"""`dump` items for Kafka files other than `.log`: indexes, snapshots, checkpoints.
+
+Each reader ends at an error as an item (``dump_errors``); ``ops.file_formats`` names
+the reader of each kind."""
 
 from __future__ import annotations
 
@@ -6,8 +9,15 @@ import dataclasses
 from typing import Iterator
 
 from segtool.formats import kafka_index, kafka_state
-from segtool.formats.detect import DetectedFile
 from segtool.ops.dump_errors import errors_as_items
+
+
+def _file_items(read):
+    """A reader whose errors end its items; a checkpoint's format errors name a line, not a
+    byte: still an item, not a failure."""
+    def items(path: str) -> Iterator[dict]:
+        return errors_as_items(read(path), also=lambda exc: isinstance(exc, kafka_state.CorruptCheckpoint))
+    return items
 
 
 def _zero_tail_item(index, valid: int) -> Iterator[dict]:
@@ -27,15 +37,18 @@ def _index_entries(index, item_type: str) -> Iterator[dict]:
     yield from _zero_tail_item(index, valid)
 
 
-def _offset_index(path: str) -> Iterator[dict]:
+@_file_items
+def offset_index(path: str) -> Iterator[dict]:
     return _index_entries(kafka_index.OffsetIndex(path), "offset_index_entry")
 
 
-def _time_index(path: str) -> Iterator[dict]:
+@_file_items
+def time_index(path: str) -> Iterator[dict]:
     return _index_entries(kafka_index.TimeIndex(path), "time_index_entry")
 
 
-def _txn_index(path: str) -> Iterator[dict]:
+@_file_items
+def txn_index(path: str) -> Iterator[dict]:
     index = kafka_index.TransactionIndex(path)
     for slot, txn in enumerate(index.iter_raw()):
         yield {"kind": "aborted_txn", "slot": slot, **dataclasses.asdict(txn)}
@@ -44,7 +57,8 @@ def _txn_index(path: str) -> Iterator[dict]:
                "length": index.trailing_bytes}
 
 
-def _snapshot(path: str) -> Iterator[dict]:
+@_file_items
+def producer_snapshot(path: str) -> Iterator[dict]:
     snap = kafka_state.read_producer_snapshot(path, verify=False)
     yield {"kind": "producer_snapshot", "version": snap.version, "crc": snap.crc,
            "computed_crc": snap.computed_crc, "crc_valid": snap.crc_ok, "producers": len(snap.entries)}
@@ -55,7 +69,8 @@ def _snapshot(path: str) -> Iterator[dict]:
                "message": f"snapshot CRC {snap.crc} does not match computed {snap.computed_crc}"}
 
 
-def _checkpoint(path: str) -> Iterator[dict]:
+@_file_items
+def checkpoint(path: str) -> Iterator[dict]:
     checkpoint = kafka_state.read_checkpoint(path)
     yield {"kind": "checkpoint", "checkpoint_kind": checkpoint.kind, "version": checkpoint.version,
            "count": checkpoint.expected_count}
@@ -63,23 +78,7 @@ def _checkpoint(path: str) -> Iterator[dict]:
         yield {"kind": "checkpoint_entry", **dataclasses.asdict(entry)}
 
 
-def _partition_metadata(path: str) -> Iterator[dict]:
+@_file_items
+def partition_metadata(path: str) -> Iterator[dict]:
     meta = kafka_state.read_partition_metadata(path)
     yield {"kind": "partition_metadata", "version": meta.version, "topic_id": meta.topic_id}
-
-
-_READERS = {
-    "kafka-offset-index": _offset_index,
-    "kafka-time-index": _time_index,
-    "kafka-txn-index": _txn_index,
-    "kafka-producer-snapshot": _snapshot,
-    "kafka-leader-epoch-checkpoint": _checkpoint,
-    "kafka-offset-checkpoint": _checkpoint,
-    "kafka-partition-metadata": _partition_metadata,
-}
-
-
-def dump_kafka_file(detected: DetectedFile) -> Iterator[dict]:
-    # a checkpoint's format errors name a line, not a byte: still an item, not a failure
-    return errors_as_items(_READERS[detected.kind](detected.path),
-                           also=lambda exc: isinstance(exc, kafka_state.CorruptCheckpoint))

@@ -11,10 +11,18 @@ from segtool.errors import CorruptData, SegtoolError
 from segtool.source import open_buffer, release_pages
 from segtool.engine.salvage import DamagedRange, body_crc_valid, commitlog_pieces
 from segtool.formats import rocketmq, rocketmq5
-from segtool.formats.detect import DetectedFile
 from segtool.formats.json_names import message_item, snake_case_keys
 from segtool.ops.runs import MessageRun
 from segtool.ops.dump_errors import errors_as_items
+
+
+def _store_items(read):
+    """A reader whose errors end its items, named in snake_case like every other output (the
+    decoders keep RocketMQ's names; a CommitLog's messages are named as they are made, by
+    ``message_json``)."""
+    def items(path: str) -> Iterator[dict]:
+        return (snake_case_keys(item) for item in errors_as_items(read(path)))
+    return items
 
 
 def _start_offset(path: str) -> int:
@@ -41,6 +49,12 @@ def _piece_items(piece) -> Iterator[dict]:
         yield from _end_item(piece)
     else:
         yield message_item(piece)
+
+
+def commitlog(path: str, for_text: bool = False, in_runs: bool = False) -> Iterator[dict | MessageRun]:
+    """A CommitLog's (or a compaction log's) items; ``in_runs``: plain messages as ``MessageRun``s
+    (``_commitlog_runs``); ``for_text``: see ``_commitlog``."""
+    return errors_as_items((_commitlog_runs if in_runs else _commitlog)(path, for_text))
 
 
 def _commitlog(path: str, for_text: bool = False) -> Iterator[dict]:
@@ -81,7 +95,8 @@ def _commitlog_runs(path: str, for_text: bool) -> Iterator[dict | MessageRun]:
             return
 
 
-def _consumequeue(path: str) -> Iterator[dict]:
+@_store_items
+def consumequeue(path: str) -> Iterator[dict]:
     parts = os.path.normpath(os.path.abspath(path)).split(os.sep)
     topic, queue_id = parts[-3], int(parts[-2]) if parts[-2].isdigit() else None
     scan = rocketmq.ConsumeQueueFileScan(open_buffer(path), topic=topic, queue_id=queue_id,
@@ -92,7 +107,8 @@ def _consumequeue(path: str) -> Iterator[dict]:
         yield {"kind": "zero_tail", "byte_offset": scan.end["fileOffset"]}
 
 
-def _indexfile(path: str) -> Iterator[dict]:
+@_store_items
+def indexfile(path: str) -> Iterator[dict]:
     with rocketmq.IndexFile(path) as index:
         yield {"kind": "index_header", **index.header, "hash_slot_num": index.hash_slot_num,
                "index_num": index.index_num, "geometry_source": index.geometry_source}
@@ -100,7 +116,8 @@ def _indexfile(path: str) -> Iterator[dict]:
             yield {"kind": "index_entry", **entry}
 
 
-def _checkpoint(path: str) -> Iterator[dict]:
+@_store_items
+def checkpoint(path: str) -> Iterator[dict]:
     buf = open_buffer(path)
     item = {"kind": "checkpoint", **rocketmq.read_checkpoint(buf, path)}
     if len(buf) >= rocketmq5.CHECKPOINT_5X_FAST.size:  # what 5.x reads after 4.x's fields (zero from a 4.x broker)
@@ -119,7 +136,8 @@ def _queue_of(path: str, up: int) -> tuple[str, int | None]:
     return parts[-up], int(queue) if queue.lstrip("-").isdigit() else None
 
 
-def _batch_queue(path: str) -> Iterator[dict]:
+@_store_items
+def batch_queue(path: str) -> Iterator[dict]:
     sparse = rocketmq5.COMPACTION_CQ_DIR in os.path.abspath(path).split(os.sep)
     nested = os.path.basename(os.path.dirname(path)) in rocketmq5.COMPACTION_SUB_FOLDERS
     topic, queue_id = _queue_of(path, 4 if nested else 3)
@@ -139,7 +157,8 @@ def _batch_queue(path: str) -> Iterator[dict]:
                           end.non_zero_after if end.non_zero_after is not None else end.file_offset)
 
 
-def _timer_log(path: str) -> Iterator[dict]:
+@_store_items
+def timer_log(path: str) -> Iterator[dict]:
     for step in rocketmq5.walk_timer_log(open_buffer(path), file_from_offset=_start_offset(path)):
         if isinstance(step, rocketmq5.TimerLogEnd):
             if step.kind == "blank":
@@ -154,16 +173,19 @@ def _timer_log(path: str) -> Iterator[dict]:
                "flags": rocketmq5.timer_magic_flags(step["magic"]), **step}
 
 
-def _timer_wheel(path: str) -> Iterator[dict]:
+@_store_items
+def timer_wheel(path: str) -> Iterator[dict]:
     for slot in rocketmq5.used_timer_slots(open_buffer(path)):
         yield {"kind": "timer_wheel_slot", "byteOffset": slot["slot"] * rocketmq5.TIMER_WHEEL_SLOT_SIZE, **slot}
 
 
-def _timer_checkpoint(path: str) -> Iterator[dict]:
+@_store_items
+def timer_checkpoint(path: str) -> Iterator[dict]:
     yield {"kind": "timer_checkpoint", **rocketmq5.read_timer_checkpoint(open_buffer(path), path)}
 
 
-def _timer_metrics(path: str) -> Iterator[dict]:
+@_store_items
+def timer_metrics(path: str) -> Iterator[dict]:
     metrics = rocketmq5.read_timer_metrics(open_buffer(path), path)
     version = metrics["dataVersion"]
     yield {"kind": "timer_metrics", "topics": len(metrics["timingCount"]),
@@ -172,7 +194,11 @@ def _timer_metrics(path: str) -> Iterator[dict]:
         yield {"kind": "timer_metric", **row}
 
 
-def _dledger_data(path: str, for_text: bool) -> Iterator[dict]:
+def dledger_data(path: str, for_text: bool) -> Iterator[dict]:
+    return errors_as_items(_dledger_entries(path, for_text))
+
+
+def _dledger_entries(path: str, for_text: bool) -> Iterator[dict]:
     decoding = {"digests": False, "decompress": False} if for_text else {"keep_body": True}
     for step in rocketmq5.walk_dledger_data(open_buffer(path), file_from_offset=_start_offset(path), path=path,
                                             file=os.path.basename(path), **decoding):
@@ -193,7 +219,8 @@ def _dledger_data(path: str, for_text: bool) -> Iterator[dict]:
             yield message_item(message)
 
 
-def _dledger_index(path: str) -> Iterator[dict]:
+@_store_items
+def dledger_index(path: str) -> Iterator[dict]:
     buf = open_buffer(path)
     entries, end = rocketmq5.dledger_index_entries(buf, file_from_offset=_start_offset(path))
     for entry in entries:
@@ -210,55 +237,28 @@ def _present(fields: dict) -> dict:
     return {name: value for name, value in fields.items() if value is not None}
 
 
-def _dledger_checkpoint(path: str) -> Iterator[dict]:
+@_store_items
+def dledger_checkpoint(path: str) -> Iterator[dict]:
     yield {"kind": "dledger_checkpoint", **_present(rocketmq5.read_dledger_checkpoint(open_buffer(path), path))}
 
 
-def _compaction_positions(path: str) -> Iterator[dict]:
+@_store_items
+def compaction_positions(path: str) -> Iterator[dict]:
     for row in rocketmq5.read_compaction_positions(open_buffer(path), path):
         yield {"kind": "compaction_position", **_present(row)}
 
 
-def _lock(path: str) -> Iterator[dict]:
+@_store_items
+def lock(path: str) -> Iterator[dict]:
     lock = rocketmq5.read_lock(open_buffer(path))
     yield {"kind": "lock_marker", "content": lock["content"],
            "meaning": ("written at every broker start" if lock["written_by_start"] else "not what a broker writes")
            + "; the OS lock it held is gone with the process"}
 
 
-def _abort(path: str) -> Iterator[dict]:
+@_store_items
+def abort(path: str) -> Iterator[dict]:
     abort = rocketmq5.read_abort(open_buffer(path))
     pid = {} if abort["pid"] is None else {"pid": abort["pid"]}  # 5.x writes the broker's process id, 4.x nothing
     yield {"kind": "abort_marker", "content": abort["content"], **pid,
            "meaning": "the broker did not shut down cleanly (or is running): the next start recovers abnormally"}
-
-
-_READERS = {
-    "rocketmq-checkpoint": _checkpoint,
-    "rocketmq-consumequeue": _consumequeue,
-    "rocketmq-indexfile": _indexfile,
-    "rocketmq-batchconsumequeue": _batch_queue,
-    "rocketmq-compaction-cq": _batch_queue,
-    "rocketmq-timerlog": _timer_log,
-    "rocketmq-timerwheel": _timer_wheel,
-    "rocketmq-timercheck": _timer_checkpoint,
-    "rocketmq-timermetrics": _timer_metrics,
-    "rocketmq-dledger-index": _dledger_index,
-    "rocketmq-dledger-checkpoint": _dledger_checkpoint,
-    "rocketmq-compaction-position": _compaction_positions,
-    "rocketmq-lock": _lock,
-    "rocketmq-abort": _abort,
-}
-
-
-def dump_rocketmq_file(detected: DetectedFile, for_text: bool = False, in_runs: bool = False) -> Iterator[dict | MessageRun]:
-    """The file's items, named in snake_case like every other output (the decoders keep RocketMQ's names;
-    a CommitLog's messages are named as they are made, by ``message_json``).  ``for_text``: see ``_commitlog``;
-    ``in_runs``: plain messages as ``MessageRun``s (``_commitlog_runs``)."""
-    if detected.kind in ("rocketmq-commitlog", "rocketmq-compaction-log"):  # a compaction log holds CommitLog messages
-        if in_runs:
-            return errors_as_items(_commitlog_runs(detected.path, for_text))
-        return errors_as_items(_commitlog(detected.path, for_text))
-    if detected.kind == "rocketmq-dledger-data":
-        return errors_as_items(_dledger_data(detected.path, for_text))
-    return (snake_case_keys(item) for item in errors_as_items(_READERS[detected.kind](detected.path)))

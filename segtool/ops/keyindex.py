@@ -26,7 +26,7 @@ from segtool.engine.safe_write import plan_outputs, refuse_inside_inputs, write_
 from segtool.errors import UnreadableInput
 from segtool.formats import rocketmq as rmq
 from segtool.formats.kafka_log import BatchHeaders, BatchScan, batch_records, chunk_records, first_record_where
-from segtool.ops.dump import record_item
+from segtool.ops.dump_kafka_log import record_item
 from segtool.ops.output_schema import IndexKeysReport
 
 META_NAME = "keyindex.json"

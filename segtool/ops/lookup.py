@@ -13,7 +13,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from segtool.engine.inventory import KAFKA_PARTITION, directory_kind
+from segtool.engine.inventory import directory_kind
+from segtool.formats.file_kinds import DirectoryKind
 from segtool.engine.partition import PartitionView, RecordHit
 from segtool.errors import CorruptData, SegtoolError, UsageError
 from segtool.formats.json_names import snake_case_keys
@@ -62,7 +63,7 @@ def lookup_offset(directory: str, offset: int) -> LookupAnswer:
 
 
 def _record(hit) -> dict:
-    from segtool.ops.dump import record_item
+    from segtool.ops.dump_kafka_log import record_item
 
     return record_item(hit.batch, hit.record, hit.segment)
 
@@ -135,7 +136,7 @@ def lookup_key(path: str, key: str, *, topic: str | None = None, begin: int = 0,
     """
     from segtool.engine.rocketmq_store import StoreView
 
-    if (kind or directory_kind(path)) == KAFKA_PARTITION:
+    if (kind or directory_kind(path)) == DirectoryKind.KAFKA_PARTITION:
         from segtool.ops.keyindex import lookup_kafka_key
 
         return lookup_kafka_key(path, key, max_num=max_num if max_num != ROCKETMQ_MAX_NUM else KAFKA_KEY_MAX_NUM,
@@ -486,7 +487,7 @@ def _passing_hits(partition: PartitionView, start: int, record_filter: RecordFil
 
 def _summary(pairs: list[tuple[object, dict]]) -> dict:
     """``Summary`` of (batch, record item) pairs in offset order, each batch counted once."""
-    from segtool.ops.dump import batch_item
+    from segtool.ops.dump_kafka_log import batch_item
 
     summary = Summary()
     counted = None
@@ -518,7 +519,7 @@ def _with_records(answer: dict, pairs: list[tuple[object, dict]], request: "Look
 def _filtered_fetch(path: str, request: "LookupRequest") -> LookupAnswer:
     """A fetch (``--offset``) or ListOffsets (``--timestamp``) answer through the record filter: the
     first passing record at or after the broker's answer (``--limit`` N: the first N)."""
-    from segtool.ops.dump import record_item
+    from segtool.ops.dump_kafka_log import record_item
 
     partition = PartitionView(path)
     record_filter = request.record_filter
@@ -625,16 +626,16 @@ def lookup(path: str, request: LookupRequest) -> tuple[LookupAnswer, bool]:
     if request.floor and request.ceiling:
         raise UsageError("give --floor or --ceiling, not both")
     kind = directory_kind(path)
-    if kind == KAFKA_PARTITION and request.topic is not None:
+    if kind == DirectoryKind.KAFKA_PARTITION and request.topic is not None:
         raise UsageError("--topic is for a RocketMQ store: a Kafka partition directory is one topic's partition",
                          path)
-    if request.filtered and kind != KAFKA_PARTITION:
+    if request.filtered and kind != DirectoryKind.KAFKA_PARTITION:
         raise UsageError("record filters, --limit, --summary and the key/value formats are for a Kafka "
                          "partition's records (a RocketMQ key lookup takes --begin, --end and --max)", path)
-    allowed = _KAFKA_MODES if kind == KAFKA_PARTITION else _ROCKETMQ_MODES
+    allowed = _KAFKA_MODES if kind == DirectoryKind.KAFKA_PARTITION else _ROCKETMQ_MODES
     if mode not in allowed:
         options = ", ".join("--" + name.replace("_", "-") for name in allowed)
-        what = "a Kafka partition" if kind == KAFKA_PARTITION else "a RocketMQ store"
+        what = "a Kafka partition" if kind == DirectoryKind.KAFKA_PARTITION else "a RocketMQ store"
         raise UsageError(f"--{mode.replace('_', '-')} does not apply to {what}: it takes {options}", path)
     if request.filtered:
         answer = (_filtered_key_lookup(path, request) if mode == "key"

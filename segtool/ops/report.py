@@ -29,8 +29,10 @@ from segtool.errors import CorruptData, SegtoolError
 from segtool.findings import Severity
 from segtool.formats import kafka_index
 from segtool.formats.checksums import ChecksumHelper
+from segtool.formats.file_kinds import FileKind
 from segtool.formats.kafka_log import CODEC_NAMES, HeaderScan, batch_at, batch_records, control_record_type
 from segtool.formats.kafka_names import PRODUCER_SNAPSHOT, file_name, has_offset_name, offset_from_file_name
+from segtool.ops.file_formats import file_format
 from segtool.ops.output_schema import (
     ReportFigures,
     ReportFindings,
@@ -54,7 +56,6 @@ PRODUCERS_SHOWN = 20
 SIZE_BIN_EDGES = [0] + [1 << k for k in range(6, 25)]  # 64 B .. 16 MiB, then larger
 
 _TRANSACTIONAL, _CONTROL, _LOG_APPEND_TIME = 0x10, 0x20, 0x08
-_INDEX_KINDS = ("kafka-offset-index", "kafka-time-index")
 _NEVER = np.iinfo(np.int64).max
 
 
@@ -107,7 +108,7 @@ def report(paths: list[str], deep: bool = False, hash_inputs: bool = True, now_m
 def _file_figures(item: dict) -> dict:
     problems = item.get("problems", [])
     return {
-        "path": item["path"], "kind": item.get("kind", "unknown"), "status": item["status"],
+        "path": item["path"], "kind": item.get("kind", FileKind.UNKNOWN), "status": item["status"],
         "size": item.get("size"), "sha256": item.get("sha256"),
         "batches": item.get("batches"), "records": item.get("records"),
         "first_offset": item.get("first_offset"), "last_offset": item.get("last_offset"),
@@ -594,7 +595,7 @@ class _KafkaPartition:
                 k = bisect.bisect_right(positions, problem["byte_offset"]) - 1
                 if k >= 0:
                     return b["first_offset"][buckets[k]], "byte_offset"
-            if problem["byte_offset"] is not None and item.get("kind") in _INDEX_KINDS:
+            if problem["byte_offset"] is not None and file_format(item.get("kind", FileKind.UNKNOWN)).index_view is not None:
                 try:
                     index = kafka_index.open_index(path)
                     slot = problem["byte_offset"] // index.entry_size
@@ -683,7 +684,7 @@ def _store_figures(root: str, commitlogs: list[str], files: list[str], verified:
     index_files = []
     for path in files:
         entry = verified.get(path, {})
-        if entry.get("kind") != "rocketmq-indexfile":
+        if entry.get("kind") != FileKind.ROCKETMQ_INDEXFILE:
             continue
         header = entry.get("header") or {}
         index_files.append({"file": path, "begin_timestamp": header.get("begin_timestamp"),
@@ -758,16 +759,16 @@ def _store_place(item: dict, problem: dict, truncation: dict | None) -> tuple[in
         return problem["offset"], "offset"
     kind, path = item.get("kind"), item["path"]
     name = os.path.basename(path)
-    if kind == "rocketmq-commitlog" and name.isdigit():
+    if kind == FileKind.ROCKETMQ_COMMITLOG and name.isdigit():
         return int(name) + (problem["byte_offset"] or 0), "byte_offset" if problem["byte_offset"] is not None else "file"
-    if kind == "rocketmq-consumequeue" and problem["byte_offset"] is not None:
+    if kind == FileKind.ROCKETMQ_CONSUMEQUEUE and problem["byte_offset"] is not None:
         units = rmq.consumequeue_units(open_buffer(path))
         unit = min(problem["byte_offset"] // rmq.CQ_UNIT_SIZE, len(units) - 1)
         while unit >= 0 and units["size"][unit] <= 0:  # an unwritten unit: the last one written before it
             unit -= 1
         if unit >= 0:
             return int(units["commitLogOffset"][unit]), "consume_queue_unit"
-    if kind == "rocketmq-indexfile":
+    if kind == FileKind.ROCKETMQ_INDEXFILE:
         begin = (item.get("header") or {}).get("begin_phy_offset")
         if begin is not None:
             return begin, "file"

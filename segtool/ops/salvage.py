@@ -38,9 +38,11 @@ from segtool.engine.safe_write import plan_outputs, write_atomically
 from segtool.engine.salvage import DamagedRange, body_crc_valid, commitlog_pieces, kafka_pieces
 from segtool.errors import CorruptData, NothingFound, SegtoolError, UnreadableInput
 from segtool.formats import rocketmq as rmq
+from segtool.formats.file_kinds import FileKind
 from segtool.formats.kafka_log import RecordBatch, batch_records
 from segtool.formats.kafka_names import INDEX, LOG, TIME_INDEX, TXN_INDEX, file_name
 from segtool.formats.kafka_state import read_leader_epoch_checkpoint, read_partition_metadata
+from segtool.ops.file_formats import file_format
 from segtool.ops.output_schema import SalvageReport
 from segtool.ops.rebuild_rocketmq import index_geometry
 from segtool.ops.verify_rocketmq.store import DISPATCHED_TRAN_TYPES
@@ -55,19 +57,8 @@ _FILLER = rmq.CONSUME_QUEUE_UNIT_FAST.pack(0, rmq.CQ_BLANK_UNIT_SIZE, 0)  # Cons
 # copied when they parse: the partition's topic id and its leader epochs stay true of the kept offsets
 _COPIED_STATE = {"partition.metadata": read_partition_metadata,
                  "leader-epoch-checkpoint": read_leader_epoch_checkpoint}
-_REBUILT_INDEX = "not copied: salvage writes the index Kafka's recovery builds for the surviving batches"
-_LEFT_IN_PARTITION = {
-    "kafka-offset-index": _REBUILT_INDEX, "kafka-time-index": _REBUILT_INDEX, "kafka-txn-index": _REBUILT_INDEX,
-    "kafka-producer-snapshot": ("not copied: a producer snapshot describes producer state up to batches that may "
-                                "be lost; the broker rebuilds it from the salvaged log"),
-}
 _NOT_READ = "not read: salvage reads the segments' .log files (a .swap, .cleaned or .deleted file is left)"
 _NOT_TAKEN = "not a Kafka segment, partition state file or RocketMQ store file: salvage leaves it"
-_REBUILT_IN_STORE = "not copied: salvage rebuilds the ConsumeQueues and IndexFiles from the surviving messages"
-_LEFT_IN_STORE = {
-    "rocketmq-consumequeue": _REBUILT_IN_STORE, "rocketmq-indexfile": _REBUILT_IN_STORE,
-    "rocketmq-checkpoint": "not copied: it records the input store's flush times, not the salvaged store's",
-}
 
 
 class _Found(NamedTuple):
@@ -208,7 +199,7 @@ def _salvage_partitions(partitions: list[Partition], paths, out_dir, interval, f
                 copies[partition.directory].append(entry.path)
                 targets.append(os.path.join(out, name))
             else:
-                report["skipped"].append({"path": entry.path, "reason": _LEFT_IN_PARTITION.get(entry.kind, _NOT_READ)})
+                report["skipped"].append({"path": entry.path, "reason": file_format(entry.kind).salvage_note or _NOT_READ})
     plan_outputs(targets, paths, False, force)
     for partition in partitions:
         report["partitions"].append(_salvage_partition(partition, _out_partition(partition, out_dir), interval,
@@ -374,8 +365,8 @@ def _salvage_stores(stores: list[Store], paths, out_dir, force, progress_factory
                     for (topic, queue), files in survivors["queues"].items() for name in files]
         targets += [str(out / "index" / view.name) for view in survivors["index"].created]
         targets.append(str(out / MESSAGES_PARQUET))
-        report["skipped"].extend({"path": f.path, "reason": _LEFT_IN_STORE.get(f.kind, _NOT_TAKEN)}
-                                 for f in store.files if f.kind != "rocketmq-commitlog")
+        report["skipped"].extend({"path": f.path, "reason": file_format(f.kind).salvage_note or _NOT_TAKEN}
+                                 for f in store.files if f.kind != FileKind.ROCKETMQ_COMMITLOG)
     plan_outputs(targets, paths, False, force)
     for store, survivors in zip(stores, read):
         try:
@@ -455,7 +446,7 @@ def _queue_units(messages: list[dict]):
 
 def _units_per_file(store: Store) -> int:
     """The store's ConsumeQueue file size in units: its most common ConsumeQueue file size."""
-    sizes = Counter(f.size for f in store.files if f.kind == "rocketmq-consumequeue" and f.size % rmq.CQ_UNIT_SIZE == 0
+    sizes = Counter(f.size for f in store.files if f.kind == FileKind.ROCKETMQ_CONSUMEQUEUE and f.size % rmq.CQ_UNIT_SIZE == 0
                     and f.size)
     return sizes.most_common(1)[0][0] // rmq.CQ_UNIT_SIZE if sizes else DEFAULT_UNITS_PER_FILE
 

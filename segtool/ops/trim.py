@@ -12,10 +12,9 @@ from segtool.engine.safe_write import partition_output, plan_outputs, write_atom
 from segtool.source import open_buffer, sha256_of
 from segtool.engine.inventory import inventory
 from segtool.errors import UnreadableInput
-from segtool.formats.kafka_index import OffsetIndex, TimeIndex
+from segtool.ops.file_formats import file_format
 from segtool.ops.output_schema import TrimReport
 
-_INDEX_CLASSES = {"kafka-offset-index": OffsetIndex, "kafka-time-index": TimeIndex}
 _NOT_AN_INDEX = "not a Kafka .index or .timeindex file; trim only shrinks index files"
 
 
@@ -26,7 +25,7 @@ def trim(paths: list[str], out_dir: str | None = None, in_place: bool = False, d
     for entry in found.entries:
         if entry.unreadable is not None:  # named in the report; the rest is trimmed (exit 2)
             unreadable.append({"path": entry.path, "reason": entry.unreadable})
-        elif entry.kind in _INDEX_CLASSES:
+        elif file_format(entry.kind).index_view is not None:
             indexes.append(entry)
         elif entry.path in paths:
             raise UnreadableInput(_NOT_AN_INDEX, entry.path)
@@ -37,7 +36,7 @@ def trim(paths: list[str], out_dir: str | None = None, in_place: bool = False, d
     results = []
     for number, entry in enumerate(indexes):
         path = entry.path
-        index = _INDEX_CLASSES[entry.kind](path)
+        index = file_format(entry.kind).index_view(path)
         keep = index.valid_entries * index.entry_size
         data = bytes(open_buffer(path)[:keep])
         result = {"path": path, "sha256": sha256_of(path), "size": index.length, "valid_entries": index.valid_entries,

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from segtool.engine.inventory import Inventory, classify, inventory
 from segtool.errors import NothingFound, UnreadableInput
 from segtool.formats.detect import detect
+from segtool.formats.file_kinds import FileKind
 from segtool.formats.kafka_names import is_log_file, offset_from_file_name
 from segtool.pipeline import storage
 
@@ -95,7 +96,7 @@ def discover(paths: list[str]) -> Inputs:
         if not storage.exists(path):
             raise UnreadableInput("no such file or directory", raw)
         if not storage.isdir(path):
-            commitlog_file = (detect(path).kind == "rocketmq-commitlog"
+            commitlog_file = (detect(path).kind == FileKind.ROCKETMQ_COMMITLOG
                               and storage.basename(storage.parent(path)) == "commitlog")
             if not (commitlog_file or is_log_file(path)):
                 raise UnreadableInput("expected a directory (Kafka log or partition dir, RocketMQ store) "

@@ -3,8 +3,9 @@
 One module per store file (``commitlog``, ``consume_queue``, ``index_file``,
 ``checkpoint``); ``store`` holds what they share.
 
-``verify_rocketmq_file(detected, deep)`` returns ``{"problems": [...], ...}``
-like the Kafka checks in ``segtool.ops.verify`` (a problem is ``{"kind",
+Each check returns ``{"problems": [...], ...}`` like the Kafka checks in
+``segtool.ops.verify_kafka``; ``ops.file_formats`` names the check of each kind and
+runs it through ``verify_in_store`` (a problem is ``{"kind",
 "severity", "byte_offset", "message"}``; "error" makes the file's status
 "problems", "info" does not).
 
@@ -46,46 +47,28 @@ evenly spread, are checked).
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Callable
 
 from segtool.engine.inventory import store_root
-from segtool.formats.detect import NOT_RECOGNISED
+from segtool.formats.detect import DetectedFile
 from segtool.formats.json_names import snake_case_keys
-from segtool.ops.verify_rocketmq.checkpoint import verify_checkpoint
-from segtool.ops.verify_rocketmq.commitlog import verify_commitlog
-from segtool.ops.verify_rocketmq.consume_queue import verify_consumequeue
-from segtool.ops.verify_rocketmq.index_file import verify_indexfile
-from segtool.ops.verify_rocketmq.rocketmq5 import ROCKETMQ5_KINDS, verify_rocketmq5_file
-from segtool.ops.verify_rocketmq.store import StoreContexts
+from segtool.ops.verify_rocketmq.store import StoreContext, StoreContexts
 
 
-def verify_rocketmq_file(detected, deep: bool = False, *, contexts: StoreContexts | None = None, commitlog_dir=None,
-                         hash_slot_num: int | None = None, index_num: int | None = None) -> dict:
-    """Check one RocketMQ store file (see the module docstring).
+def verify_in_store(check: Callable[[str, bool, StoreContext], dict], detected: DetectedFile, deep: bool = False, *,
+                    contexts: StoreContexts | None = None, commitlog_dir: str | None = None) -> dict:
+    """Run one store file's ``check`` with what its store has in common (see the module docstring).
 
-    ``contexts`` shares what a store's files have in common across the calls
-    of one run (without it the store is read for this file alone);
-    ``commitlog_dir`` points an index-only or queue-only copy at a CommitLog;
-    ``hash_slot_num`` / ``index_num`` give the IndexFile geometry (inferred
-    otherwise).
+    ``contexts`` shares that across the calls of one run (without it the store is read for this
+    file alone); ``commitlog_dir`` points an index-only or queue-only copy at a CommitLog.
     """
     own = contexts is None
     contexts = StoreContexts() if own else contexts
     try:
         root = store_root(detected)
-        return _verify_with(contexts.get(Path(root) if root else None, Path(commitlog_dir) if commitlog_dir else None),
-                            detected, deep, hash_slot_num, index_num)
+        ctx = contexts.get(Path(root) if root else None, Path(commitlog_dir) if commitlog_dir else None)
+        # the checks keep RocketMQ's field names; the report speaks snake_case like every output
+        return snake_case_keys(check(detected.path, deep, ctx))
     finally:
         if own:
             contexts.close()
-
-
-def _verify_with(ctx, detected, deep: bool, hash_slot_num: int | None, index_num: int | None) -> dict:
-    checks = {"rocketmq-commitlog": lambda: verify_commitlog(detected.path, deep, ctx),
-              "rocketmq-consumequeue": lambda: verify_consumequeue(detected.path, deep, ctx),
-              "rocketmq-indexfile": lambda: verify_indexfile(detected.path, deep, ctx, hash_slot_num, index_num),
-              "rocketmq-checkpoint": lambda: verify_checkpoint(detected.path, deep, ctx),
-              **{kind: lambda: verify_rocketmq5_file(detected.kind, detected.path, deep) for kind in ROCKETMQ5_KINDS}}
-    if detected.kind not in checks:
-        return {"problems": [], "status": "skipped", "reason": NOT_RECOGNISED}
-    # the checks keep RocketMQ's field names; the report speaks snake_case like every output
-    return snake_case_keys(checks[detected.kind]())

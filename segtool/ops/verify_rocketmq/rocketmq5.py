@@ -2,7 +2,9 @@
 recovery read it, and against the files it points into: BatchConsumeQueue units against the CommitLog,
 timer wheel slots against the timer log, DLedger index entries against the data entries, compaction
 queues against their compaction log.  A compaction log holds CommitLog messages and is checked by
-``verify_commitlog`` (alone, as recovery would read it), plus its queue order."""
+``verify_commitlog`` (alone, as recovery would read it), plus its queue order.  Each check takes the
+store context every store file's check takes (``verify_in_store``); these read their own directories
+instead."""
 
 from __future__ import annotations
 
@@ -16,11 +18,6 @@ from segtool.formats import rocketmq5 as r5
 from segtool.ops.verify_rocketmq.commitlog import verify_commitlog
 from segtool.ops.verify_rocketmq.store import PROBLEMS_PER_KIND, StoreContext
 from segtool.source import open_buffer
-
-
-def verify_rocketmq5_file(kind: str, path: str, deep: bool) -> dict:
-    """Check one 5.x store file of ``kind`` (a ``formats.detect`` kind)."""
-    return _CHECKS[kind](path, deep)
 
 
 def _parts(path: str) -> list[str]:
@@ -43,7 +40,7 @@ def _mapped_end(directory: Path) -> int | None:
 # -- BatchConsumeQueue and the compaction store's SparseConsumeQueue -----------------------------------
 
 
-def _batch_queue(path: str, deep: bool) -> dict:
+def verify_batch_queue(path: str, deep: bool, ctx: StoreContext) -> dict:
     parts = _parts(path)
     sparse = r5.COMPACTION_CQ_DIR in parts
     nested = parts[-2] in r5.COMPACTION_SUB_FOLDERS
@@ -140,7 +137,7 @@ def _check_batch_unit(log: rmq.CommitLog, unit: dict, where: str, topic: str, qu
 # -- timer store -------------------------------------------------------------------------------------
 
 
-def _timer_log(path: str, deep: bool) -> dict:
+def verify_timer_log(path: str, deep: bool, ctx: StoreContext) -> dict:
     problems = Findings(PROBLEMS_PER_KIND)
     units = 0
     buf = open_buffer(path)
@@ -177,7 +174,7 @@ def _timer_units(timer_log_dir: Path) -> dict[int, dict] | None:
     return units
 
 
-def _timer_wheel(path: str, deep: bool) -> dict:
+def verify_timer_wheel(path: str, deep: bool, ctx: StoreContext) -> dict:
     problems = Findings(PROBLEMS_PER_KIND)
     buf = open_buffer(path)
     if len(buf) != r5.TIMER_WHEEL_SIZE:
@@ -229,7 +226,7 @@ def _check_slot(slot: dict, units: dict[int, dict] | None, problems: Findings) -
                      f"{where}: num {slot['num']} but the chain holds {count} units ({deletes} deletes)", info=True)
 
 
-def _timer_checkpoint(path: str, deep: bool) -> dict:
+def verify_timer_checkpoint(path: str, deep: bool, ctx: StoreContext) -> dict:
     problems = Findings(PROBLEMS_PER_KIND)
     checkpoint = r5.read_timer_checkpoint(open_buffer(path), path)
     for i, (name, value) in enumerate(checkpoint.items()):
@@ -243,7 +240,7 @@ def _timer_checkpoint(path: str, deep: bool) -> dict:
     return {"timer_checkpoint": checkpoint, "problems": problems.result()}
 
 
-def _timer_metrics(path: str, deep: bool) -> dict:
+def verify_timer_metrics(path: str, deep: bool, ctx: StoreContext) -> dict:
     problems = Findings(PROBLEMS_PER_KIND)
     try:
         metrics = r5.read_timer_metrics(open_buffer(path), path)
@@ -273,7 +270,7 @@ def _previous_entry(data_dir: Path, start: int) -> dict | None:
     return last
 
 
-def _dledger_data(path: str, deep: bool) -> dict:
+def verify_dledger_data(path: str, deep: bool, ctx: StoreContext) -> dict:
     problems = Findings(PROBLEMS_PER_KIND)
     start = _start(path)
     buf = open_buffer(path)
@@ -324,7 +321,7 @@ def _check_property_crc(message: dict, byte_offset: int, where: str, problems: F
                      f"{message['propCRCComputed']}", offset=message["phyOffset"])
 
 
-def _dledger_index(path: str, deep: bool) -> dict:
+def verify_dledger_index(path: str, deep: bool, ctx: StoreContext) -> dict:
     problems = Findings(PROBLEMS_PER_KIND)
     buf = open_buffer(path)
     entries, end = r5.dledger_index_entries(buf, file_from_offset=_start(path))
@@ -359,7 +356,7 @@ def _check_index_entry(data: r5.DLedgerData, entry: dict, problems: Findings) ->
         problems.add(FindingKind.DLEDGER_INDEX_MISMATCH, entry["fileOffset"], f"{where}: " + "; ".join(wrong))
 
 
-def _dledger_checkpoint(path: str, deep: bool) -> dict:
+def verify_dledger_checkpoint(path: str, deep: bool, ctx: StoreContext) -> dict:
     problems = Findings(PROBLEMS_PER_KIND)
     checkpoint = r5.read_dledger_checkpoint(open_buffer(path), path)
     return {"dledger_checkpoint": checkpoint, "problems": problems.result()}
@@ -368,7 +365,7 @@ def _dledger_checkpoint(path: str, deep: bool) -> dict:
 # -- compaction store ------------------------------------------------------------------------------------
 
 
-def _compaction_log(path: str, deep: bool) -> dict:
+def verify_compaction_log(path: str, deep: bool, ctx: StoreContext) -> dict:
     parts = _parts(path)
     nested = parts[-2] in r5.COMPACTION_SUB_FOLDERS
     queue_at = -4 if nested else -3
@@ -402,7 +399,7 @@ def _compaction_log(path: str, deep: bool) -> dict:
     return result
 
 
-def _compaction_positions(path: str, deep: bool) -> dict:
+def verify_compaction_positions(path: str, deep: bool, ctx: StoreContext) -> dict:
     problems = Findings(PROBLEMS_PER_KIND)
     rows = r5.read_compaction_positions(open_buffer(path), path)
     return {"queues": len(rows), "problems": problems.result()}
@@ -411,11 +408,11 @@ def _compaction_positions(path: str, deep: bool) -> dict:
 # -- lock and abort --------------------------------------------------------------------------------------
 
 
-def _lock(path: str, deep: bool) -> dict:
+def verify_lock(path: str, deep: bool, ctx: StoreContext) -> dict:
     return {"lock": r5.read_lock(open_buffer(path)), "problems": []}
 
 
-def _abort(path: str, deep: bool) -> dict:
+def verify_abort(path: str, deep: bool, ctx: StoreContext) -> dict:
     problems = Findings(PROBLEMS_PER_KIND)
     abort = r5.read_abort(open_buffer(path))
     writer = (f"RocketMQ 5.x wrote the broker's process id {abort['pid']}" if abort["pid"] is not None
@@ -424,21 +421,3 @@ def _abort(path: str, deep: bool) -> dict:
                  f"abort file present ({writer}): the broker did not shut down cleanly, or is running; the next "
                  "start recovers abnormally")
     return {"abort": abort, "problems": problems.result()}
-
-
-_CHECKS = {
-    "rocketmq-batchconsumequeue": _batch_queue,
-    "rocketmq-compaction-cq": _batch_queue,
-    "rocketmq-timerlog": _timer_log,
-    "rocketmq-timerwheel": _timer_wheel,
-    "rocketmq-timercheck": _timer_checkpoint,
-    "rocketmq-timermetrics": _timer_metrics,
-    "rocketmq-dledger-data": _dledger_data,
-    "rocketmq-dledger-index": _dledger_index,
-    "rocketmq-dledger-checkpoint": _dledger_checkpoint,
-    "rocketmq-compaction-log": _compaction_log,
-    "rocketmq-compaction-position": _compaction_positions,
-    "rocketmq-lock": _lock,
-    "rocketmq-abort": _abort,
-}
-ROCKETMQ5_KINDS = frozenset(_CHECKS)
