@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from segtool.engine.inventory import STORE_CONFIG_FILES
+from segtool.formats.rocketmq_names import CONFIG_FILES
 from tests.conftest import CORPUS, segtool
 
 WILD = CORPUS / "wild"
@@ -22,7 +22,7 @@ def _holds_store(directory: Path, subdirs: list[str]) -> bool:
     if any(name in subdirs for name in DATA_DIRS):
         return True
     # config/ of a broker: one of the files its ConfigManagers write
-    return "config" in subdirs and any(name.removesuffix(".bak") in STORE_CONFIG_FILES
+    return "config" in subdirs and any(name.removesuffix(".bak") in CONFIG_FILES
                                        for name in os.listdir(directory / "config"))
 
 

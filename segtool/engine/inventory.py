@@ -23,8 +23,7 @@ from segtool.errors import UnreadableInput
 from segtool.formats.detect import DetectedFile, detect
 from segtool.formats.file_kinds import Broker, DirectoryKind, FileKind, Scope
 from segtool.formats.kafka_names import is_log_file, offset_from_file_name, topic_partition
-
-_STORE_SUBDIRS = ("commitlog", "consumequeue", "index")
+from segtool.formats import rocketmq_names
 
 
 @dataclass(frozen=True)
@@ -62,12 +61,12 @@ class Store:
     @property
     def commitlog(self) -> list[FoundFile]:
         """The CommitLog files, by start offset (their name)."""
-        return sorted((f for f in self.files if f.kind == FileKind.ROCKETMQ_COMMITLOG), key=lambda f: int(_name(f.path)))
+        return sorted((f for f in self.files if f.kind == FileKind.ROCKETMQ_COMMITLOG), key=lambda f: rocketmq_names.mapped_file_offset(f.path))
 
     @property
     def commitlog_dir(self) -> str:
         files = self.commitlog
-        return os.path.dirname(files[0].path) if files else os.path.join(self.root, "commitlog")
+        return os.path.dirname(files[0].path) if files else os.path.join(self.root, rocketmq_names.COMMITLOG_DIR)
 
 
 @dataclass
@@ -89,10 +88,6 @@ class Inventory:
         """The files that are in none of ``groups`` (what a command did not take), in walk order."""
         taken = {f.path for group in groups for f in group}
         return [f for f in self.files if f.path not in taken]
-
-
-def _name(path: str) -> str:
-    return path.rstrip("/").rsplit("/", 1)[-1]
 
 
 def store_root(detected: DetectedFile) -> str | None:
@@ -117,9 +112,9 @@ def store_directory(path: str) -> Path:
         raise UnreadableInput("no such file or directory", str(root))
     if not root.is_dir():
         raise UnreadableInput("expected a RocketMQ store directory, not a file", str(root))
-    if root.name in _STORE_SUBDIRS and not any((root / sub).is_dir() for sub in _STORE_SUBDIRS):
+    if root.name in rocketmq_names.DATA_DIRS and not rocketmq_names.holds_store_data(root):
         root = root.parent
-    if not any((root / sub).is_dir() for sub in _STORE_SUBDIRS):
+    if not rocketmq_names.holds_store_data(root):
         raise UnreadableInput("not a RocketMQ store (no commitlog/, consumequeue/ or index/ inside)", str(root))
     return root
 
@@ -133,13 +128,6 @@ def is_store_directory(path: str) -> bool:
     return True
 
 
-# what a broker's storePathRootDir holds besides the data directories (StorePathConfigHelper,
-# BrokerPathConfigHelper): a store whose data files were not kept still has these
-STORE_ROOT_FILES = ("checkpoint", "abort", "lock")
-STORE_CONFIG_FILES = ("topics.json", "consumerOffset.json", "subscriptionGroup.json", "delayOffset.json",
-                      "consumerFilter.json")
-
-
 def is_store_root(path: str) -> bool:
     """Is ``path`` a RocketMQ store root: a store directory (``store_directory``), or a directory
     holding the broker's ``config/`` files or a ``checkpoint`` only?"""
@@ -148,10 +136,10 @@ def is_store_root(path: str) -> bool:
     root = Path(path)
     if not root.is_dir():
         return False
-    config = root / "config"
-    return (root / "checkpoint").is_file() or (
+    config = root / rocketmq_names.CONFIG_DIR
+    return (root / rocketmq_names.CHECKPOINT).is_file() or (
         config.is_dir() and any((config / name).is_file() or (config / f"{name}.bak").is_file()
-                                for name in STORE_CONFIG_FILES))
+                                for name in rocketmq_names.CONFIG_FILES))
 
 
 def rocketmq_stores(paths: list[str]) -> list[str]:

@@ -38,6 +38,7 @@ from segtool.engine.inventory import store_directory
 from segtool.errors import SegtoolError
 from segtool.formats import rocketmq as rmq
 from segtool.formats.json_names import message_json
+from segtool.formats import rocketmq_names
 
 MAX_MSGS_NUM_BATCH = 64  # MessageStoreConfig.maxMsgsNumBatch
 LONG_MAX = 2**63 - 1
@@ -354,8 +355,8 @@ class StoreView:
         self.root = root
         self.hash_slot_num = hash_slot_num
         self.index_num = index_num
-        self.index_dir = root / "index"
-        self.commitlog_dir = Path(commitlog_dir) if commitlog_dir is not None else root / "commitlog"
+        self.index_dir = root / rocketmq_names.INDEX_DIR
+        self.commitlog_dir = Path(commitlog_dir) if commitlog_dir is not None else root / rocketmq_names.COMMITLOG_DIR
         self.abort_exists = (root / "abort").exists()
         self.recover = self.abort_exists if recover is None else recover
         self.check_crc_on_recover = check_crc_on_recover
@@ -613,7 +614,7 @@ class StoreView:
 
     def queue_unit(self, topic: str, queue_id: int, queue_offset: int) -> dict:
         """``getCommitLogOffsetInQueue`` / ``ConsumeQueue.getIndexBuffer`` plus the message it points at."""
-        directory = self.root / "consumequeue" / topic / str(queue_id)
+        directory = self.root / rocketmq_names.CONSUMEQUEUE_DIR / topic / str(queue_id)
         answer = {"store": str(self.root), "topic": topic, "queue_id": queue_id, "queue_offset": queue_offset,
                   "queue_exists": directory.is_dir(), "phy_offset": None, "size": None, "tags_code": None,
                   "min_offset_in_queue": None, "max_offset_in_queue": None, "message": None}

@@ -7,6 +7,7 @@ import re
 from dataclasses import dataclass
 
 from segtool.formats import kafka_names
+from segtool.formats import rocketmq_names
 from segtool.formats.file_kinds import Broker, FileKind
 
 # Kafka renames segment files on deletion, cleaning and swapping
@@ -31,8 +32,6 @@ KAFKA_NAMED_KINDS = {
 }
 NOT_RECOGNISED = "not a recognised Kafka or RocketMQ file"
 _TWENTY_DIGITS = re.compile(r"^\d{20}$")
-_ROCKETMQ_INDEX_NAME = re.compile(r"^\d{17}$")  # yyyyMMddHHmmssSSS
-_DLEDGER_DIR = re.compile(r"^dledger-.+$")  # DLedgerConfig.getDefaultPath: <root>/dledger-<selfId>
 # RocketMQ 5.x files named by their place (formats.rocketmq5): (directory names above the file, innermost
 # first, None for any) -> kind, for 20-digit mapped files
 _ROCKETMQ5_MAPPED_FILES = (
@@ -45,8 +44,8 @@ _ROCKETMQ5_MAPPED_FILES = (
     (("compacting", None, None, "compactionCq"), FileKind.ROCKETMQ_COMPACTION_CQ),
     (("replicating", None, None, "compactionCq"), FileKind.ROCKETMQ_COMPACTION_CQ),
 )
-# a store root holds one of these beside its lock and abort markers
-_STORE_ROOT_ENTRIES = ("commitlog", "consumequeue", "index", "checkpoint", "timerlog", "batchconsumequeue")
+# a store root holds one of these (or a dledger-<selfId>/) beside its lock and abort markers
+_STORE_ROOT_ENTRIES = (*rocketmq_names.DATA_DIRS, rocketmq_names.CHECKPOINT, rocketmq_names.TIMERLOG_DIR, rocketmq_names.BATCH_CONSUMEQUEUE_DIR)
 _COMMITLOG_MAGICS = {
     bytes.fromhex("daa320a7"),  # MESSAGE_MAGIC_CODE (v1)
     bytes.fromhex("daa320ab"),  # MESSAGE_MAGIC_CODE_V2
@@ -85,13 +84,13 @@ def detect(path: str) -> DetectedFile:
     if suffix in KAFKA_SUFFIX_KINDS:
         return DetectedFile(path, KAFKA_SUFFIX_KINDS[suffix])
     if _TWENTY_DIGITS.match(name):
-        if parent == "commitlog":
+        if parent == rocketmq_names.COMMITLOG_DIR:
             return DetectedFile(path, FileKind.ROCKETMQ_COMMITLOG)
-        if grandparent3 == "consumequeue":
+        if grandparent3 == rocketmq_names.CONSUMEQUEUE_DIR:
             return DetectedFile(path, FileKind.ROCKETMQ_CONSUMEQUEUE)
-    if name == "checkpoint" and os.path.isdir(os.path.join(os.path.dirname(path), "commitlog")):
+    if name == rocketmq_names.CHECKPOINT and os.path.isdir(os.path.join(os.path.dirname(path), rocketmq_names.COMMITLOG_DIR)):
         return DetectedFile(path, FileKind.ROCKETMQ_CHECKPOINT)
-    if _ROCKETMQ_INDEX_NAME.match(name) and parent == "index":
+    if rocketmq_names.is_index_file_name(name) and parent == rocketmq_names.INDEX_DIR:
         return DetectedFile(path, FileKind.ROCKETMQ_INDEXFILE)
     rocketmq5 = _rocketmq5_kind(name, parts[:-1])
     if rocketmq5 is not None:
@@ -101,7 +100,7 @@ def detect(path: str) -> DetectedFile:
     return DetectedFile(path, FileKind.UNKNOWN)
 
 
-_STORE_MARKERS = {"lock": FileKind.ROCKETMQ_LOCK, "abort": FileKind.ROCKETMQ_ABORT}
+_STORE_MARKERS = {rocketmq_names.LOCK: FileKind.ROCKETMQ_LOCK, rocketmq_names.ABORT: FileKind.ROCKETMQ_ABORT}
 
 
 def _rocketmq5_kind(name: str, directories: list[str]) -> FileKind | None:
@@ -112,7 +111,7 @@ def _rocketmq5_kind(name: str, directories: list[str]) -> FileKind | None:
         for pattern, kind in _ROCKETMQ5_MAPPED_FILES:
             if len(above) >= len(pattern) and all(want is None or want == got for want, got in zip(pattern, above)):
                 return kind
-        if len(above) > 1 and _DLEDGER_DIR.match(above[1]) and parent in ("data", "index"):
+        if len(above) > 1 and rocketmq_names.is_dledger_dir(above[1]) and parent in ("data", rocketmq_names.INDEX_DIR):
             return FileKind.ROCKETMQ_DLEDGER_DATA if parent == "data" else FileKind.ROCKETMQ_DLEDGER_INDEX
         return None
     if name == "timerwheel":
@@ -123,7 +122,7 @@ def _rocketmq5_kind(name: str, directories: list[str]) -> FileKind | None:
         return FileKind.ROCKETMQ_TIMERMETRICS
     if parent == "compaction" and name == "position-checkpoint":
         return FileKind.ROCKETMQ_COMPACTION_POSITION
-    if name == "checkpoint" and _DLEDGER_DIR.match(parent):
+    if name == rocketmq_names.CHECKPOINT and rocketmq_names.is_dledger_dir(parent):
         return FileKind.ROCKETMQ_DLEDGER_CHECKPOINT
     if name in _STORE_MARKERS and _is_store_root(os.sep.join(directories) or os.sep):
         return _STORE_MARKERS[name]
@@ -132,10 +131,10 @@ def _rocketmq5_kind(name: str, directories: list[str]) -> FileKind | None:
 
 def _is_store_root(directory: str) -> bool:
     try:
-        names = os.listdir(directory)
+        entries = os.listdir(directory)
     except OSError:
         return False
-    return any(n in _STORE_ROOT_ENTRIES or _DLEDGER_DIR.match(n) for n in names)
+    return any(n in _STORE_ROOT_ENTRIES or rocketmq_names.is_dledger_dir(n) for n in entries)
 
 
 def _head(path: str, n: int) -> bytes:

@@ -40,7 +40,7 @@ import construct as cs
 import numpy as np
 
 from segtool.errors import CorruptData, LimitExceeded, SegtoolError, TruncatedData, UnreadableInput
-from segtool.formats import compression
+from segtool.formats import compression, rocketmq_names
 from segtool.formats.fastdecode import FixedLayout, compile_field, compile_fixed
 from segtool.source import release_pages
 
@@ -911,10 +911,10 @@ def list_mapped_files(directory) -> list[tuple[int, Path]]:
     directory = Path(directory)
     if directory.is_file():
         name = directory.name
-        return [(int(name) if name.isdigit() else 0, directory)]
+        return [(rocketmq_names.mapped_file_offset(name), directory)]
     if not directory.is_dir():
         raise UnreadableInput("not a directory", str(directory))
-    files = [(int(p.name), p) for p in directory.iterdir() if p.name.isdigit() and p.is_file()]
+    files = [(int(p.name), p) for p in directory.iterdir() if rocketmq_names.is_mapped_file_name(p.name) and p.is_file()]
     return sorted(files)
 
 
@@ -937,7 +937,7 @@ class CommitLogScan:
 
     def __iter__(self) -> Iterator[dict]:
         self.files = []
-        for start, file_path in list_mapped_files(_store_subdir(self.path, "commitlog")):
+        for start, file_path in list_mapped_files(_store_subdir(self.path, rocketmq_names.COMMITLOG_DIR)):
             with MappedFile(file_path) as mf:
                 scan = CommitLogFileScan(mf.buf, file_from_offset=start, file=file_path.name,
                                          path=str(file_path), check_crc=self.check_crc, **self.decode_options)
@@ -959,7 +959,7 @@ class CommitLog:
     """Random access to a CommitLog by physical offset (``lookMessageByOffset``)."""
 
     def __init__(self, path):
-        self.files = list_mapped_files(_store_subdir(path, "commitlog"))
+        self.files = list_mapped_files(_store_subdir(path, rocketmq_names.COMMITLOG_DIR))
         self._starts = [start for start, _ in self.files]
         self._open: dict[int, MappedFile] = {}
 
@@ -1073,7 +1073,7 @@ class ConsumeQueueFileScan:
 
 def list_consume_queues(path) -> list[tuple[str, int, Path]]:
     """(topic, queueId, directory) of every queue under a store root or its consumequeue dir."""
-    root = _store_subdir(path, "consumequeue")
+    root = _store_subdir(path, rocketmq_names.CONSUMEQUEUE_DIR)
     if not root.is_dir():
         raise UnreadableInput("not a directory", str(root))
     queues = []
@@ -1082,8 +1082,8 @@ def list_consume_queues(path) -> list[tuple[str, int, Path]]:
             continue
         for queue_dir in topic_dir.iterdir():
             name = queue_dir.name
-            if queue_dir.is_dir() and name.lstrip("-").isdigit():
-                queues.append((topic_dir.name, int(name), queue_dir))
+            if queue_dir.is_dir() and rocketmq_names.queue_id(name) is not None:
+                queues.append((topic_dir.name, rocketmq_names.queue_id(name), queue_dir))
     return sorted(queues, key=lambda q: (q[0], q[1]))
 
 
@@ -1093,7 +1093,7 @@ class ConsumeQueue:
     def __init__(self, directory, topic: str | None = None, queue_id: int | None = None):
         self.directory = Path(directory)
         self.topic = self.directory.parent.name if topic is None else topic
-        self.queue_id = int(self.directory.name) if queue_id is None and self.directory.name.isdigit() else queue_id
+        self.queue_id = rocketmq_names.queue_id(self.directory.name) if queue_id is None else queue_id
         self.files = list_mapped_files(self.directory)
         self.ends: list[dict] = []  # per file, filled by iteration
 
@@ -1576,13 +1576,13 @@ class IndexFile(_MappedBuffer):
 
 def list_index_files(path) -> list[Path]:
     """IndexFiles of a store root or index directory, oldest first (names are timestamps)."""
-    directory = _store_subdir(path, "index")
+    directory = _store_subdir(path, rocketmq_names.INDEX_DIR)
     if directory.is_file():
         return [directory]
     if not directory.is_dir():
         raise UnreadableInput("not a directory", str(directory))
     files = [p for p in directory.iterdir() if p.is_file()]
-    return sorted(files, key=lambda p: (not p.name.isdigit(), int(p.name) if p.name.isdigit() else 0, p.name))
+    return sorted(files, key=lambda p: (not rocketmq_names.is_mapped_file_name(p.name), rocketmq_names.mapped_file_offset(p), p.name))
 
 
 # --------------------------------------------------------------------------

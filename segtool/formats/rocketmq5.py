@@ -44,6 +44,7 @@ import numpy as np
 from segtool.errors import CorruptData, SegtoolError, TruncatedData
 from segtool.formats import rocketmq as rmq
 from segtool.formats.fastdecode import compile_fixed
+from segtool.formats import rocketmq_names
 
 # --------------------------------------------------------------------------
 # StoreCheckpoint (5.x)
@@ -524,8 +525,8 @@ def read_compaction_positions(data: bytes, path: str | None = None) -> list[dict
     rows = []
     for key, offset in table.items():
         topic, _, queue = key.rpartition("_")
-        rows.append({"key": key, "topic": topic if queue.lstrip("-").isdigit() else key,
-                     "queueId": int(queue) if queue.lstrip("-").isdigit() else None,
+        rows.append({"key": key, "topic": topic if rocketmq_names.queue_id(queue) is not None else key,
+                     "queueId": rocketmq_names.queue_id(queue),
                      "offset": _long(offset, key, path)})
     return rows
 

@@ -14,6 +14,7 @@ from segtool.formats import rocketmq, rocketmq5
 from segtool.formats.json_names import message_item, snake_case_keys
 from segtool.ops.runs import MessageRun
 from segtool.ops.dump_errors import errors_as_items
+from segtool.formats import rocketmq_names
 
 
 def _store_items(read):
@@ -27,7 +28,7 @@ def _store_items(read):
 
 def _start_offset(path: str) -> int:
     name = os.path.basename(path)
-    return int(name) if name.isdigit() else 0
+    return rocketmq_names.mapped_file_offset(name)
 
 
 def _end_item(end: rocketmq.CommitLogEnd) -> Iterator[dict]:
@@ -98,7 +99,7 @@ def _commitlog_runs(path: str, for_text: bool) -> Iterator[dict | MessageRun]:
 @_store_items
 def consumequeue(path: str) -> Iterator[dict]:
     parts = os.path.normpath(os.path.abspath(path)).split(os.sep)
-    topic, queue_id = parts[-3], int(parts[-2]) if parts[-2].isdigit() else None
+    topic, queue_id = parts[-3], rocketmq_names.queue_id(parts[-2])
     scan = rocketmq.ConsumeQueueFileScan(open_buffer(path), topic=topic, queue_id=queue_id,
                                          file_from_offset=_start_offset(path), path=path)
     for unit in scan:
@@ -133,7 +134,7 @@ def _queue_of(path: str, up: int) -> tuple[str, int | None]:
     """(topic, queueId) from the directories ``up`` and ``up - 1`` levels above the file."""
     parts = os.path.normpath(os.path.abspath(path)).split(os.sep)
     queue = parts[-up + 1]
-    return parts[-up], int(queue) if queue.lstrip("-").isdigit() else None
+    return parts[-up], rocketmq_names.queue_id(queue)
 
 
 @_store_items

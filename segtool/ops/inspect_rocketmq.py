@@ -19,7 +19,8 @@ from pathlib import Path
 
 from segtool.engine import rocketmq_startup as startup
 from segtool.engine import rocketmq_store as rs
-from segtool.engine.inventory import STORE_ROOT_FILES, inventory, store_directory
+from segtool.engine.inventory import inventory, store_directory
+from segtool.formats import rocketmq_names
 from segtool.errors import SegtoolError, UnreadableInput
 from segtool.findings import FindingKind, finding
 from segtool.formats import rocketmq as rmq
@@ -191,7 +192,7 @@ def _commitlog(ctx: StoreContext, problems: list[dict]) -> InspectedCommitLog | 
 
 def _consume_queues(root: Path, problems: list[dict]) -> tuple[list[startup.QueuePlan], int | None]:
     """Every queue as ``ConsumeQueue.recover`` leaves it, and the store's ConsumeQueue file size."""
-    cq_root = root / "consumequeue"
+    cq_root = root / rocketmq_names.CONSUMEQUEUE_DIR
     if not cq_root.is_dir():
         return [], None
     listed = rmq.list_consume_queues(cq_root)
@@ -221,7 +222,7 @@ def _consume_queues(root: Path, problems: list[dict]) -> tuple[list[startup.Queu
 
 
 def _index_files(root: Path, problems: list[dict]) -> tuple[list[InspectedIndexFile], list[rmq.IndexFile]]:
-    index_dir = root / "index"
+    index_dir = root / rocketmq_names.INDEX_DIR
     if not index_dir.is_dir():
         return [], []
     reports, views = [], []
@@ -261,14 +262,14 @@ def _known_files(root: Path, files) -> set[str]:
     for f in files:
         relative = Path(f.path).relative_to(root).parts
         top = relative[0]
-        if (len(relative) == 1 and top in STORE_ROOT_FILES) or (len(relative) == 2 and top == "config"):
+        if (len(relative) == 1 and top in rocketmq_names.ROOT_FILES) or (len(relative) == 2 and top == rocketmq_names.CONFIG_DIR):
             known.add(f.path)
-        elif top == "commitlog" and len(relative) == 2 and relative[1].isdigit():
+        elif top == rocketmq_names.COMMITLOG_DIR and len(relative) == 2 and rocketmq_names.is_mapped_file_name(relative[1]):
             known.add(f.path)
-        elif top == "index" and len(relative) == 2:
+        elif top == rocketmq_names.INDEX_DIR and len(relative) == 2:
             known.add(f.path)
-        elif top == "consumequeue" and len(relative) == 4 and relative[2].lstrip("-").isdigit() \
-                and relative[3].isdigit():
+        elif top == rocketmq_names.CONSUMEQUEUE_DIR and len(relative) == 4 and rocketmq_names.queue_id(relative[2]) is not None \
+                and rocketmq_names.is_mapped_file_name(relative[3]):
             known.add(f.path)
     return known
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from segtool.errors import SegtoolError, UsageError
 from segtool.formats import rocketmq as rmq
 from segtool.formats.rocketmq import java_string_hashcode
+from segtool.formats import rocketmq_names
 
 # QueryMsgByIdSubCommand.printMsg's labels, in its order, and the JSON name of each
 PRINT_MSG_LABELS = (
@@ -129,8 +130,9 @@ def print_messages(store_path: str, topic: str, *, charset: str = "UTF-8", sub_e
     tags = parse_sub_expression(sub_expression)
     queues, messages, notes = [], [], []
     with StoreView(store_path) as store:
-        topic_dir = store.root / "consumequeue" / topic
-        queue_ids = sorted(int(p.name) for p in topic_dir.iterdir() if p.name.isdigit()) if topic_dir.is_dir() else []
+        topic_dir = store.root / rocketmq_names.CONSUMEQUEUE_DIR / topic
+        queue_ids = sorted(rocketmq_names.queue_id(p.name) for p in topic_dir.iterdir() if rocketmq_names.queue_id(p.name) is not None) \
+            if topic_dir.is_dir() else []
         for queue_id in queue_ids:
             queue = rmq.ConsumeQueue(topic_dir / str(queue_id), topic, queue_id)
             low, high = queue_bounds(queue)

@@ -40,6 +40,7 @@ from segtool.errors import SegtoolError, UnreadableInput
 from segtool.formats import rocketmq as rmq
 from segtool.formats.json_names import snake_case_keys
 from segtool.ops.output_schema import RocketMQRebuildReport
+from segtool.formats import rocketmq_names
 
 NAMINGS = ("begin-timestamp", "now")
 
@@ -51,7 +52,7 @@ def index_geometry(root: Path, hash_slot_num: int | None, index_num: int | None)
         if hash_slot_num <= 0 or index_num <= 0:
             raise SegtoolError("hash_slot_num and index_num must be positive")
         return hash_slot_num, index_num, "explicit"
-    index_dir = root / "index"
+    index_dir = root / rocketmq_names.INDEX_DIR
     if index_dir.is_dir():
         for path in reversed(rmq.list_index_files(index_dir)):
             try:
@@ -110,7 +111,7 @@ def rebuild_rocketmq_index(store_dir, out_dir=None, in_place: bool = False, hash
     if naming not in NAMINGS:
         raise SegtoolError(f"naming must be one of {', '.join(NAMINGS)}")
     root = store_directory(store_dir)
-    commitlog = Path(commitlog_dir) if commitlog_dir is not None else root / "commitlog"
+    commitlog = Path(commitlog_dir) if commitlog_dir is not None else root / rocketmq_names.COMMITLOG_DIR
     if not commitlog.is_dir() or not rmq.list_mapped_files(commitlog):
         raise UnreadableInput("no CommitLog files to rebuild the index from", str(commitlog))
     if not in_place and out_dir is None:
@@ -123,8 +124,8 @@ def rebuild_rocketmq_index(store_dir, out_dir=None, in_place: bool = False, hash
     pending = iter(range(1, 1 << 30))
     name_for = rs.index_file_name_now if naming == "now" else (lambda previous: f"pending-{next(pending)}")
     build = rs.build_index_files(rs.reput_dispatches(commitlog, feed=feed), hs, n, name_for=name_for)
-    index_dir = root / "index"
-    target_dir = None if in_place else os.path.join(out_dir, "index")
+    index_dir = root / rocketmq_names.INDEX_DIR
+    target_dir = None if in_place else os.path.join(out_dir, rocketmq_names.INDEX_DIR)
     report = {
         "store": str(root), "commitlog": str(commitlog),
         "index_dir": str(index_dir) if in_place else target_dir, "in_place": in_place,

@@ -638,7 +638,7 @@ def _store_figures(root: str, commitlogs: list[str], files: list[str], verified:
     coverage, damaged = [], []
     for path in commitlogs:
         name = os.path.basename(path)
-        start = int(name) if name.isdigit() else 0
+        start = rocketmq_names.mapped_file_offset(name)
         entry = verified.get(path, {})
         messages = 0
         data_end = 0
@@ -745,7 +745,7 @@ def _store_truncation(commitlogs: list[str], verified: dict) -> dict | None:
         recovery = verified.get(path, {}).get("recovery") or {}
         if recovery.get("bytes_lost"):
             name = os.path.basename(path)
-            start = int(name) if name.isdigit() else 0
+            start = rocketmq_names.mapped_file_offset(name)
             return {"file": path, "byte_offset": recovery["valid_bytes"], "offset": start + recovery["valid_bytes"],
                     "reason": recovery.get("stop_message") or recovery.get("stop_reason")}
     return None
@@ -759,7 +759,7 @@ def _store_place(item: dict, problem: dict, truncation: dict | None) -> tuple[in
         return problem["offset"], "offset"
     kind, path = item.get("kind"), item["path"]
     name = os.path.basename(path)
-    if kind == FileKind.ROCKETMQ_COMMITLOG and name.isdigit():
+    if kind == FileKind.ROCKETMQ_COMMITLOG and rocketmq_names.is_mapped_file_name(name):
         return int(name) + (problem["byte_offset"] or 0), "byte_offset" if problem["byte_offset"] is not None else "file"
     if kind == FileKind.ROCKETMQ_CONSUMEQUEUE and problem["byte_offset"] is not None:
         units = rmq.consumequeue_units(open_buffer(path))

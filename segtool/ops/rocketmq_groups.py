@@ -41,6 +41,7 @@ from segtool.formats.rocketmq_config import (
     load_config,
     topic_group,
 )
+from segtool.formats import rocketmq_names
 from segtool.ops.output_schema import (
     DelayLevelProgress,
     RocketMQConfigRead,
@@ -79,7 +80,7 @@ class _Queues:
     has no ``consumequeue/``."""
 
     def __init__(self, root: Path):
-        self.view = StoreView(root) if (root / "consumequeue").is_dir() else None
+        self.view = StoreView(root) if (root / rocketmq_names.CONSUMEQUEUE_DIR).is_dir() else None
 
     def state(self, topic: str, queue_id: int, unit_offset: int) -> dict:
         """min/max offsets of the queue (the broker's empty queue, 0/0, when the store lacks it)
@@ -147,7 +148,7 @@ def _total(values) -> int | None:
 
 def _delay_levels(queues: _Queues, root: Path, delay_offsets: dict[int, int], delay_path: str,
                   problems: list) -> list[DelayLevelProgress]:
-    schedule_dir = root / "consumequeue" / rmq.SCHEDULE_TOPIC
+    schedule_dir = root / rocketmq_names.CONSUMEQUEUE_DIR / rmq.SCHEDULE_TOPIC
     on_disk = {int(p.name) + 1 for p in schedule_dir.iterdir() if p.is_dir() and p.name.isdigit()} \
         if schedule_dir.is_dir() else set()
     delays = rmq.parse_delay_levels()

@@ -47,6 +47,7 @@ from segtool.ops.output_schema import SalvageReport
 from segtool.ops.rebuild_rocketmq import index_geometry
 from segtool.ops.verify_rocketmq.store import DISPATCHED_TRAN_TYPES
 from segtool.source import open_buffer, sha256_of
+from segtool.formats import rocketmq_names
 
 _INT32_MAX = 2**31 - 1  # Kafka's relative offsets are 32-bit
 UNKNOWN_END = 2**63 - 1  # Long.MAX_VALUE: the end of a lost range no neighbour bounds
@@ -360,10 +361,10 @@ def _salvage_stores(stores: list[Store], paths, out_dir, force, progress_factory
     targets = []
     for store, survivors in zip(stores, read):
         out = Path(_out_store(store, stores, out_dir))
-        targets += [str(out / "commitlog" / name) for name in survivors["commitlog_sizes"]]
-        targets += [str(out / "consumequeue" / topic / str(queue) / name)
+        targets += [str(out / rocketmq_names.COMMITLOG_DIR / name) for name in survivors["commitlog_sizes"]]
+        targets += [str(out / rocketmq_names.CONSUMEQUEUE_DIR / topic / str(queue) / name)
                     for (topic, queue), files in survivors["queues"].items() for name in files]
-        targets += [str(out / "index" / view.name) for view in survivors["index"].created]
+        targets += [str(out / rocketmq_names.INDEX_DIR / view.name) for view in survivors["index"].created]
         targets.append(str(out / MESSAGES_PARQUET))
         report["skipped"].extend({"path": f.path, "reason": file_format(f.kind).salvage_note or _NOT_TAKEN}
                                  for f in store.files if f.kind != FileKind.ROCKETMQ_COMMITLOG)
@@ -480,7 +481,7 @@ def _lost_queue_offsets(store: Store, queued: dict, damaged: list[dict]) -> list
     for item in damaged:
         if item.get("topic") is not None and item["first_offset"] is not None and item["offsets_lost"]:
             lost[(item["topic"], item["queue_id"])].append((item["first_offset"], item["last_offset"]))
-    consumequeue = Path(store.root) / "consumequeue"
+    consumequeue = Path(store.root) / rocketmq_names.CONSUMEQUEUE_DIR
     for topic, queue_id, directory in rmq.list_consume_queues(consumequeue) if consumequeue.is_dir() else []:
         try:
             low, high = rs.queue_bounds(rmq.ConsumeQueue(directory, topic, queue_id))
@@ -512,17 +513,17 @@ def _write_store(store: Store, out: Path, survivors: dict, force: bool) -> dict:
             if blank is not None:
                 end = blank + rmq.BLANK_RECORD_FAST.size
                 content[blank:end] = mapped.buf[blank:end]
-        written.append(write_atomically(str(out / "commitlog" / name), content, replace=force))
+        written.append(write_atomically(str(out / rocketmq_names.COMMITLOG_DIR / name), content, replace=force))
     units = 0
     for (topic, queue_id), files in survivors["queues"].items():
         for name, content in files.items():
-            written.append(write_atomically(str(out / "consumequeue" / topic / str(queue_id) / name), content,
+            written.append(write_atomically(str(out / rocketmq_names.CONSUMEQUEUE_DIR / topic / str(queue_id) / name), content,
                                             replace=force))
         units += len(survivors["queued"][(topic, queue_id)])
     size = survivors["geometry"]["file_size"]
     for view in survivors["index"].created:
         with memoryview(view.buf) as whole, whole[:size] as data:
-            written.append(write_atomically(str(out / "index" / view.name), data, replace=force))
+            written.append(write_atomically(str(out / rocketmq_names.INDEX_DIR / view.name), data, replace=force))
     parquet = write_atomically(str(out / MESSAGES_PARQUET), _messages_parquet(survivors["messages"]), replace=force)
     notes = []
     last_file = os.path.basename(survivors["files"][-1][1])

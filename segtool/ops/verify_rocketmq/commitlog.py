@@ -10,12 +10,13 @@ from segtool.findings import Findings, FindingKind
 from segtool.formats import rocketmq as rmq
 from segtool.ops.render import damaged_range_text
 from segtool.ops.verify_rocketmq.store import DISPATCHED_TRAN_TYPES, PROBLEMS_PER_KIND, StoreContext
+from segtool.formats import rocketmq_names
 
 
 def verify_commitlog(path: str, deep: bool, ctx: StoreContext) -> dict:
     problems = Findings(PROBLEMS_PER_KIND)
     name = os.path.basename(path)
-    start = int(name) if name.isdigit() else 0
+    start = rocketmq_names.mapped_file_offset(name)
     in_store = ctx.file_index(name) is not None and ctx.commitlog_dir is not None and \
         os.path.samefile(ctx.commitlog_dir, os.path.dirname(os.path.abspath(path)))
     with rmq.MappedFile(path) as mf:

@@ -9,14 +9,15 @@ from segtool.errors import CorruptData
 from segtool.findings import Findings, FindingKind
 from segtool.formats import rocketmq as rmq
 from segtool.ops.verify_rocketmq.store import PROBLEMS_PER_KIND, StoreContext, configured_size
+from segtool.formats import rocketmq_names
 
 
 def verify_consumequeue(path: str, deep: bool, ctx: StoreContext) -> dict:
     problems = Findings(PROBLEMS_PER_KIND)
     p = Path(os.path.abspath(path))
     topic, queue_name = p.parent.parent.name, p.parent.name
-    queue_id = int(queue_name) if queue_name.lstrip("-").isdigit() else None
-    start = int(p.name) if p.name.isdigit() else 0
+    queue_id = rocketmq_names.queue_id(queue_name)
+    start = rocketmq_names.mapped_file_offset(p.name)
     siblings = rmq.list_mapped_files(p.parent)
     configured = configured_size([(s, f.stat().st_size) for s, f in siblings]) or ctx.cq_file_size()
     is_last = bool(siblings) and siblings[-1][1].name == p.name

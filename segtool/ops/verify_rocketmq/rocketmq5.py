@@ -18,6 +18,7 @@ from segtool.formats import rocketmq5 as r5
 from segtool.ops.verify_rocketmq.commitlog import verify_commitlog
 from segtool.ops.verify_rocketmq.store import PROBLEMS_PER_KIND, StoreContext
 from segtool.source import open_buffer
+from segtool.formats import rocketmq_names
 
 
 def _parts(path: str) -> list[str]:
@@ -26,7 +27,7 @@ def _parts(path: str) -> list[str]:
 
 def _start(path: str) -> int:
     name = os.path.basename(path)
-    return int(name) if name.isdigit() else 0
+    return rocketmq_names.mapped_file_offset(name)
 
 
 def _mapped_end(directory: Path) -> int | None:
@@ -46,7 +47,7 @@ def verify_batch_queue(path: str, deep: bool, ctx: StoreContext) -> dict:
     nested = parts[-2] in r5.COMPACTION_SUB_FOLDERS
     queue_at = -4 if nested else -3
     topic, queue_name = parts[queue_at], parts[queue_at + 1]
-    queue_id = int(queue_name) if queue_name.lstrip("-").isdigit() else None
+    queue_id = rocketmq_names.queue_id(queue_name)
     if sparse:  # the units point into compaction/compactionLog/<topic>/<queueId>[/<sub folder>]
         base = parts[:parts.index(r5.COMPACTION_CQ_DIR)]
         log_dir = Path(os.sep.join(base + [r5.COMPACTION_LOG_DIR, *parts[queue_at:-1]]))
@@ -370,7 +371,7 @@ def verify_compaction_log(path: str, deep: bool, ctx: StoreContext) -> dict:
     nested = parts[-2] in r5.COMPACTION_SUB_FOLDERS
     queue_at = -4 if nested else -3
     topic, queue_name = parts[queue_at], parts[queue_at + 1]
-    queue_id = int(queue_name) if queue_name.isdigit() else None
+    queue_id = rocketmq_names.queue_id(queue_name)
     result = verify_commitlog(path, deep, StoreContext(None))  # as recovery reads a CommitLog file alone
     for problem in result["problems"]:
         if problem["kind"] == FindingKind.PROPERTY_CRC_MISMATCH.code:

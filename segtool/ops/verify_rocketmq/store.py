@@ -11,6 +11,7 @@ from pathlib import Path
 from segtool.engine import rocketmq_store as rs
 from segtool.errors import SegtoolError
 from segtool.formats import rocketmq as rmq
+from segtool.formats import rocketmq_names
 
 
 INDEX_CHECK_LIMIT = 50_000  # index entries checked against the CommitLog per file without --deep
@@ -30,7 +31,7 @@ class StoreContext:
     def __init__(self, root: Path | None, commitlog_dir: Path | None = None):
         self.root = root
         if commitlog_dir is None and root is not None:
-            commitlog_dir = root / "commitlog"
+            commitlog_dir = root / rocketmq_names.COMMITLOG_DIR
         self.commitlog_dir = commitlog_dir if commitlog_dir is not None and commitlog_dir.is_dir() else None
         self.cl_files: list[tuple[int, Path, int]] = []
         if self.commitlog_dir is not None:
@@ -51,7 +52,7 @@ class StoreContext:
         files = []
         dirs = [self.commitlog_dir]
         if self.root is not None:
-            dirs.append(self.root / "index")
+            dirs.append(self.root / rocketmq_names.INDEX_DIR)
         for d in dirs:
             if d is not None and d.is_dir():
                 with os.scandir(d) as entries:
@@ -104,7 +105,7 @@ class StoreContext:
         """The most common ConsumeQueue file size in the store (mappedFileSizeConsumeQueue)."""
         if self._cq_sizes is None:
             self._cq_sizes = Counter()
-            cq_root = self.root / "consumequeue" if self.root is not None else None
+            cq_root = self.root / rocketmq_names.CONSUMEQUEUE_DIR if self.root is not None else None
             if cq_root is not None and cq_root.is_dir():
                 for _, _, directory in rmq.list_consume_queues(cq_root):
                     files = rmq.list_mapped_files(directory)
@@ -173,7 +174,7 @@ class StoreContext:
     def index_headers(self) -> list[tuple[str, dict]]:
         if self._index_headers is None:
             self._index_headers = []
-            index_dir = self.root / "index" if self.root is not None else None
+            index_dir = self.root / rocketmq_names.INDEX_DIR if self.root is not None else None
             if index_dir is not None and index_dir.is_dir():
                 for path in rmq.list_index_files(index_dir):
                     try:
@@ -187,7 +188,7 @@ class StoreContext:
         """(hashSlotNum, indexNum) of the store's other index files that can be inferred, most common first."""
         if self._index_geometries is None:
             found = []
-            index_dir = self.root / "index" if self.root is not None else None
+            index_dir = self.root / rocketmq_names.INDEX_DIR if self.root is not None else None
             if index_dir is not None and index_dir.is_dir():
                 for path in rmq.list_index_files(index_dir):
                     try:
@@ -203,7 +204,7 @@ class StoreContext:
     def cq_bounds(self, topic: str, queue_id: int) -> tuple[int, int] | None:
         key = (topic, queue_id)
         if key not in self._cq_bounds:
-            directory = self.root / "consumequeue" / topic / str(queue_id) if self.root is not None else None
+            directory = self.root / rocketmq_names.CONSUMEQUEUE_DIR / topic / str(queue_id) if self.root is not None else None
             if directory is None or not directory.is_dir():
                 self._cq_bounds[key] = None
             else:
@@ -216,7 +217,7 @@ class StoreContext:
     @property
     def has_consumequeue(self) -> bool:
         if self._has_cq is None:
-            self._has_cq = self.root is not None and (self.root / "consumequeue").is_dir()
+            self._has_cq = self.root is not None and (self.root / rocketmq_names.CONSUMEQUEUE_DIR).is_dir()
         return self._has_cq
 
 

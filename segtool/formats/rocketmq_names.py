@@ -1,0 +1,72 @@
+"""RocketMQ's store layout and file names, in one place (``StorePathConfigHelper``, ``MappedFileQueue``).
+
+A store root holds ``commitlog/``, ``consumequeue/<topic>/<queueId>/`` and ``index/``
+with the ``checkpoint``, ``abort`` and ``lock`` files; 5.x adds ``timerlog/``,
+``batchconsumequeue/`` and, under DLedger, ``dledger-<selfId>/``.  A mapped file is
+named by the offset of its first byte (``UtilAll.offset2FileName``: 20 digits), which
+``MappedFile`` reads back with ``Long.parseLong``; a queue directory is named by its
+queue id, read with ``Integer.parseInt``; an IndexFile by its creation time
+(``yyyyMMddHHmmssSSS``).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+COMMITLOG_DIR = "commitlog"
+CONSUMEQUEUE_DIR = "consumequeue"
+INDEX_DIR = "index"
+CHECKPOINT = "checkpoint"
+ABORT = "abort"
+LOCK = "lock"
+CONFIG_DIR = "config"
+TIMERLOG_DIR = "timerlog"
+BATCH_CONSUMEQUEUE_DIR = "batchconsumequeue"
+# the directories a store is found by (a store whose data files were not kept still has its root files)
+DATA_DIRS = (COMMITLOG_DIR, CONSUMEQUEUE_DIR, INDEX_DIR)
+ROOT_FILES = (CHECKPOINT, ABORT, LOCK)
+# what a broker's config/ holds (BrokerPathConfigHelper)
+CONFIG_FILES = ("topics.json", "consumerOffset.json", "subscriptionGroup.json", "delayOffset.json",
+                "consumerFilter.json")
+
+_MAPPED_FILE_NAME = re.compile(r"[0-9]+")
+_QUEUE_ID = re.compile(r"-?[0-9]+")
+_INDEX_FILE_NAME = re.compile(r"[0-9]{17}")  # yyyyMMddHHmmssSSS
+_DLEDGER_DIR = re.compile(r"dledger-.+")  # DLedgerConfig.getDefaultPath: <root>/dledger-<selfId>
+
+
+def file_name(offset: int) -> str:
+    """``UtilAll.offset2FileName``: a mapped file's name, 20 zero-padded digits."""
+    return f"{offset:020d}"
+
+
+def is_mapped_file_name(name: str) -> bool:
+    return _MAPPED_FILE_NAME.fullmatch(name) is not None
+
+
+def mapped_file_offset(path) -> int:
+    """The offset a mapped file's name carries (its first byte's place in the log); 0 for a file
+    named otherwise (a loose copy is read as if it started the log)."""
+    name = os.path.basename(str(path))
+    return int(name) if is_mapped_file_name(name) else 0
+
+
+def queue_id(name: str) -> int | None:
+    """A ConsumeQueue directory's queue id (``Integer.parseInt``), None for another name."""
+    return int(name) if _QUEUE_ID.fullmatch(name) else None
+
+
+def is_index_file_name(name: str) -> bool:
+    return _INDEX_FILE_NAME.fullmatch(name) is not None
+
+
+def is_dledger_dir(name: str) -> bool:
+    return _DLEDGER_DIR.fullmatch(name) is not None
+
+
+def holds_store_data(root) -> bool:
+    """Does ``root`` hold a store's data directories (``commitlog/``, ``consumequeue/``, ``index/``)?"""
+    root = Path(root)
+    return any((root / name).is_dir() for name in DATA_DIRS)
