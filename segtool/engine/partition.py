@@ -71,10 +71,9 @@ class Segment:
         self.log_path = log_path
         self.base_offset = offset_from_file_name(log_path)
         self.cap = cap
-        stem = log_path[: -len(".log" + suffix)]
-        self.index_path = stem + ".index" + suffix
-        self.timeindex_path = stem + ".timeindex" + suffix
-        self.txnindex_path = stem + ".txnindex" + suffix
+        self.index_path = kafka_names.sibling(log_path, kafka_names.INDEX + suffix)
+        self.timeindex_path = kafka_names.sibling(log_path, kafka_names.TIME_INDEX + suffix)
+        self.txnindex_path = kafka_names.sibling(log_path, kafka_names.TXN_INDEX + suffix)
         self.damaged_at: CorruptData | None = None  # where reading the segment to its end failed
 
     def __repr__(self) -> str:
@@ -236,7 +235,7 @@ def _loaded_segments(directory: str, cap: int, complete_swaps: bool) -> tuple[li
     count, as they are on disk.
     """
     names = sorted(name for name in os.listdir(directory) if _base_offset(name) is not None)
-    logs = [name for name in names if name.endswith(".log")]
+    logs = [name for name in names if name.endswith(kafka_names.LOG)]
     notes: list[str] = []
     swaps: list[Segment] = []
     if complete_swaps:
@@ -296,12 +295,12 @@ class PartitionView:
         """From the log dir's log-start-offset-checkpoint when present, else the first segment."""
         parent = os.path.dirname(os.path.abspath(self.directory))
         checkpoint = os.path.join(parent, "log-start-offset-checkpoint")
-        topic, _, partition = self.name.rpartition("-")
-        if os.path.exists(checkpoint) and partition.isdigit():
+        topic, partition = kafka_names.topic_partition(self.name)
+        if os.path.exists(checkpoint) and partition is not None and kafka_names.renamed_directory_state(self.name) is None:
             from segtool.formats.kafka_state import read_offset_checkpoint
 
             try:
-                found = read_offset_checkpoint(checkpoint).get((topic, int(partition)))
+                found = read_offset_checkpoint(checkpoint).get((topic, partition))
             except Exception:  # an unreadable checkpoint: fall back like a fresh load
                 found = None
             if found is not None:

@@ -38,7 +38,7 @@ from segtool.engine.partition import Segment
 from segtool.engine.recovery import SegmentRecovery, recover_segment
 from segtool.formats.kafka_index import CorruptIndex, TransactionIndex
 from segtool.formats.kafka_log import BatchScan
-from segtool.formats.kafka_names import METADATA_TOPIC, file_name
+from segtool.formats.kafka_names import LOG, METADATA_TOPIC, file_name
 from segtool.formats.kafka_state import EpochEntry
 
 
@@ -146,7 +146,7 @@ def _split_overflowed(segment) -> tuple[list[SplitPiece], str | None]:
             runs.append([batch.base_offset, batch.position, batch.end, batch.last_offset])
     directory = os.path.dirname(segment.log_path)
     view = memoryview(segment.log)
-    pieces = [SplitPiece(view[start:end], os.path.join(directory, file_name(base, ".log")), base,
+    pieces = [SplitPiece(view[start:end], os.path.join(directory, file_name(base, LOG)), base,
                          segment.log_path, start, last) for base, start, end, last in runs]
     covered = runs[-1][2] if runs else 0
     failure = None

@@ -47,7 +47,7 @@ from segtool.formats.fastdecode import FixedLayout, compiled
 
 if TYPE_CHECKING:
     import numpy as np
-from segtool.formats.kafka_names import offset_from_file_name
+from segtool.formats.kafka_names import INDEX, TIME_INDEX, TXN_INDEX, offset_from_file_name
 
 # --------------------------------------------------------------------------
 # Entry schemas
@@ -92,9 +92,6 @@ def __getattr__(name: str):
 NO_TIMESTAMP = -1  # RecordBatch.NO_TIMESTAMP
 ABORTED_TXN_CURRENT_VERSION = 0  # AbortedTxn.CURRENT_VERSION
 
-INDEX_SUFFIX = ".index"
-TIME_INDEX_SUFFIX = ".timeindex"
-TXN_INDEX_SUFFIX = ".txnindex"
 
 
 # --------------------------------------------------------------------------
@@ -432,7 +429,7 @@ class OffsetIndex(AbstractIndex):
     """``.index``: offset -> byte position in the ``.log`` (key: offset, value: position)."""
 
     LAYOUT = OFFSET_INDEX_LAYOUT
-    SUFFIX = INDEX_SUFFIX
+    SUFFIX = INDEX
     KIND = "offset"
     entry_size = OFFSET_INDEX_LAYOUT.size  # 8
     WARM_ENTRIES = 8192 // entry_size
@@ -500,7 +497,7 @@ class TimeIndex(AbstractIndex):
     """``.timeindex``: timestamp -> offset (key: timestamp, value: offset)."""
 
     LAYOUT = TIME_INDEX_LAYOUT
-    SUFFIX = TIME_INDEX_SUFFIX
+    SUFFIX = TIME_INDEX
     KIND = "time"
     entry_size = TIME_INDEX_LAYOUT.size  # 12
     WARM_ENTRIES = 8192 // entry_size
@@ -564,9 +561,9 @@ class TimeIndex(AbstractIndex):
 def open_index(path, base_offset: int | None = None) -> AbstractIndex:
     """``OffsetIndex`` for ``*.index``, ``TimeIndex`` for ``*.timeindex`` (by suffix)."""
     name = Path(path).name
-    if name.endswith(TIME_INDEX_SUFFIX):
+    if name.endswith(TIME_INDEX):
         return TimeIndex(path, base_offset)
-    if name.endswith(INDEX_SUFFIX):
+    if name.endswith(INDEX):
         return OffsetIndex(path, base_offset)
     raise UnreadableInput("not a .index or .timeindex file", str(path))
 
@@ -654,7 +651,7 @@ class TransactionIndex:
     """Read-only view of a ``.txnindex`` (TransactionIndex.java)."""
 
     LAYOUT = TXN_INDEX_LAYOUT
-    SUFFIX = TXN_INDEX_SUFFIX
+    SUFFIX = TXN_INDEX
     entry_size = TXN_INDEX_LAYOUT.size  # 34
 
     def __init__(self, path, base_offset: int | None = None):

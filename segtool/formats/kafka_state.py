@@ -55,7 +55,6 @@ from segtool.formats.kafka_index import KafkaReportedError
 # --------------------------------------------------------------------------
 
 PRODUCER_SNAPSHOT_VERSION = 1
-SNAPSHOT_SUFFIX = ".snapshot"
 SNAPSHOT_CRC_START = 6  # PRODUCER_ENTRIES_OFFSET = CRC_OFFSET(2) + 4
 
 PRODUCER_SNAPSHOT_ENTRY = cs.Struct(

@@ -20,7 +20,8 @@ from segtool.errors import CorruptData, SegtoolError, UnreadableInput
 from segtool.source import open_buffer
 from segtool.ops.render import column_lines, column_texts
 from segtool.formats import kafka_index, kafka_state
-from segtool.formats.kafka_names import kraft_snapshot_id, offset_from_file_name, sibling
+from segtool.formats.kafka_names import (BOOTSTRAP_CHECKPOINT, INDEX, KRAFT_SNAPSHOT, LOG, PRODUCER_SNAPSHOT, TIME_INDEX,
+                                         TXN_INDEX, kraft_snapshot_id, offset_from_file_name, sibling)
 from segtool.formats.kafka_log import (
     NO_TIMESTAMP,
     TIMESTAMP_TYPES,
@@ -186,15 +187,15 @@ class KafkaDumpLog:
         self.emit(f"Dumping {path}")
         name = os.path.basename(path)
         suffix = name[name.rfind("."):] if "." in name else ""
-        if suffix in (".log", ".checkpoint"):
+        if suffix in (LOG, KRAFT_SNAPSHOT):
             self.dump_log(path)
-        elif suffix == ".index":
+        elif suffix == INDEX:
             self.dump_offset_index(path)
-        elif suffix == ".timeindex":
+        elif suffix == TIME_INDEX:
             self.dump_time_index(path)
-        elif suffix == ".snapshot":
+        elif suffix == PRODUCER_SNAPSHOT:
             self.dump_producer_snapshot(path)
-        elif suffix == ".txnindex":
+        elif suffix == TXN_INDEX:
             self.dump_txn_index(path)
         else:
             self.errors.append(f"Ignoring unknown file {path}")
@@ -224,9 +225,9 @@ class KafkaDumpLog:
     def dump_log(self, path: str) -> None:
         opts = self.options
         name = os.path.basename(path)
-        if name.endswith(".log"):
+        if name.endswith(LOG):
             self.emit(f"Log starting offset: {offset_from_file_name(path)}")
-        elif name == "bootstrap.checkpoint":
+        elif name == BOOTSTRAP_CHECKPOINT:
             self.emit("KRaft bootstrap snapshot")
         else:
             snapshot = kraft_snapshot_id(path)
@@ -305,7 +306,7 @@ class KafkaDumpLog:
     def dump_offset_index(self, path: str) -> None:
         opts = self.options
         index = kafka_index.OffsetIndex(path)
-        log_buf = open_buffer(sibling(path, ".log"))
+        log_buf = open_buffer(sibling(path, LOG))
         if index.entries == 0:
             self.emit(f"{path} is empty.")
             return
@@ -337,8 +338,8 @@ class KafkaDumpLog:
 
     def dump_time_index(self, path: str) -> None:
         opts = self.options
-        log_buf = open_buffer(sibling(path, ".log"))
-        offset_index = kafka_index.OffsetIndex(sibling(path, ".index"))
+        log_buf = open_buffer(sibling(path, LOG))
+        offset_index = kafka_index.OffsetIndex(sibling(path, INDEX))
         time_index = kafka_index.TimeIndex(path)
         if opts.index_sanity_check:
             time_index.sanity_check()
@@ -352,7 +353,7 @@ class KafkaDumpLog:
             position = offset_index.lookup(offset).position
             found = None
             if position <= len(log_buf):
-                for batch in BatchScan(log_buf, position, len(log_buf), path=sibling(path, ".log")):
+                for batch in BatchScan(log_buf, position, len(log_buf), path=sibling(path, LOG)):
                     if batch.last_offset >= offset:
                         found = batch
                         break

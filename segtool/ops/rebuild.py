@@ -16,7 +16,7 @@ from segtool.engine.recovery import DEFAULT_INDEX_INTERVAL_BYTES, ProducerTxnSta
 from segtool.engine.safe_write import partition_output, plan_outputs, write_atomically
 from segtool.source import sha256_beside
 from segtool.errors import NothingFound, UnreadableInput
-from segtool.formats.kafka_names import INDEX, TIME_INDEX, TXN_INDEX, file_name, is_log_file
+from segtool.formats.kafka_names import INDEX, PRODUCER_SNAPSHOT, TIME_INDEX, TXN_INDEX, file_name, is_log_file
 from segtool.ops.output_schema import KafkaRebuildReport
 
 _NOT_A_SEGMENT = "not a Kafka .log segment: rebuild-index reads segments and writes their indexes"
@@ -120,7 +120,7 @@ def rebuild_index(paths: list[str], out_dir: str | None = None, in_place: bool =
     items = []
     for segments in groups:
         first = segments[0]
-        snapshot = os.path.join(os.path.dirname(os.path.abspath(first.log_path)), f"{first.base_offset:020d}.snapshot")
+        snapshot = os.path.join(os.path.dirname(os.path.abspath(first.log_path)), file_name(first.base_offset, PRODUCER_SNAPSHOT))
         # absolute paths: executors have their own working directory
         items.append(([os.path.abspath(s.log_path) for s in segments], snapshot, index_interval_bytes, None,
                       hash_inputs))

@@ -31,7 +31,8 @@ from segtool.formats import kafka_index
 from segtool.formats.checksums import ChecksumHelper
 from segtool.formats.file_kinds import FileKind
 from segtool.formats.kafka_log import CODEC_NAMES, HeaderScan, batch_at, batch_records, control_record_type
-from segtool.formats.kafka_names import PRODUCER_SNAPSHOT, file_name, has_offset_name, offset_from_file_name
+from segtool.formats.kafka_names import (LOG, PRODUCER_SNAPSHOT, file_name, has_offset_name, offset_from_file_name, sibling,
+                                         topic_partition)
 from segtool.ops.file_formats import file_format
 from segtool.ops.output_schema import (
     ReportFigures,
@@ -474,7 +475,7 @@ class _KafkaPartition:
     def _result(self) -> ReportPartition:
         b = self.buckets
         name = os.path.basename(os.path.normpath(self.directory))
-        topic, _, number = name.rpartition("-")
+        topic, partition = topic_partition(name)
         create_min = np.array(b["create_min"], dtype=np.int64)
         latest = np.maximum(np.array(b["create_max"], dtype=np.int64), np.array(b["log_append"], dtype=np.int64))
         stamped = create_min[create_min >= 0]
@@ -487,8 +488,8 @@ class _KafkaPartition:
         offset_index, time_index = self._index_points()
         figures: ReportPartition = {
             "directory": self.directory,
-            "topic": topic if number.isdigit() else name,
-            "partition": int(number) if number.isdigit() else None,
+            "topic": topic,
+            "partition": partition,
             "segments": self.segments,
             "batches": int(sum(b["batches"])),
             "records": int(sum(b["records"])),
@@ -578,7 +579,7 @@ class _KafkaPartition:
         by_segment: dict[int, list[int]] = {}
         for i, number in enumerate(b["segment"]):
             by_segment.setdefault(number, []).append(i)
-        stems = {path[:-len(".log")]: path for path in self.logs if path.endswith(".log")}
+        stems = {sibling(path, ""): path for path in self.logs if path.endswith(LOG)}
 
         def place(item: dict, problem: dict) -> tuple[int | None, str]:
             if problem["offset"] is not None:
@@ -605,7 +606,7 @@ class _KafkaPartition:
                     pass  # the index's own finding says why; it is placed at its segment
             if has_offset_name(path):
                 return offset_from_file_name(path), "file"
-            log = stems.get(path.rsplit(".", 1)[0])
+            log = stems.get(sibling(path, ""))
             if log is not None:
                 return offset_from_file_name(log), "file"
             first = min(b["first_offset"]) if b["first_offset"] else None

@@ -467,7 +467,7 @@ def _queue_files(units: dict[int, tuple[int, int, int]], units_per_file: int) ->
                 content[position:position + rmq.CQ_UNIT_SIZE] = _FILLER
             else:
                 rmq.CONSUME_QUEUE_UNIT_FAST.pack_into(content, position, *unit)
-        files[f"{file_start * rmq.CQ_UNIT_SIZE:020d}"] = content
+        files[rocketmq_names.file_name(file_start * rmq.CQ_UNIT_SIZE)] = content
     return files
 
 

@@ -14,12 +14,13 @@ import bisect
 import os
 from typing import Callable
 
+from segtool.engine.partition import PartitionView
 from segtool.engine.recovery import SegmentObserver, recover_segment, records_after
 from segtool.source import open_buffer
 from segtool.errors import CorruptData, SegtoolError, UnreadableInput
 from segtool.findings import FindingKind, finding
 from segtool.formats import kafka_index
-from segtool.formats.kafka_names import offset_from_file_name
+from segtool.formats.kafka_names import INDEX, KRAFT_SNAPSHOT, LOG, offset_from_file_name, sibling
 from segtool.formats.kafka_log import BatchScan, batch_records, chunk_records
 from segtool.ops.render import damaged_range_text
 
@@ -129,7 +130,7 @@ def verify_log(path: str, deep: bool = False, progress: Callable[[int], None] | 
                parallel: bool = False) -> dict:
     buf = open_buffer(path)
     # KRaft snapshots (<end offset>-<epoch>.checkpoint, bootstrap.checkpoint) number their batches from 0
-    base = 0 if path.endswith(".checkpoint") else offset_from_file_name(path)
+    base = 0 if path.endswith(KRAFT_SNAPSHOT) else offset_from_file_name(path)
     checks = _BatchChecks(path, base, deep)
     problems = checks.problems
     # one pass: Kafka's recovery, with every framed batch checked on the way
@@ -254,8 +255,8 @@ def _older_broker_time_entries(path: str, problems: list[dict]) -> list[dict]:
     if not any(p["kind"] == "indexed_offset_not_found" for p in problems):
         return problems
     index = kafka_index.TimeIndex(path).trim_to_valid()
-    offsets_index = kafka_index.OffsetIndex(path.rsplit(".", 1)[0] + ".index")
-    log = open_buffer(path.rsplit(".", 1)[0] + ".log")
+    offsets_index = kafka_index.OffsetIndex(sibling(path, INDEX))
+    log = open_buffer(sibling(path, LOG))
     inside = set()
     for slot in range(index.entries):
         entry = index.entry(slot)
@@ -299,8 +300,8 @@ def verify_index(path: str, time_index: bool) -> dict:
                                 f"{index.entries - valid} zero entries after {valid} valid ones "
                                 "(preallocated file of a hot copy; `segtool trim` shrinks it)", info=True))
     problems.extend(_monotonicity(index, valid, time_index))
-    log = path.rsplit(".", 1)[0] + ".log"
-    offset_index = path.rsplit(".", 1)[0] + ".index"
+    log = sibling(path, LOG)
+    offset_index = sibling(path, INDEX)
     if time_index and os.path.exists(log) and not os.path.exists(offset_index):
         problems.append(finding(FindingKind.MISSING_INDEX, None,
                                 f"{offset_index} does not exist, so this time index is not checked against the log "
@@ -371,15 +372,18 @@ def verify_leader_epochs(path: str) -> dict:
         entries = kafka_state.read_leader_epoch_checkpoint(path)
     except kafka_state.CorruptCheckpoint as exc:
         return {"problems": [finding(FindingKind.CHECKPOINT_FORMAT, exc.offset, exc.message)]}
-    directory = os.path.dirname(path) or "."
+    try:  # the segments the broker loads, an interrupted swap completed
+        segments = PartitionView(os.path.dirname(path) or ".").segments
+    except SegtoolError:  # no segment to hold against the checkpoint: each file's own entry says why
+        segments = []
     known = {e.epoch for e in entries}
     newest = max(known, default=None)
     starts = [e.start_offset for e in entries]
     first_offset_of_epoch: dict[int, int] = {}
     contradicted: dict[int, tuple[int, int]] = {}  # entry -> (offset, epoch) of the first batch against it
-    for name in sorted(n for n in os.listdir(directory) if n.endswith(".log")):
+    for segment in segments:
         try:
-            for batch in BatchScan(open_buffer(os.path.join(directory, name))):
+            for batch in BatchScan(open_buffer(segment.log_path)):
                 epoch = batch.partition_leader_epoch
                 if batch.magic < 2 or epoch < 0:
                     continue

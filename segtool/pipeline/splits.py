@@ -31,6 +31,7 @@ import numpy as np
 
 from segtool.errors import CorruptData, SegtoolError
 from segtool.formats.kafka_index import OFFSET_INDEX_DTYPE
+from segtool.formats.kafka_names import INDEX, sibling
 from segtool.formats.kafka_log import (
     BATCH_V2_OVERHEAD,
     LOG_ENTRY_HEADER_FAST,
@@ -125,7 +126,7 @@ def kafka_boundaries(log_path: str, size: int, base_offset: int, split_bytes: in
     targets = _targets(size, split_bytes)
     if not targets:
         return [0], []
-    index_path = log_path[: -len(".log")] + ".index"
+    index_path = sibling(log_path, INDEX)
     reader = _Reader(log_path)
     rel = positions = np.zeros(0, np.int64)
     notes = []
