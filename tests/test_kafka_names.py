@@ -69,6 +69,6 @@ def test_partition_view_and_scan_read_the_same_segments(tmp_path):
     for directory in directories:
         view = [(s.base_offset, os.path.basename(s.log_path)) for s in PartitionView(str(directory)).segments]
         found = discover([str(directory)])
-        scanned = [(offset, os.path.basename(path)) for part in found.kafka for offset, path, _ in part.segments]
+        scanned = [(offset_from_file_name(f.path), os.path.basename(f.path)) for part in found.kafka for f in part.logs]
         assert scanned == view, directory
     assert "1_0.log" in {os.path.basename(s["path"]) for s in discover([str(partition)]).skipped}

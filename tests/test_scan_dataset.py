@@ -137,7 +137,7 @@ def test_a_segment_without_index_is_split_at_batch_starts(tmp_path):
     split = 16 * 1024
     inputs = discover([str(partition)])
     tasks, notes = plan_tasks(inputs, split)
-    segments = len(inputs.kafka[0].segments)
+    segments = len(inputs.kafka[0].logs)
     assert len(tasks) > 2 * segments  # cut, though no index says where batches start
     assert any("walking the batch headers" in note for note in notes)
     for log in sorted(partition.glob("*.log")):

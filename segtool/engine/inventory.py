@@ -14,6 +14,7 @@ load what a broker loads.
 from __future__ import annotations
 
 import os
+import posixpath
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
@@ -46,6 +47,11 @@ class Partition:
         return topic_partition(os.path.basename(os.path.normpath(self.directory)))
 
     @property
+    def source_dir(self) -> str:
+        """The log dir holding the partition directory (a URI's parent stays a URI)."""
+        return posixpath.dirname(self.directory.rstrip("/"))
+
+    @property
     def logs(self) -> list[FoundFile]:
         """The segments' ``.log`` files, by base offset."""
         return sorted((f for f in self.files if is_log_file(f.path)), key=lambda f: offset_from_file_name(f.path))
@@ -62,6 +68,10 @@ class Store:
     def commitlog(self) -> list[FoundFile]:
         """The CommitLog files, by start offset (their name)."""
         return sorted((f for f in self.files if f.kind == FileKind.ROCKETMQ_COMMITLOG), key=lambda f: rocketmq_names.mapped_file_offset(f.path))
+
+    @property
+    def source_dir(self) -> str:
+        return self.root
 
     @property
     def commitlog_dir(self) -> str:

@@ -11,44 +11,29 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from segtool.engine.inventory import Inventory, classify, inventory
+from segtool.engine.inventory import Inventory, Partition, Store, classify, inventory
 from segtool.errors import NothingFound, UnreadableInput
 from segtool.formats.detect import detect
 from segtool.formats.file_kinds import FileKind
-from segtool.formats.kafka_names import is_log_file, offset_from_file_name
+from segtool.formats import rocketmq_names
+from segtool.formats.kafka_names import is_log_file
 from segtool.pipeline import storage
 
 _NOT_SCANNED = "scan reads Kafka .log segments and RocketMQ CommitLog files only (verify checks the others)"
 
 
 @dataclass
-class KafkaPartition:
-    source_dir: str  # the log dir (parent of the partition dir)
-    directory: str
-    topic: str
-    partition: int | None
-    segments: list[tuple[int, str, int]] = field(default_factory=list)  # (base offset, .log path, size)
-
-
-@dataclass
-class RocketMQStore:
-    source_dir: str  # the store root
-    commitlog_dir: str
-    files: list[tuple[int, str, int]] = field(default_factory=list)  # (first physical offset, path, size)
-
-
-@dataclass
 class Inputs:
-    kafka: list[KafkaPartition] = field(default_factory=list)
-    rocketmq: list[RocketMQStore] = field(default_factory=list)
+    kafka: list[Partition] = field(default_factory=list)  # the partitions with segments
+    rocketmq: list[Store] = field(default_factory=list)  # the stores with CommitLog files
     skipped: list[dict] = field(default_factory=list)  # {"path", "reason"}: files found and not scanned
     unreadable: list[dict] = field(default_factory=list)  # {"path", "reason"}: entries that cannot be read
 
     @property
     def files(self) -> list[tuple[str, int]]:
         """(path, size) of every segment and CommitLog file to scan."""
-        return ([(path, size) for p in self.kafka for _, path, size in p.segments]
-                + [(path, size) for st in self.rocketmq for _, path, size in st.files])
+        return [(f.path, f.size) for p in self.kafka for f in p.logs] + [(f.path, f.size) for st in self.rocketmq
+                                                                          for f in st.commitlog]
 
     @property
     def bytes(self) -> int:
@@ -59,21 +44,10 @@ def _from_inventory(found: Inventory) -> Inputs:
     """Scan's inputs: every partition with segments, every store with CommitLog files; the rest skipped."""
     inputs = Inputs(unreadable=[{"path": path, "reason": reason}
                                 for path, reason in dict.fromkeys((f.path, f.unreadable) for f in found.unreadable)])
-    for group in found.partitions:
-        logs = group.logs
-        if logs:
-            topic, partition = group.topic_partition
-            inputs.kafka.append(KafkaPartition(storage.parent(group.directory), group.directory, topic, partition,
-                                               [(offset_from_file_name(f.path), f.path, f.size) for f in logs]))
-    for group in found.stores:
-        commitlog = group.commitlog
-        if commitlog:
-            inputs.rocketmq.append(RocketMQStore(group.root, group.commitlog_dir,
-                                                 [(int(storage.basename(f.path)), f.path, f.size) for f in commitlog]))
-    inputs.kafka.sort(key=lambda p: p.directory.split("/"))
-    inputs.rocketmq.sort(key=lambda st: st.commitlog_dir.split("/"))
-    taken = {path for p in inputs.kafka for _, path, _ in p.segments}
-    taken |= {path for st in inputs.rocketmq for _, path, _ in st.files}
+    inputs.kafka = sorted((group for group in found.partitions if group.logs), key=lambda p: p.directory.split("/"))
+    inputs.rocketmq = sorted((group for group in found.stores if group.commitlog),
+                             key=lambda st: st.commitlog_dir.split("/"))
+    taken = {path for path, _ in inputs.files}
     inputs.skipped = [{"path": path, "reason": _NOT_SCANNED}
                       for path in dict.fromkeys(f.path for f in found.files) if path not in taken]
     return inputs
@@ -97,7 +71,7 @@ def discover(paths: list[str]) -> Inputs:
             raise UnreadableInput("no such file or directory", raw)
         if not storage.isdir(path):
             commitlog_file = (detect(path).kind == FileKind.ROCKETMQ_COMMITLOG
-                              and storage.basename(storage.parent(path)) == "commitlog")
+                              and storage.basename(storage.parent(path)) == rocketmq_names.COMMITLOG_DIR)
             if not (commitlog_file or is_log_file(path)):
                 raise UnreadableInput("expected a directory (Kafka log or partition dir, RocketMQ store) "
                                       "or a .log segment", raw)

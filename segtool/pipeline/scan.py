@@ -275,11 +275,12 @@ def scan(paths: list[str], out: str, engine, split_bytes: int = DEFAULT_SPLIT_BY
                "rows_by_broker": rows_by_broker, "report": storage.join(out, REPORT_NAME)}
     partitions = {}
     for part in inputs.kafka:
-        partitions[part.directory] = {"source_dir": part.source_dir, "topic": part.topic, "partition": part.partition,
-                                      "segments": len(part.segments), "rows": 0}
+        topic, partition = part.topic_partition
+        partitions[part.directory] = {"source_dir": part.source_dir, "topic": topic, "partition": partition,
+                                      "segments": len(part.logs), "rows": 0}
     stores = {}
     for store in inputs.rocketmq:
-        stores[store.source_dir] = {"source_dir": store.source_dir, "files": len(store.files), "rows": 0}
+        stores[store.source_dir] = {"source_dir": store.source_dir, "files": len(store.commitlog), "rows": 0}
     for task, stats in zip(tasks, results):
         if task["kind"] == KAFKA:
             partitions[storage.parent(task["path"])]["rows"] += stats["rows"]
@@ -295,9 +296,9 @@ def scan(paths: list[str], out: str, engine, split_bytes: int = DEFAULT_SPLIT_BY
         "dataset": dataset,
         "inputs": {
             "kafka_partitions": len(inputs.kafka),
-            "kafka_segments": sum(len(p.segments) for p in inputs.kafka),
+            "kafka_segments": sum(len(p.logs) for p in inputs.kafka),
             "rocketmq_stores": len(inputs.rocketmq),
-            "commitlog_files": sum(len(s.files) for s in inputs.rocketmq),
+            "commitlog_files": sum(len(s.commitlog) for s in inputs.rocketmq),
             "bytes": input_bytes,
             "files": [{"path": path, "size": size, "sha256": digest}
                       for (path, size), digest in zip(input_files, digests)],

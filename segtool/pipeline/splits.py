@@ -31,7 +31,8 @@ import numpy as np
 
 from segtool.errors import CorruptData, SegtoolError
 from segtool.formats.kafka_index import OFFSET_INDEX_DTYPE
-from segtool.formats.kafka_names import INDEX, sibling
+from segtool.formats import rocketmq_names
+from segtool.formats.kafka_names import INDEX, offset_from_file_name, sibling
 from segtool.formats.kafka_log import (
     BATCH_V2_OVERHEAD,
     LOG_ENTRY_HEADER_FAST,
@@ -239,11 +240,10 @@ def plan_tasks(inputs: Inputs, split_bytes: int = DEFAULT_SPLIT_BYTES, mapper=No
     """
     files = []  # (kind, path, size, base, owner)
     for part in inputs.kafka:
-        for base, path, size in part.segments:
-            files.append(("kafka", path, size, base, part))
+        files.extend(("kafka", f.path, f.size, offset_from_file_name(f.path), part) for f in part.logs)
     for store in inputs.rocketmq:
-        for start, path, size in store.files:
-            files.append(("rocketmq", path, size, start, store))
+        files.extend(("rocketmq", f.path, f.size, rocketmq_names.mapped_file_offset(f.path), store)
+                     for f in store.commitlog)
     big = [i for i, f in enumerate(files) if _targets(f[2], split_bytes)]
     items = [(files[i][0], files[i][1], files[i][2], files[i][3], split_bytes) for i in big]
     if mapper is None or len(items) < 4:
@@ -271,7 +271,6 @@ def plan_tasks(inputs: Inputs, split_bytes: int = DEFAULT_SPLIT_BYTES, mapper=No
                 "bytes": (size if end is None else end) - start,
             }
             if kind == "kafka":
-                task["topic"] = owner.topic
-                task["partition"] = owner.partition
+                task["topic"], task["partition"] = owner.topic_partition
             tasks.append(task)
     return tasks, notes
