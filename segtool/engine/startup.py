@@ -38,7 +38,7 @@ from segtool.engine.partition import Segment
 from segtool.engine.recovery import SegmentRecovery, recover_segment
 from segtool.formats.kafka_index import CorruptIndex, TransactionIndex
 from segtool.formats.kafka_log import BatchScan
-from segtool.formats.kafka_names import LOG, METADATA_TOPIC, file_name
+from segtool.formats.kafka_names import LOG, file_name
 from segtool.formats.kafka_state import EpochEntry
 
 

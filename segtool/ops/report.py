@@ -27,7 +27,7 @@ from segtool.engine.partition import Segment
 from segtool.engine.recovery import PARALLEL_MIN_BYTES, ProducerTxnState
 from segtool.errors import CorruptData, SegtoolError
 from segtool.findings import Severity
-from segtool.formats import kafka_index
+from segtool.formats import kafka_index, rocketmq_names
 from segtool.formats.checksums import ChecksumHelper
 from segtool.formats.file_kinds import FileKind
 from segtool.formats.kafka_log import CODEC_NAMES, HeaderScan, batch_at, batch_records, control_record_type
