@@ -176,130 +176,48 @@ def dump(
     """
     import gc
 
+    from segtool.ops.dump import DumpRequest, run_dump
+
     gc.disable()  # decoding allocates many small acyclic objects; collection only costs time here
-    named = list(paths or []) + [name for option in files or [] for name in option.split(",") if name]
-    if not named:
-        _fail("give the files to dump: PATH... or --files FILE,FILE")
-    if as_json:
-        format = "json"
-    filter_options = dict(from_offset=from_offset, to_offset=to_offset, from_time=from_time, to_time=to_time, key=key,
-                          producer_ids=producer_ids, producer_epoch=producer_epoch, leader_epoch=leader_epoch,
-                          transactional_id=transactional_id, limit=limit)
-    shaped = bool(key_format or value_format or skip_record_metadata)
-    record_filter = shape = shown_record_line = None
-    filtered = summary or shaped or any(value not in (None, []) for value in filter_options.values())
-    if filtered:  # the filters' module loads only when one is asked for
-        from segtool.ops.record_filters import RecordShape, record_filter_from_options, shown_record_line
+    request = DumpRequest(
+        paths=list(paths or []) + [name for option in files or [] for name in option.split(",") if name],
+        format="json" if as_json else format, deep=not shallow, full=full, cap=decompress_cap,
+        filters=dict(from_offset=from_offset, to_offset=to_offset, from_time=from_time, to_time=to_time, key=key,
+                     producer_ids=producer_ids, producer_epoch=producer_epoch, leader_epoch=leader_epoch,
+                     transactional_id=transactional_id, limit=limit),
+        summary=summary, key_format=key_format, value_format=value_format,
+        skip_record_metadata=skip_record_metadata,
+        kafka=dict(deep_iteration=deep_iteration, print_data_log=print_data_log,
+                   verify_index_only=verify_index_only, index_sanity_check=index_sanity_check,
+                   offsets_decoder=offsets_decoder, transaction_log_decoder=transaction_log_decoder,
+                   cluster_metadata_decoder=cluster_metadata_decoder,
+                   remote_log_metadata_decoder=remote_log_metadata_decoder,
+                   share_group_state_decoder=share_group_state_decoder, kafka_version=kafka_version,
+                   max_bytes=max_bytes, max_message_size=max_message_size))
+    coloured = request.format == "text" and sys.stdout.isatty()
+    output = _DumpOutput(_ColourWriter() if coloured else _LineWriter())
+    code = run_dump(request, output)
+    output.out.flush()
+    raise typer.Exit(code)
 
-        record_filter = record_filter_from_options(**filter_options, paths=named)
-        if shaped:
-            shape = RecordShape(key_format or "text", value_format or "text", skip_record_metadata)
-        filtered = record_filter.active or shape is not None or summary
-    if filtered and format == "kafka":
-        _fail("record filters, --summary and the key/value formats go with --format text or json")
-    if kafka_version not in ("3.9", "4.1"):
-        _fail(f"--kafka-version takes 3.9 or 4.1, not {kafka_version!r}")
-    if format == "kafka":
-        from segtool.engine.inventory import inventory
-        from segtool.ops.kafka_dump_log import KafkaDumpOptions, run_kafka_dump
 
-        options = KafkaDumpOptions(
-            deep_iteration=deep_iteration,
-            print_data_log=print_data_log,
-            verify_index_only=verify_index_only,
-            index_sanity_check=index_sanity_check,
-            offsets_decoder=offsets_decoder,
-            transaction_log_decoder=transaction_log_decoder,
-            cluster_metadata_decoder=cluster_metadata_decoder,
-            remote_log_metadata_decoder=remote_log_metadata_decoder,
-            share_group_state_decoder=share_group_state_decoder,
-            kafka_version=kafka_version,
-            max_bytes=max_bytes,
-            max_message_size=max_message_size,
-            decompress_cap=decompress_cap,
-        )
-        entries = inventory(named).entries
-        unreadable = [entry for entry in entries if entry.unreadable is not None]
-        for entry in unreadable:  # named first, then the rest is dumped: one bad entry never stops a run
-            sys.stderr.write(f"segtool: {entry.path}: {entry.unreadable}\n")
-        out = _LineWriter()
-        code = run_kafka_dump([entry.path for entry in entries if entry.unreadable is None], options, out,
-                              _err_line_after(out))
-        out.flush()
-        raise typer.Exit(EXIT_UNREADABLE if unreadable else code)
-    if format not in ("text", "json"):
-        _fail(f"unknown --format {format!r}: use text, json or kafka")
-    from segtool.ops.dump import dump_paths, shows_damage
-    from segtool.ops.runs import BatchRun, MessageRun
-    from segtool.ops.render import render_text_item, run_json_lines, run_text_lines, to_json
+class _DumpOutput:
+    """``ops.dump.DumpOutput`` on stdout and stderr."""
 
-    out = _LineWriter() if format == "json" or not sys.stdout.isatty() else _ColourWriter()
-    note = _err_line_after(out)
-    several = len(named) > 1 or os.path.isdir(named[0])
-    problems = unreadable = skipped = False
-    recognised = 0
-    current = None
-    items = dump_paths(named, deep=not shallow, cap=decompress_cap, in_runs=not filtered, for_text=format == "text")
-    tally = None
-    if filtered:  # item by item: the column runs print every record as it is
-        from segtool.ops.record_filters import Summary, filter_dump_items, shape_dump_items
+    def __init__(self, out):
+        self.out = out
+        self.line = out
+        self.note = _err_line_after(out)
 
-        items = filter_dump_items(items, record_filter, deep=not shallow)
-        if shape is not None:
-            items = shape_dump_items(items, shape)
-        if summary:
-            tally = Summary()
-    for item in items:
-        if isinstance(item, (BatchRun, MessageRun)):  # clean Kafka batches, plain RocketMQ messages: a column at a time
-            if item.file != current:
-                current = item.file
-                recognised += 1
-                if format == "text" and several:
-                    out(f"== {current}")
-            lines = run_json_lines(item) if format == "json" else run_text_lines(item, full)
-            if isinstance(out, _LineWriter):
-                out.many(lines)
-            else:  # a terminal's colours are chosen line by line
-                for line in lines:
-                    out(line)
-            continue
-        kind = item["kind"]
-        if kind == "skipped":
-            note(f"segtool: skipped {item['file']}: {item['reason']}")
-            skipped = True
-            continue
-        if kind == "unreadable":
-            note(f"segtool: {item['file']}: {item['reason']}")
-            unreadable = True
-            _State.exit_if_output_closed = EXIT_UNREADABLE
-            continue
-        if item["file"] != current:
-            current = item["file"]
-            recognised += 1
-            if format == "text" and several and tally is None:
-                out(f"== {current}")
-        problems = problems or shows_damage(item)
-        if problems:
-            _State.exit_if_output_closed = EXIT_PROBLEMS
-        if tally is not None:
-            tally.add(item)
-        elif format == "json":
-            out(to_json(item))
-        else:
-            out(shown_record_line(item, full) if shape is not None and "value_format" in item
-                else render_text_item(item, full))
-    if tally is not None:
-        from segtool.ops.record_filters import summary_lines
+    def run(self, lines: list[str]) -> None:
+        if isinstance(self.out, _LineWriter):
+            self.out.many(lines)
+        else:  # a terminal's colours are chosen line by line
+            for line in lines:
+                self.out(line)
 
-        report = tally.report()
-        for line in [to_json(report)] if format == "json" else summary_lines(report):
-            out(line)
-    out.flush()
-    if unreadable:
-        raise typer.Exit(EXIT_UNREADABLE)
-    if not recognised and not skipped:  # a skipped file was named with its reason already
-        sys.stderr.write(f"segtool: nothing to dump: no batch, record or entry in {', '.join(named)}\n")
-    raise typer.Exit(EXIT_PROBLEMS if problems or not recognised else EXIT_CLEAN)
+    def found(self, code: int) -> None:
+        _State.exit_if_output_closed = code
 
 
 def _print_json(obj) -> None:
