@@ -373,45 +373,19 @@ def groups(
 
       segtool groups evidence/kafka-logs --group billing --at 2026-11-21T10:00:00Z --json
     """
-    from segtool.ops.groups import exit_code, groups as replay_groups
-    from segtool.ops.lookup import parse_timestamp
-    from segtool.ops.rocketmq_groups import rocketmq_store_root
+    from segtool.ops.brokers import consumer_groups
+    from segtool.ops.text import groups_lines, no_groups_line
 
-    if rocketmq_store_root(log_dir) is not None:
-        if at is not None:
-            _fail("--at replays Kafka's __consumer_offsets; a RocketMQ store keeps only the last committed offsets")
-        _rocketmq_groups(log_dir, group, as_json)
-    moment = None if at is None else parse_timestamp(at)
-    if moment is not None and moment < 0:
-        _fail(f"--at takes epoch ms or ISO-8601, not {at!r}")
-    report = replay_groups(log_dir, group=group, at=moment)
-    _State.exit_if_output_closed = exit_code(report)
+    report, code = consumer_groups(log_dir, group=group, at=at)
+    _State.exit_if_output_closed = code
     if as_json:
         _print_json(report)
     else:
-        from segtool.ops.text import groups_lines
-
         _print_styled(groups_lines(report))
-    if not report["groups"]:
-        sys.stderr.write(f"segtool: no consumer group{'' if group is None else ' ' + repr(group)} in {log_dir}\n")
-    raise typer.Exit(exit_code(report))
-
-
-def _rocketmq_groups(store: str, group: Optional[str], as_json: bool) -> None:
-    from segtool.ops.rocketmq_groups import exit_code, rocketmq_groups
-
-    report = rocketmq_groups(store, group=group)
-    _State.exit_if_output_closed = exit_code(report)
-    if as_json:
-        _print_json(report)
-    else:
-        from segtool.ops.text import rocketmq_groups_lines
-
-        _print_styled(rocketmq_groups_lines(report))
-    if not report["groups"]:
-        sys.stderr.write(f"segtool: no consumer group{'' if group is None else ' ' + repr(group)} with committed "
-                         f"offsets in {store}\n")
-    raise typer.Exit(exit_code(report))
+    missing = no_groups_line(report, group, log_dir)
+    if missing is not None:
+        sys.stderr.write(missing + "\n")
+    raise typer.Exit(code)
 
 
 @app.command()
@@ -628,30 +602,16 @@ def inspect(
 
       segtool inspect evidence/rocketmq/store
     """
-    from segtool.engine.inventory import is_store_root
+    from segtool.ops.brokers import inspect_paths
+    from segtool.ops.text import inspect_lines
 
-    stores = [path for path in paths if is_store_root(path)]
-    if stores and len(stores) != len(paths):
-        _fail("give Kafka log dirs or RocketMQ stores, not both: "
-              + ", ".join(path for path in paths if path not in stores) + " are not RocketMQ stores")
-    if stores:
-        from segtool.ops.inspect_rocketmq import exit_code, inspect_stores
-
-        from segtool.ops.text import inspect_rocketmq_lines as text_lines
-
-        report = inspect_stores(stores)
-    else:
-        from segtool.ops.inspect import exit_code, inspect as run_inspect
-
-        from segtool.ops.text import inspect_lines as text_lines
-
-        report = run_inspect(paths)
-    _State.exit_if_output_closed = exit_code(report)
+    report, code = inspect_paths(paths)
+    _State.exit_if_output_closed = code
     if as_json:
         _print_json(report)
     else:
-        _print_styled(text_lines(report))
-    raise typer.Exit(exit_code(report))
+        _print_styled(inspect_lines(report))
+    raise typer.Exit(code)
 
 
 @app.command("rebuild-index")

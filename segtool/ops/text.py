@@ -46,6 +46,21 @@ def lookup_lines(answer: dict, request: LookupRequest, full: bool) -> list[str]:
 
 
 def groups_lines(report: dict) -> Iterator[Styled]:
+    """``segtool groups``, of a Kafka log dir or of a RocketMQ store (which has delay levels)."""
+    return _rocketmq_groups_lines(report) if "delay_levels" in report else _kafka_groups_lines(report)
+
+
+def no_groups_line(report: dict, group: str | None, path: str) -> str | None:
+    """For stderr, when ``groups`` found none."""
+    if report["groups"]:
+        return None
+    named = "" if group is None else " " + repr(group)
+    if "delay_levels" in report:
+        return f"segtool: no consumer group{named} with committed offsets in {path}"
+    return f"segtool: no consumer group{named} in {path}"
+
+
+def _kafka_groups_lines(report: dict) -> Iterator[Styled]:
     """Per group: its metadata, then each committed partition with its lag."""
     for group in report["groups"]:
         head = f"group {group['group']} (__consumer_offsets-{group['coordinator_partition']})"
@@ -80,7 +95,7 @@ def _known(value) -> str:
     return "-" if value is None else str(value)
 
 
-def rocketmq_groups_lines(report: dict) -> Iterator[Styled]:
+def _rocketmq_groups_lines(report: dict) -> Iterator[Styled]:
     """Per group and topic, each queue's committed offset, bounds, lag and last consumed time;
     the delay levels; then the config files that do not read or differ from their .bak."""
     for group in report["groups"]:
@@ -293,6 +308,11 @@ def report_written_lines(figures: dict, out: str) -> Iterator[Styled]:
 
 
 def inspect_lines(report: dict) -> Iterator[Styled]:
+    """``segtool inspect``, of Kafka log dirs or of RocketMQ stores."""
+    return _rocketmq_inspect_lines(report) if "stores" in report else _kafka_inspect_lines(report)
+
+
+def _kafka_inspect_lines(report: dict) -> Iterator[Styled]:
     """Per log dir: its files, then each partition with its startup plan; problems in red."""
     for log_dir in report["log_dirs"]:
         meta = log_dir["meta_properties"]
@@ -351,7 +371,7 @@ def inspect_lines(report: dict) -> Iterator[Styled]:
            f"{summary['unreadable']} unreadable"), "bold"
 
 
-def inspect_rocketmq_lines(report: dict) -> Iterator[Styled]:
+def _rocketmq_inspect_lines(report: dict) -> Iterator[Styled]:
     """Per store: shutdown, checkpoint, files, then the start-up plan; problems in red."""
     for store in report["stores"]:
         shutdown, checkpoint, commitlog, plan = store["shutdown"], store["checkpoint"], store["commitlog"], store["plan"]
