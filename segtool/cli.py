@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from typing import List, Optional
+from typing import Annotated, List, Optional
 
 import typer
 
@@ -124,6 +124,21 @@ class _LineWriter:
         self.stream.flush()
 
 
+# the record filters and shapes of dump and lookup (docs/filters.md), declared once
+_FromOffset = Annotated[Optional[int], typer.Option("--from-offset", min=0, help="Kafka filter: records at offsets >= N.", metavar="N")]
+_ToOffset = Annotated[Optional[int], typer.Option("--to-offset", min=0, help="Kafka filter: records at offsets <= N.", metavar="N")]
+_FromTime = Annotated[Optional[str], typer.Option("--from-time", help="Kafka filter: records with timestamps >= TIME (epoch ms or ISO-8601).", metavar="TIME")]
+_ToTime = Annotated[Optional[str], typer.Option("--to-time", help="Kafka filter: records with timestamps <= TIME (epoch ms or ISO-8601).", metavar="TIME")]
+_ProducerIds = Annotated[Optional[List[int]], typer.Option("--producer-id", help="Kafka filter: batches of this producer id (may repeat).", metavar="PID")]
+_ProducerEpoch = Annotated[Optional[int], typer.Option("--producer-epoch", help="Kafka filter: batches of this producer epoch.", metavar="E")]
+_LeaderEpoch = Annotated[Optional[int], typer.Option("--leader-epoch", help="Kafka filter: batches of this partition leader epoch.", metavar="E")]
+_TransactionalId = Annotated[Optional[str], typer.Option("--transactional-id", help="Kafka filter: the producer ids of this transactional id, from the log dir's __transaction_state.", metavar="ID")]
+_Summary = Annotated[bool, typer.Option("--summary", help="Kafka: counts, bytes, time span, per-producer and per-codec figures instead of the records.")]
+_SkipRecordMetadata = Annotated[bool, typer.Option("--skip-record-metadata", help="Kafka: records as key and value only.")]
+_KeyFormat = Annotated[Optional[str], typer.Option("--key-format", help="Kafka: show keys as text, hex, base64 or json (schema-registry framing shown apart).", metavar="FORMAT")]
+_ValueFormat = Annotated[Optional[str], typer.Option("--value-format", help="Kafka: show values as text, hex, base64 or json (schema-registry framing shown apart).", metavar="FORMAT")]
+
+
 @app.command()
 def dump(
     paths: Optional[List[str]] = typer.Argument(None, help="Files or directories (every file below a directory, at any depth).", metavar="PATH..."),
@@ -145,20 +160,20 @@ def dump(
     shallow: bool = typer.Option(False, "--shallow", help="text/json: batches only, no records."),
     full: bool = typer.Option(False, "--full", help="text: keys and values whole (cut at 60 characters otherwise)."),
     decompress_cap: int = typer.Option(256 * 1024 * 1024, "--decompress-cap", min=1, help="Largest decompressed batch, bytes.", metavar="BYTES"),
-    from_offset: Optional[int] = typer.Option(None, "--from-offset", min=0, help="Kafka filter: records at offsets >= N.", metavar="N"),
-    to_offset: Optional[int] = typer.Option(None, "--to-offset", min=0, help="Kafka filter: records at offsets <= N.", metavar="N"),
-    from_time: Optional[str] = typer.Option(None, "--from-time", help="Kafka filter: records with timestamps >= TIME (epoch ms or ISO-8601).", metavar="TIME"),
-    to_time: Optional[str] = typer.Option(None, "--to-time", help="Kafka filter: records with timestamps <= TIME (epoch ms or ISO-8601).", metavar="TIME"),
+    from_offset: _FromOffset = None,
+    to_offset: _ToOffset = None,
+    from_time: _FromTime = None,
+    to_time: _ToTime = None,
     key: Optional[str] = typer.Option(None, "--key", help="Kafka filter: records whose key is KEY (UTF-8).", metavar="KEY"),
-    producer_ids: Optional[List[int]] = typer.Option(None, "--producer-id", help="Kafka filter: batches of this producer id (may repeat).", metavar="PID"),
-    producer_epoch: Optional[int] = typer.Option(None, "--producer-epoch", help="Kafka filter: batches of this producer epoch.", metavar="E"),
-    leader_epoch: Optional[int] = typer.Option(None, "--leader-epoch", help="Kafka filter: batches of this partition leader epoch.", metavar="E"),
-    transactional_id: Optional[str] = typer.Option(None, "--transactional-id", help="Kafka filter: the producer ids of this transactional id, from the log dir's __transaction_state.", metavar="ID"),
+    producer_ids: _ProducerIds = None,
+    producer_epoch: _ProducerEpoch = None,
+    leader_epoch: _LeaderEpoch = None,
+    transactional_id: _TransactionalId = None,
     limit: Optional[int] = typer.Option(None, "--limit", min=1, help="Kafka: at most N records (batches with --shallow).", metavar="N"),
-    summary: bool = typer.Option(False, "--summary", help="Kafka: counts, bytes, time span, per-producer and per-codec figures instead of the records."),
-    skip_record_metadata: bool = typer.Option(False, "--skip-record-metadata", help="Kafka: records as key and value only."),
-    key_format: Optional[str] = typer.Option(None, "--key-format", help="Kafka: show keys as text, hex, base64 or json (schema-registry framing shown apart).", metavar="FORMAT"),
-    value_format: Optional[str] = typer.Option(None, "--value-format", help="Kafka: show values as text, hex, base64 or json (schema-registry framing shown apart).", metavar="FORMAT"),
+    summary: _Summary = False,
+    skip_record_metadata: _SkipRecordMetadata = False,
+    key_format: _KeyFormat = None,
+    value_format: _ValueFormat = None,
 ):
     """Decode files: Kafka segments, indexes, snapshots, checkpoints; RocketMQ CommitLog, ConsumeQueue, IndexFile.
 
@@ -247,19 +262,19 @@ def lookup(
     charset: str = typer.Option("UTF-8", "--charset", "-c", help="--print-msg: the body's charset (a Java name: UTF-8, GBK ...).", metavar="CHARSET"),
     sub_expression: str = typer.Option("*", "--sub-expression", "-s", help="--print-msg: tags, as a subscription expression (TagA || TagB).", metavar="EXPR"),
     print_body: str = typer.Option("true", "--print-body", "-d", help="--print-msg: true or false, print the body (printMsg's -d).", metavar="BOOL"),
-    from_offset: Optional[int] = typer.Option(None, "--from-offset", min=0, help="Kafka filter: records at offsets >= N.", metavar="N"),
-    to_offset: Optional[int] = typer.Option(None, "--to-offset", min=0, help="Kafka filter: records at offsets <= N.", metavar="N"),
-    from_time: Optional[str] = typer.Option(None, "--from-time", help="Kafka filter: records with timestamps >= TIME (epoch ms or ISO-8601).", metavar="TIME"),
-    to_time: Optional[str] = typer.Option(None, "--to-time", help="Kafka filter: records with timestamps <= TIME (epoch ms or ISO-8601).", metavar="TIME"),
-    producer_ids: Optional[List[int]] = typer.Option(None, "--producer-id", help="Kafka filter: batches of this producer id (may repeat).", metavar="PID"),
-    producer_epoch: Optional[int] = typer.Option(None, "--producer-epoch", help="Kafka filter: batches of this producer epoch.", metavar="E"),
-    leader_epoch: Optional[int] = typer.Option(None, "--leader-epoch", help="Kafka filter: batches of this partition leader epoch.", metavar="E"),
-    transactional_id: Optional[str] = typer.Option(None, "--transactional-id", help="Kafka filter: the producer ids of this transactional id, from the log dir's __transaction_state.", metavar="ID"),
+    from_offset: _FromOffset = None,
+    to_offset: _ToOffset = None,
+    from_time: _FromTime = None,
+    to_time: _ToTime = None,
+    producer_ids: _ProducerIds = None,
+    producer_epoch: _ProducerEpoch = None,
+    leader_epoch: _LeaderEpoch = None,
+    transactional_id: _TransactionalId = None,
     limit: Optional[int] = typer.Option(None, "--limit", min=1, help="Kafka: at most N records (with --offset/--timestamp: the first N from the answer).", metavar="N"),
-    summary: bool = typer.Option(False, "--summary", help="Kafka: counts, bytes, time span, per-producer and per-codec figures instead of the records."),
-    skip_record_metadata: bool = typer.Option(False, "--skip-record-metadata", help="Kafka: records as key and value only."),
-    key_format: Optional[str] = typer.Option(None, "--key-format", help="Kafka: show keys as text, hex, base64 or json (schema-registry framing shown apart).", metavar="FORMAT"),
-    value_format: Optional[str] = typer.Option(None, "--value-format", help="Kafka: show values as text, hex, base64 or json (schema-registry framing shown apart).", metavar="FORMAT"),
+    summary: _Summary = False,
+    skip_record_metadata: _SkipRecordMetadata = False,
+    key_format: _KeyFormat = None,
+    value_format: _ValueFormat = None,
     full: bool = typer.Option(False, "--full", help="Show keys and values whole (text output cuts them at 200 characters)."),
     as_json: bool = typer.Option(False, "--json", help="One JSON object on stdout."),
 ):
