@@ -1,6 +1,7 @@
-"""The segtool command line: argument parsing and rendering only.
+"""The segtool command line: it parses the arguments, calls ``segtool.ops``, prints and exits.
 
-Every command calls a library function in ``segtool.ops`` that returns data.
+Every command calls a library function in ``segtool.ops`` that returns data (and its exit code);
+the text lines come from ``ops.text`` and ``ops.render``, dump's whole run from ``ops.dump.run_dump``.
 Heavy modules are imported inside commands so a cold start stays fast.
 """
 
