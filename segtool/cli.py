@@ -1,6 +1,7 @@
-"""The segtool command line: argument parsing and rendering only.
+"""The segtool command line: it parses the arguments, calls ``segtool.ops``, prints and exits.
 
-Every command calls a library function in ``segtool.ops`` that returns data.
+Every command calls a library function in ``segtool.ops`` that returns data (and its exit code);
+the text lines come from ``ops.text`` and ``ops.render``, dump's whole run from ``ops.dump.run_dump``.
 Heavy modules are imported inside commands so a cold start stays fast.
 """
 
@@ -9,12 +10,11 @@ from __future__ import annotations
 import json
 import os
 import sys
-from typing import List, Optional
+from typing import Annotated, List, Optional
 
 import typer
 
 from segtool.errors import NothingFound, SegtoolError
-from segtool.findings import Severity, errors_first
 
 app = typer.Typer(
     add_completion=True,
@@ -125,6 +125,21 @@ class _LineWriter:
         self.stream.flush()
 
 
+# the record filters and shapes of dump and lookup (docs/filters.md), declared once
+_FromOffset = Annotated[Optional[int], typer.Option("--from-offset", min=0, help="Kafka filter: records at offsets >= N.", metavar="N")]
+_ToOffset = Annotated[Optional[int], typer.Option("--to-offset", min=0, help="Kafka filter: records at offsets <= N.", metavar="N")]
+_FromTime = Annotated[Optional[str], typer.Option("--from-time", help="Kafka filter: records with timestamps >= TIME (epoch ms or ISO-8601).", metavar="TIME")]
+_ToTime = Annotated[Optional[str], typer.Option("--to-time", help="Kafka filter: records with timestamps <= TIME (epoch ms or ISO-8601).", metavar="TIME")]
+_ProducerIds = Annotated[Optional[List[int]], typer.Option("--producer-id", help="Kafka filter: batches of this producer id (may repeat).", metavar="PID")]
+_ProducerEpoch = Annotated[Optional[int], typer.Option("--producer-epoch", help="Kafka filter: batches of this producer epoch.", metavar="E")]
+_LeaderEpoch = Annotated[Optional[int], typer.Option("--leader-epoch", help="Kafka filter: batches of this partition leader epoch.", metavar="E")]
+_TransactionalId = Annotated[Optional[str], typer.Option("--transactional-id", help="Kafka filter: the producer ids of this transactional id, from the log dir's __transaction_state.", metavar="ID")]
+_Summary = Annotated[bool, typer.Option("--summary", help="Kafka: counts, bytes, time span, per-producer and per-codec figures instead of the records.")]
+_SkipRecordMetadata = Annotated[bool, typer.Option("--skip-record-metadata", help="Kafka: records as key and value only.")]
+_KeyFormat = Annotated[Optional[str], typer.Option("--key-format", help="Kafka: show keys as text, hex, base64 or json (schema-registry framing shown apart).", metavar="FORMAT")]
+_ValueFormat = Annotated[Optional[str], typer.Option("--value-format", help="Kafka: show values as text, hex, base64 or json (schema-registry framing shown apart).", metavar="FORMAT")]
+
+
 @app.command()
 def dump(
     paths: Optional[List[str]] = typer.Argument(None, help="Files or directories (every file below a directory, at any depth).", metavar="PATH..."),
@@ -146,20 +161,20 @@ def dump(
     shallow: bool = typer.Option(False, "--shallow", help="text/json: batches only, no records."),
     full: bool = typer.Option(False, "--full", help="text: keys and values whole (cut at 60 characters otherwise)."),
     decompress_cap: int = typer.Option(256 * 1024 * 1024, "--decompress-cap", min=1, help="Largest decompressed batch, bytes.", metavar="BYTES"),
-    from_offset: Optional[int] = typer.Option(None, "--from-offset", min=0, help="Kafka filter: records at offsets >= N.", metavar="N"),
-    to_offset: Optional[int] = typer.Option(None, "--to-offset", min=0, help="Kafka filter: records at offsets <= N.", metavar="N"),
-    from_time: Optional[str] = typer.Option(None, "--from-time", help="Kafka filter: records with timestamps >= TIME (epoch ms or ISO-8601).", metavar="TIME"),
-    to_time: Optional[str] = typer.Option(None, "--to-time", help="Kafka filter: records with timestamps <= TIME (epoch ms or ISO-8601).", metavar="TIME"),
+    from_offset: _FromOffset = None,
+    to_offset: _ToOffset = None,
+    from_time: _FromTime = None,
+    to_time: _ToTime = None,
     key: Optional[str] = typer.Option(None, "--key", help="Kafka filter: records whose key is KEY (UTF-8).", metavar="KEY"),
-    producer_ids: Optional[List[int]] = typer.Option(None, "--producer-id", help="Kafka filter: batches of this producer id (may repeat).", metavar="PID"),
-    producer_epoch: Optional[int] = typer.Option(None, "--producer-epoch", help="Kafka filter: batches of this producer epoch.", metavar="E"),
-    leader_epoch: Optional[int] = typer.Option(None, "--leader-epoch", help="Kafka filter: batches of this partition leader epoch.", metavar="E"),
-    transactional_id: Optional[str] = typer.Option(None, "--transactional-id", help="Kafka filter: the producer ids of this transactional id, from the log dir's __transaction_state.", metavar="ID"),
+    producer_ids: _ProducerIds = None,
+    producer_epoch: _ProducerEpoch = None,
+    leader_epoch: _LeaderEpoch = None,
+    transactional_id: _TransactionalId = None,
     limit: Optional[int] = typer.Option(None, "--limit", min=1, help="Kafka: at most N records (batches with --shallow).", metavar="N"),
-    summary: bool = typer.Option(False, "--summary", help="Kafka: counts, bytes, time span, per-producer and per-codec figures instead of the records."),
-    skip_record_metadata: bool = typer.Option(False, "--skip-record-metadata", help="Kafka: records as key and value only."),
-    key_format: Optional[str] = typer.Option(None, "--key-format", help="Kafka: show keys as text, hex, base64 or json (schema-registry framing shown apart).", metavar="FORMAT"),
-    value_format: Optional[str] = typer.Option(None, "--value-format", help="Kafka: show values as text, hex, base64 or json (schema-registry framing shown apart).", metavar="FORMAT"),
+    summary: _Summary = False,
+    skip_record_metadata: _SkipRecordMetadata = False,
+    key_format: _KeyFormat = None,
+    value_format: _ValueFormat = None,
 ):
     """Decode files: Kafka segments, indexes, snapshots, checkpoints; RocketMQ CommitLog, ConsumeQueue, IndexFile.
 
@@ -177,143 +192,52 @@ def dump(
     """
     import gc
 
+    from segtool.ops.dump import DumpRequest, run_dump
+
     gc.disable()  # decoding allocates many small acyclic objects; collection only costs time here
-    named = list(paths or []) + [name for option in files or [] for name in option.split(",") if name]
-    if not named:
-        _fail("give the files to dump: PATH... or --files FILE,FILE")
-    if as_json:
-        format = "json"
-    filter_options = dict(from_offset=from_offset, to_offset=to_offset, from_time=from_time, to_time=to_time, key=key,
-                          producer_ids=producer_ids, producer_epoch=producer_epoch, leader_epoch=leader_epoch,
-                          transactional_id=transactional_id, limit=limit)
-    shaped = bool(key_format or value_format or skip_record_metadata)
-    record_filter = shape = shown_record_line = None
-    filtered = summary or shaped or any(value not in (None, []) for value in filter_options.values())
-    if filtered:  # the filters' module loads only when one is asked for
-        from segtool.ops.record_filters import RecordShape, record_filter_from_options, shown_record_line
+    request = DumpRequest(
+        paths=list(paths or []) + [name for option in files or [] for name in option.split(",") if name],
+        format="json" if as_json else format, deep=not shallow, full=full, cap=decompress_cap,
+        filters=dict(from_offset=from_offset, to_offset=to_offset, from_time=from_time, to_time=to_time, key=key,
+                     producer_ids=producer_ids, producer_epoch=producer_epoch, leader_epoch=leader_epoch,
+                     transactional_id=transactional_id, limit=limit),
+        summary=summary, key_format=key_format, value_format=value_format,
+        skip_record_metadata=skip_record_metadata,
+        kafka=dict(deep_iteration=deep_iteration, print_data_log=print_data_log,
+                   verify_index_only=verify_index_only, index_sanity_check=index_sanity_check,
+                   offsets_decoder=offsets_decoder, transaction_log_decoder=transaction_log_decoder,
+                   cluster_metadata_decoder=cluster_metadata_decoder,
+                   remote_log_metadata_decoder=remote_log_metadata_decoder,
+                   share_group_state_decoder=share_group_state_decoder, kafka_version=kafka_version,
+                   max_bytes=max_bytes, max_message_size=max_message_size))
+    coloured = request.format == "text" and sys.stdout.isatty()
+    output = _DumpOutput(_ColourWriter() if coloured else _LineWriter())
+    code = run_dump(request, output)
+    output.out.flush()
+    raise typer.Exit(code)
 
-        record_filter = record_filter_from_options(**filter_options, paths=named)
-        if shaped:
-            shape = RecordShape(key_format or "text", value_format or "text", skip_record_metadata)
-        filtered = record_filter.active or shape is not None or summary
-    if filtered and format == "kafka":
-        _fail("record filters, --summary and the key/value formats go with --format text or json")
-    if kafka_version not in ("3.9", "4.1"):
-        _fail(f"--kafka-version takes 3.9 or 4.1, not {kafka_version!r}")
-    if format == "kafka":
-        from segtool.engine.inventory import inventory
-        from segtool.ops.kafka_dump_log import KafkaDumpOptions, run_kafka_dump
 
-        options = KafkaDumpOptions(
-            deep_iteration=deep_iteration,
-            print_data_log=print_data_log,
-            verify_index_only=verify_index_only,
-            index_sanity_check=index_sanity_check,
-            offsets_decoder=offsets_decoder,
-            transaction_log_decoder=transaction_log_decoder,
-            cluster_metadata_decoder=cluster_metadata_decoder,
-            remote_log_metadata_decoder=remote_log_metadata_decoder,
-            share_group_state_decoder=share_group_state_decoder,
-            kafka_version=kafka_version,
-            max_bytes=max_bytes,
-            max_message_size=max_message_size,
-            decompress_cap=decompress_cap,
-        )
-        entries = inventory(named).entries
-        unreadable = [entry for entry in entries if entry.unreadable is not None]
-        for entry in unreadable:  # named first, then the rest is dumped: one bad entry never stops a run
-            sys.stderr.write(f"segtool: {entry.path}: {entry.unreadable}\n")
-        out = _LineWriter()
-        code = run_kafka_dump([entry.path for entry in entries if entry.unreadable is None], options, out,
-                              _err_line_after(out))
-        out.flush()
-        raise typer.Exit(EXIT_UNREADABLE if unreadable else code)
-    if format not in ("text", "json"):
-        _fail(f"unknown --format {format!r}: use text, json or kafka")
-    from segtool.ops.dump import dump_paths, shows_damage
-    from segtool.ops.runs import BatchRun, MessageRun
-    from segtool.ops.render import render_text_item, run_json_lines, run_text_lines, to_json
+class _DumpOutput:
+    """``ops.dump.DumpOutput`` on stdout and stderr."""
 
-    out = _LineWriter() if format == "json" or not sys.stdout.isatty() else _ColourWriter()
-    note = _err_line_after(out)
-    several = len(named) > 1 or os.path.isdir(named[0])
-    problems = unreadable = skipped = False
-    recognised = 0
-    current = None
-    items = dump_paths(named, deep=not shallow, cap=decompress_cap, in_runs=not filtered, for_text=format == "text")
-    tally = None
-    if filtered:  # item by item: the column runs print every record as it is
-        from segtool.ops.record_filters import Summary, filter_dump_items, shape_dump_items
+    def __init__(self, out):
+        self.out = out
+        self.line = out
+        self.note = _err_line_after(out)
 
-        items = filter_dump_items(items, record_filter, deep=not shallow)
-        if shape is not None:
-            items = shape_dump_items(items, shape)
-        if summary:
-            tally = Summary()
-    for item in items:
-        if isinstance(item, (BatchRun, MessageRun)):  # clean Kafka batches, plain RocketMQ messages: a column at a time
-            if item.file != current:
-                current = item.file
-                recognised += 1
-                if format == "text" and several:
-                    out(f"== {current}")
-            lines = run_json_lines(item) if format == "json" else run_text_lines(item, full)
-            if isinstance(out, _LineWriter):
-                out.many(lines)
-            else:  # a terminal's colours are chosen line by line
-                for line in lines:
-                    out(line)
-            continue
-        kind = item["kind"]
-        if kind == "skipped":
-            note(f"segtool: skipped {item['file']}: {item['reason']}")
-            skipped = True
-            continue
-        if kind == "unreadable":
-            note(f"segtool: {item['file']}: {item['reason']}")
-            unreadable = True
-            _State.exit_if_output_closed = EXIT_UNREADABLE
-            continue
-        if item["file"] != current:
-            current = item["file"]
-            recognised += 1
-            if format == "text" and several and tally is None:
-                out(f"== {current}")
-        problems = problems or shows_damage(item)
-        if problems:
-            _State.exit_if_output_closed = EXIT_PROBLEMS
-        if tally is not None:
-            tally.add(item)
-        elif format == "json":
-            out(to_json(item))
-        else:
-            out(shown_record_line(item, full) if shape is not None and "value_format" in item
-                else render_text_item(item, full))
-    if tally is not None:
-        from segtool.ops.record_filters import summary_lines
+    def run(self, lines: list[str]) -> None:
+        if isinstance(self.out, _LineWriter):
+            self.out.many(lines)
+        else:  # a terminal's colours are chosen line by line
+            for line in lines:
+                self.out(line)
 
-        report = tally.report()
-        for line in [to_json(report)] if format == "json" else summary_lines(report):
-            out(line)
-    out.flush()
-    if unreadable:
-        raise typer.Exit(EXIT_UNREADABLE)
-    if not recognised and not skipped:  # a skipped file was named with its reason already
-        sys.stderr.write(f"segtool: nothing to dump: no batch, record or entry in {', '.join(named)}\n")
-    raise typer.Exit(EXIT_PROBLEMS if problems or not recognised else EXIT_CLEAN)
+    def found(self, code: int) -> None:
+        _State.exit_if_output_closed = code
 
 
 def _print_json(obj) -> None:
     sys.stdout.write(json.dumps(obj, ensure_ascii=False) + "\n")
-
-
-def _print_answer(answer: dict, as_json: bool, full: bool) -> None:
-    if as_json:
-        _print_json(answer)
-        return
-    from segtool.ops.render import answer_lines
-
-    sys.stdout.write("\n".join(answer_lines(answer, full)) + "\n")
 
 
 @app.command()
@@ -339,19 +263,19 @@ def lookup(
     charset: str = typer.Option("UTF-8", "--charset", "-c", help="--print-msg: the body's charset (a Java name: UTF-8, GBK ...).", metavar="CHARSET"),
     sub_expression: str = typer.Option("*", "--sub-expression", "-s", help="--print-msg: tags, as a subscription expression (TagA || TagB).", metavar="EXPR"),
     print_body: str = typer.Option("true", "--print-body", "-d", help="--print-msg: true or false, print the body (printMsg's -d).", metavar="BOOL"),
-    from_offset: Optional[int] = typer.Option(None, "--from-offset", min=0, help="Kafka filter: records at offsets >= N.", metavar="N"),
-    to_offset: Optional[int] = typer.Option(None, "--to-offset", min=0, help="Kafka filter: records at offsets <= N.", metavar="N"),
-    from_time: Optional[str] = typer.Option(None, "--from-time", help="Kafka filter: records with timestamps >= TIME (epoch ms or ISO-8601).", metavar="TIME"),
-    to_time: Optional[str] = typer.Option(None, "--to-time", help="Kafka filter: records with timestamps <= TIME (epoch ms or ISO-8601).", metavar="TIME"),
-    producer_ids: Optional[List[int]] = typer.Option(None, "--producer-id", help="Kafka filter: batches of this producer id (may repeat).", metavar="PID"),
-    producer_epoch: Optional[int] = typer.Option(None, "--producer-epoch", help="Kafka filter: batches of this producer epoch.", metavar="E"),
-    leader_epoch: Optional[int] = typer.Option(None, "--leader-epoch", help="Kafka filter: batches of this partition leader epoch.", metavar="E"),
-    transactional_id: Optional[str] = typer.Option(None, "--transactional-id", help="Kafka filter: the producer ids of this transactional id, from the log dir's __transaction_state.", metavar="ID"),
+    from_offset: _FromOffset = None,
+    to_offset: _ToOffset = None,
+    from_time: _FromTime = None,
+    to_time: _ToTime = None,
+    producer_ids: _ProducerIds = None,
+    producer_epoch: _ProducerEpoch = None,
+    leader_epoch: _LeaderEpoch = None,
+    transactional_id: _TransactionalId = None,
     limit: Optional[int] = typer.Option(None, "--limit", min=1, help="Kafka: at most N records (with --offset/--timestamp: the first N from the answer).", metavar="N"),
-    summary: bool = typer.Option(False, "--summary", help="Kafka: counts, bytes, time span, per-producer and per-codec figures instead of the records."),
-    skip_record_metadata: bool = typer.Option(False, "--skip-record-metadata", help="Kafka: records as key and value only."),
-    key_format: Optional[str] = typer.Option(None, "--key-format", help="Kafka: show keys as text, hex, base64 or json (schema-registry framing shown apart).", metavar="FORMAT"),
-    value_format: Optional[str] = typer.Option(None, "--value-format", help="Kafka: show values as text, hex, base64 or json (schema-registry framing shown apart).", metavar="FORMAT"),
+    summary: _Summary = False,
+    skip_record_metadata: _SkipRecordMetadata = False,
+    key_format: _KeyFormat = None,
+    value_format: _ValueFormat = None,
     full: bool = typer.Option(False, "--full", help="Show keys and values whole (text output cuts them at 200 characters)."),
     as_json: bool = typer.Option(False, "--json", help="One JSON object on stdout."),
 ):
@@ -397,14 +321,12 @@ def lookup(
                             print_msg=print_msg, broker_name=broker_name, charset=charset,
                             sub_expression=sub_expression, print_body=_java_boolean(print_body))
     answer, found = answer_lookup(path, request)
-    if not as_json and (request.msg_ids is not None or request.print_msg or "mqadmin" in answer):
-        from segtool.ops.mqadmin import mqadmin_answer_lines
-
-        sys.stdout.write("\n".join(mqadmin_answer_lines(answer, full)) + "\n")
-    elif shape is not None and not as_json:
-        _print_shaped_answer(answer, full)
+    if as_json:
+        _print_json(answer)
     else:
-        _print_answer(answer, as_json, full)
+        from segtool.ops.text import lookup_lines
+
+        sys.stdout.write("\n".join(lookup_lines(answer, request, full)) + "\n")
     raise typer.Exit(EXIT_CLEAN if found else EXIT_PROBLEMS)
 
 
@@ -438,60 +360,6 @@ def _java_boolean(text: str) -> bool:
     return text.strip().lower() == "true"
 
 
-def _print_shaped_answer(answer: dict, full: bool) -> None:
-    """A lookup answer whose records are shaped (``--key-format`` and so on): the answer's own
-    fields as usual, then each record as its shape shows it."""
-    from segtool.ops.record_filters import shown_record_lines
-    from segtool.ops.render import answer_lines
-
-    records = answer.get("records") or ([answer["record"]] if answer.get("record") else [])
-    lines = answer_lines({name: value for name, value in answer.items() if name not in ("record", "records")}, full)
-    for record in records:
-        lines.append("")
-        lines.extend(shown_record_lines(record, full))
-    sys.stdout.write("\n".join(lines) + "\n")
-
-
-def _say_problems(say, problems: list[dict], indent: str = "") -> None:
-    for problem in errors_first(problems):
-        error = problem["severity"] == Severity.ERROR.value
-        say(f"{indent}{problem['severity']:5} {problem['kind']}: {problem['message']}", "red" if error else None)
-
-
-def _render_groups(report: dict) -> None:
-    """Per group: its metadata, then each committed partition with its lag."""
-    from segtool.ops.render import show_text
-
-    say = _Styled()
-    for group in report["groups"]:
-        head = f"group {group['group']} (__consumer_offsets-{group['coordinator_partition']})"
-        if group["deleted"]:
-            head += ": DELETED (tombstone)"
-        elif group["protocol"] is not None:
-            head += (f": {group['protocol']} protocol, type {show_text(group['protocol_type'])}"
-                     f", generation {group['generation']}, assignor {show_text(group['assignor'])}"
-                     f", leader {show_text(group['leader'])}, {len(group['members'])} members")
-        else:
-            head += ": offsets only, no group metadata"
-        say(head, "bold")
-        for member in group["members"]:
-            assigned = " ".join(f"{a['topic']}{a['partitions']}" for a in member["assigned"])
-            say(f"  member {member['member_id']} client {member['client_id']} {member['client_host']}"
-                + (f" assigned {assigned}" if assigned else ""), "dim")
-        for committed in group["offsets"]:
-            lag = "?" if committed["lag"] is None else committed["lag"]
-            end = "not here" if committed["log_end_offset"] is None else committed["log_end_offset"]
-            say(f"  {committed['topic']}-{committed['partition']}: committed {committed['offset']}, log end {end}, "
-                f"lag {lag}" + (f", metadata {show_text(committed['metadata'])}" if committed["metadata"] else ""),
-                "yellow" if isinstance(lag, int) and lag > 0 else None)
-    _say_problems(say, report["problems"])
-    summary = report["summary"]
-    at = "" if report["at"] is None else f" as of {report['at']}"
-    say(f"{summary['groups']} groups{at}, {summary['committed_partitions']} committed partitions, "
-        f"{summary['groups_deleted']} deleted, {summary['pending_transactional_commits']} transactional commits "
-        "awaiting a marker", "bold")
-
-
 @app.command()
 def groups(
     log_dir: str = typer.Argument(..., help="A Kafka log dir holding __consumer_offsets partitions, or a RocketMQ store (commitlog/ or config/ inside).", metavar="LOGDIR|STORE"),
@@ -521,124 +389,19 @@ def groups(
 
       segtool groups evidence/kafka-logs --group billing --at 2026-11-21T10:00:00Z --json
     """
-    from segtool.ops.groups import exit_code, groups as replay_groups
-    from segtool.ops.lookup import parse_timestamp
-    from segtool.ops.rocketmq_groups import rocketmq_store_root
+    from segtool.ops.brokers import consumer_groups
+    from segtool.ops.text import groups_lines, no_groups_line
 
-    if rocketmq_store_root(log_dir) is not None:
-        if at is not None:
-            _fail("--at replays Kafka's __consumer_offsets; a RocketMQ store keeps only the last committed offsets")
-        _rocketmq_groups(log_dir, group, as_json)
-    moment = None if at is None else parse_timestamp(at)
-    if moment is not None and moment < 0:
-        _fail(f"--at takes epoch ms or ISO-8601, not {at!r}")
-    report = replay_groups(log_dir, group=group, at=moment)
-    _State.exit_if_output_closed = exit_code(report)
+    report, code = consumer_groups(log_dir, group=group, at=at)
+    _State.exit_if_output_closed = code
     if as_json:
         _print_json(report)
     else:
-        _render_groups(report)
-    if not report["groups"]:
-        sys.stderr.write(f"segtool: no consumer group{'' if group is None else ' ' + repr(group)} in {log_dir}\n")
-    raise typer.Exit(exit_code(report))
-
-
-def _render_rocketmq_groups(report: dict) -> None:
-    """Per group and topic, each queue's committed offset, bounds, lag and last consumed time;
-    the delay levels; then the config files that do not read or differ from their .bak."""
-    from segtool.ops.render import iso_time, show_text
-
-    def known(value) -> str:
-        return "-" if value is None else str(value)
-
-    say = _Styled()
-    for group in report["groups"]:
-        head = f"group {show_text(group['group'])}"
-        if group["subscription_configured"]:
-            head += (f": consume {'enabled' if group['consume_enable'] else 'DISABLED'}, "
-                     f"{'broadcast allowed' if group['consume_broadcast_enable'] else 'no broadcast'}, "
-                     f"retry max {known(group['retry_max_times'])}")
-        else:
-            head += ": not in subscriptionGroup.json"
-        say(head + f", total lag {known(group['total_lag'])}", "bold")
-        for topic in group["topics"]:
-            queues = "not configured" if topic["read_queue_nums"] is None else f"{topic['read_queue_nums']} read queues"
-            say(f"  topic {show_text(topic['topic'])} ({queues}), lag {known(topic['total_lag'])}")
-            for queue in topic["queues"]:
-                committed = "none (0)" if queue["committed_offset"] is None else queue["committed_offset"]
-                last = queue["last_consumed_timestamp"]
-                say(f"    queue {queue['queue_id']}: committed {committed}, min {known(queue['min_offset'])}, "
-                    f"max {known(queue['max_offset'])}, lag {known(queue['lag'])}"
-                    + ("" if last is None else f", last consumed stored {iso_time(last)}"),
-                    "yellow" if isinstance(queue["lag"], int) and queue["lag"] > 0 else None)
-    for level in report["delay_levels"]:
-        delay = "" if level["delay_ms"] is None else f" ({level['delay_ms'] // 1000} s by default)"
-        say(f"delay level {level['delay_level']}{delay}: queue {level['queue_id']} offset {known(level['offset'])}, "
-            f"max {known(level['max_offset'])}, pending {known(level['pending'])}",
-            "yellow" if isinstance(level["pending"], int) and level["pending"] > 0 else None)
-    for config in report["config_files"]:
-        if config["loaded_from"] == "backup":
-            say(f"{config['name']}: the broker loads {config['name']}.bak (the file does not read)", "red")
-    _say_problems(say, report["problems"])
-    summary = report["summary"]
-    queues = "" if report["queues_read"] else " (no consumequeue/ in this copy: no bounds, lag or times)"
-    say(f"{summary['groups']} groups, {summary['topics']} topics, {summary['queues']} queues, total lag "
-        f"{known(summary['total_lag'])}; {summary['delay_levels']} delay levels, "
-        f"{known(summary['pending_delayed'])} delayed messages pending{queues}", "bold")
-
-
-def _rocketmq_groups(store: str, group: Optional[str], as_json: bool) -> None:
-    from segtool.ops.rocketmq_groups import exit_code, rocketmq_groups
-
-    report = rocketmq_groups(store, group=group)
-    _State.exit_if_output_closed = exit_code(report)
-    if as_json:
-        _print_json(report)
-    else:
-        _render_rocketmq_groups(report)
-    if not report["groups"]:
-        sys.stderr.write(f"segtool: no consumer group{'' if group is None else ' ' + repr(group)} with committed "
-                         f"offsets in {store}\n")
-    raise typer.Exit(exit_code(report))
-
-
-def _stats_text(stats: dict, unit: str) -> str:
-    if not stats["count"]:
-        return "-"
-    return f"{stats['min']}..{stats['max']}{unit} (mean {stats['mean']:.1f})"
-
-
-def _render_transactions(report: dict) -> None:
-    """Transactional ids, then each transactional partition: counts, LSO, empty and open transactions."""
-    say = _Styled()
-    for state in report["transactional_ids"]:
-        partitions = state["partitions"] or state["marker_partitions"]
-        say(f"transactional id {state['transactional_id']}: producer {state['producer_id']} epoch "
-            f"{state['producer_epoch']}, {state['state']}" + (" (TIMED OUT)" if state["timed_out"] else "")
-            + f", partitions {' '.join(p['topic'] + str(p['partitions']) for p in partitions) or '-'}, timeout "
-            f"{state['timeout_ms']} ms", "yellow" if state["timed_out"] else None)
-    for partition in report["partitions"]:
-        if not partition["transactional"]:
-            continue
-        say(f"{partition['topic']}-{partition['partition']}: {partition['commits']} committed, {partition['aborts']} "
-            f"aborted, last stable offset {partition['last_stable_offset']} of log end {partition['log_end_offset']}",
-            "bold")
-        say(f"  size {_stats_text(partition['size_records'], ' records')}, {_stats_text(partition['size_batches'], ' batches')}"
-            f"; duration {_stats_text(partition['duration_ms'], ' ms')}; {len(partition['aborted_ranges'])} aborted ranges")
-        for empty in partition["empty_transactions"]:
-            say(f"  empty transaction: producer {empty['producer_id']} epoch {empty['producer_epoch']} "
-                f"{empty['marker']} at offset {empty['marker_offset']}", "dim")
-        for txn in partition["open_transactions"]:
-            say(f"  open transaction: producer {txn['producer_id']} epoch {txn['producer_epoch']}"
-                f" ({txn['transactional_id'] or 'transactional id unknown'}) from offset {txn['first_offset']}, "
-                f"{txn['records']} records" + (f": HANGING, {txn['why']}" if txn["hanging"] else ""),
-                "red" if txn["hanging"] else "yellow")
-    _say_problems(say, report["problems"])
-    summary = report["summary"]
-    say(f"{summary['transactional_ids']} transactional ids, {summary['transactional_partitions']} of "
-        f"{summary['partitions']} partitions transactional: {summary['commits']} committed, {summary['aborts']} "
-        f"aborted, {summary['open_transactions']} open, {summary['hanging_transactions']} hanging, "
-        f"{summary['disagreements']} disagreements", "bold")
+        _print_styled(groups_lines(report))
+    missing = no_groups_line(report, group, log_dir)
+    if missing is not None:
+        sys.stderr.write(missing + "\n")
+    raise typer.Exit(code)
 
 
 @app.command()
@@ -670,7 +433,9 @@ def transactions(
     if as_json:
         _print_json(report)
     else:
-        _render_transactions(report)
+        from segtool.ops.text import transactions_lines
+
+        _print_styled(transactions_lines(report))
     raise typer.Exit(exit_code(report))
 
 
@@ -709,6 +474,18 @@ class _Progress:
         return lambda done: self.bar.update(task, completed=done)
 
 
+def _print_lines(lines) -> None:
+    for line in lines:
+        sys.stdout.write(line + "\n")
+
+
+def _print_styled(lines) -> None:
+    """``(text, style)`` lines of ``ops.text``, coloured on a terminal."""
+    say = _Styled()
+    for text, style in lines:
+        say(text, style)
+
+
 class _Styled:
     """Lines for people: coloured with rich on a terminal, plain text (no padding, no wrapping) when piped."""
 
@@ -724,65 +501,6 @@ class _Styled:
             self.console.print(line, style=style, markup=False)
         else:
             sys.stdout.write(line + "\n")
-
-
-def _salvage_text(salvage: dict) -> str:
-    """What reading past damage keeps after the recovery point, in words."""
-    if "batches" in salvage:  # Kafka
-        if not salvage["batches"]:
-            return "no valid batch after the recovery point"
-        return (f"{salvage['batches']} valid batches after the recovery point, {salvage['records']} records, "
-                f"offsets {salvage['first_offset']}..{salvage['last_offset']} (segtool salvage writes them back)")
-    if not salvage["messages"]:
-        return "no valid message after the recovery point"
-    return (f"{salvage['messages']} valid messages after the recovery point, physical offsets "
-            f"{salvage['first_phy_offset']}..{salvage['last_phy_offset']} (segtool salvage writes them back)")
-
-
-def _render_verify(report: dict) -> None:
-    """Problems first, in one screen; then the clean and skipped files, one line each."""
-    say = _Styled()
-    summary = report["summary"]
-    say(f"{summary['files']} files: {summary['ok']} ok, {summary['problems']} with problems, "
-        f"{summary['unreadable']} unreadable, {summary['skipped']} skipped", "bold")
-    colours = {"ok": "green", "problems": "red", "unreadable": "red", "skipped": "dim"}
-
-    def head(item: dict) -> str:
-        digest = item.get("sha256") or "not hashed"
-        return (f"{item['status'].upper():10} {item['path']}  ({item.get('kind')}, {item.get('size', '?')} bytes,"
-                f" sha256 {digest})")
-
-    bad = [item for item in report["files"] if item["status"] in ("problems", "unreadable")]
-    for item in bad:
-        say("")
-        say(head(item), colours[item["status"]])
-        problems = item.get("problems", [])
-        ordered = errors_first(problems)
-        errors = [p for p in ordered if p["severity"] == Severity.ERROR.value]
-        infos = ordered[len(errors):]
-        for problem in errors + infos[:20]:
-            where = "" if problem["byte_offset"] is None else f" at byte {problem['byte_offset']}"
-            say(f"  {problem['severity']:5} {problem['kind']}{where}: {problem['message']}",
-                "red" if problem["severity"] == Severity.ERROR.value else None)
-        if len(infos) > 20:
-            say(f"  info  … {len(infos) - 20} more notes (see --json)")
-        recovery = item.get("recovery")
-        if recovery and recovery.get("bytes_lost"):
-            broker = "RocketMQ" if item.get("kind", "").startswith("rocketmq") else "Kafka"
-            say(f"  {broker}'s recovery would keep {recovery['valid_bytes']} bytes and cut "
-                f"{recovery['bytes_lost']} ({recovery['records_lost']} records, stop: {recovery.get('stop_reason')})")
-        salvage = (recovery or {}).get("salvage")
-        if salvage:
-            say(f"  reading past the damage: {_salvage_text(salvage)}")
-    rest = [item for item in report["files"] if item["status"] not in ("problems", "unreadable")]
-    if rest:
-        say("")
-    for item in rest:
-        if item["status"] == "skipped":
-            say(f"{'SKIPPED':10} {item['path']}: {item.get('reason', 'not checked')}", "dim")
-            continue
-        notes = [p for p in item.get("problems", []) if p["severity"] != Severity.ERROR.value]
-        say(head(item) + (f"  {len(notes)} note(s): {notes[0]['message']}" if notes else ""), colours["ok"])
 
 
 @app.command()
@@ -824,78 +542,10 @@ def verify(
     if as_json:
         _print_json(report)
     else:
-        _render_verify(report)
+        from segtool.ops.text import verify_lines
+
+        _print_styled(verify_lines(report))
     raise typer.Exit(exit_code(report))
-
-
-_SPARKS = "▁▂▃▄▅▆▇█"
-
-
-def _sparkline(values: list[float], width: int = 60) -> str:
-    """Values summed into at most ``width`` columns, each drawn as one of eight heights."""
-    if not values:
-        return "(no timestamps)"
-    columns = [sum(values[i * len(values) // width:(i + 1) * len(values) // width])
-               for i in range(min(width, len(values)))] if len(values) > width else list(values)
-    top = max(columns) or 1
-    return "".join(_SPARKS[min(7, int(v / top * 7.999))] if v else " " for v in columns)
-
-
-def _render_report(figures: dict) -> None:
-    """Per partition and store: counts, span, rates, a sparkline of its timeline, its findings."""
-    from segtool.ops.render import iso_time
-
-    say = _Styled()
-
-    def span(count: int, what: str, first, last) -> str:
-        if first is None or last is None:
-            return "no timestamps"
-        seconds = (last - first) / 1000
-        rate = f", {count / seconds:.1f} {what}/s" if seconds > 0 else ""
-        return f"{iso_time(first)} .. {iso_time(last)} ({seconds:g} s{rate})"
-
-    def findings(found: dict) -> None:
-        if not found["total"]:
-            say("  findings: none", "green")
-            return
-        say("  findings: " + ", ".join(f"{kind} {n}" for kind, n in sorted(found["by_kind"].items())), "red")
-        errors = [f for f in found["shown"] if f["severity"] == Severity.ERROR.value]
-        for item in errors[:10]:
-            where = "" if item["placed_at"] is None else f" at {item['placed_at']}"
-            say(f"    {item['kind']}{where}: {item['message']}", "red")
-        if len(errors) > 10:
-            say(f"    … {len(errors) - 10} more errors (see --json or --out)")
-
-    for p in figures["partitions"]:
-        say(f"Kafka partition {p['directory']}", "bold")
-        say(f"  {len(p['segments'])} segments, {p['batches']} batches, {p['records']} records, {p['bytes']} bytes, "
-            f"offsets {p['first_offset']}..{p['last_offset']}")
-        say(f"  {span(p['records'], 'records', p['first_timestamp'], p['last_timestamp'])}")
-        say(f"  records/s {_sparkline(p['rates']['records_per_second'])}")
-        say(f"  {p['gaps']['count']} offset gaps, {p['out_of_order']['count']} timestamps out of order, "
-            f"{p['future']['count']} in the future; transactions {p['transactions']['committed']} committed, "
-            f"{p['transactions']['aborted']} aborted, {p['transactions']['open']} open")
-        truncation = p["truncation"]
-        if truncation is not None:
-            say(f"  Kafka's recovery truncates {truncation['file']} at byte {truncation['byte_offset']} "
-                f"(offset {truncation['offset']}, {truncation['reason']})", "red")
-        findings(p["findings"])
-    for s in figures["stores"]:
-        say(f"RocketMQ store {s['root']}", "bold")
-        say(f"  {s['messages']} messages, {s['bytes']} bytes, {len(s['queues'])} queues, "
-            f"{len(s['commitlog'])} CommitLog files, {len(s['index_files'])} IndexFiles")
-        say(f"  {span(s['messages'], 'messages', s['first_timestamp'], s['last_timestamp'])}")
-        say(f"  messages {_sparkline([sum(c) for c in zip(*(q['messages'] for q in s['timeline']['series']))])}")
-        if s["truncation"] is not None:
-            say(f"  RocketMQ's recovery cuts at physical offset {s['truncation']['offset']} "
-                f"({s['truncation']['reason']})", "red")
-        findings(s["findings"])
-    if figures["other_findings"]["total"]:
-        say("Other files", "bold")
-        findings(figures["other_findings"])
-    summary = figures["summary"]
-    say(f"{summary['files']} files: {summary['ok']} ok, {summary['problems']} with problems, "
-        f"{summary['unreadable']} unreadable, {summary['skipped']} skipped", "bold")
 
 
 @app.command()
@@ -934,169 +584,11 @@ def report(
     _State.exit_if_output_closed = exit_code(figures)
     if as_json:
         _print_json(figures)
-    elif out is not None:
-        _Styled()(f"wrote {out}: {len(figures['partitions'])} partitions, {len(figures['stores'])} stores, "
-                  f"{sum(f['problems'] for f in figures['files'])} findings", "bold")
     else:
-        _render_report(figures)
+        from segtool.ops.text import report_lines, report_written_lines
+
+        _print_styled(report_lines(figures) if out is None else report_written_lines(figures, out))
     raise typer.Exit(exit_code(figures))
-
-
-def _render_inspect(report: dict) -> None:
-    """Per log dir: its files, then each partition with its startup plan; problems in red."""
-    say = _Styled()
-
-    def problems(items: list[dict], indent: str) -> None:
-        for problem in errors_first(items):
-            error = problem["severity"] == Severity.ERROR.value
-            say(f"{indent}{problem['severity']:5} {problem['kind']}: {problem['message']}", "red" if error else None)
-
-    for log_dir in report["log_dirs"]:
-        meta = log_dir["meta_properties"]
-        marker = log_dir["clean_shutdown"]
-        say(f"log dir {log_dir['path']}", "bold")
-        if meta:
-            say(f"  meta.properties: version {meta['version']}, cluster.id {meta['cluster_id']}, node.id "
-                f"{meta['node_id']}, directory.id {meta['directory_id']}")
-        say("  shutdown: " + ("clean (.kafka_cleanshutdown present"
-                              + (f", broker epoch {marker['broker_epoch']})" if marker["broker_epoch"] is not None
-                                 else ")") if marker["marker_present"]
-                              else "UNCLEAN (no .kafka_cleanshutdown): partitions are recovered from their "
-                                   "recovery points"), None if marker["marker_present"] else "yellow")
-        for checkpoint in log_dir["checkpoints"]:
-            say(f"  {checkpoint['name']}: {len(checkpoint['entries'])} entries")
-        for path in log_dir["other_files"]:
-            say(f"  other file: {path}", "dim")
-        for item in log_dir["unreadable"]:
-            say(f"  UNREADABLE {item['path']}: {item['reason']}", "red")
-        problems(log_dir["problems"], "  ")
-        for partition in log_dir["partitions"]:
-            plan = partition["plan"]
-            say("")
-            say(f"  {os.path.basename(partition['directory'])} ({partition['state']}, topic id "
-                f"{partition['topic_id']}): {len(partition['segments'])} segments, {partition['bytes']} bytes, "
-                + (f"offsets {partition['first_offset']}..{partition['log_end_offset'] - 1}" if partition["first_offset"] is not None
-                   else "no batch") + f", leader epochs "
-                f"{len(partition['leader_epochs'])}, producer snapshots {len(partition['producer_snapshots'])}",
-                "bold")
-            if partition["quorum_state"]:
-                state = partition["quorum_state"]
-                say(f"    quorum-state: leader {state['leader_id']} epoch {state['leader_epoch']}, voters "
-                    f"{state['current_voters']}")
-            for snapshot in partition["kraft_snapshots"]:
-                say(f"    KRaft snapshot end offset {snapshot['end_offset']} epoch {snapshot['epoch']}: "
-                    f"{snapshot['records']} records")
-            recovered = plan["recovered_segments"]
-            if recovered:
-                say(f"    {plan['loaded_by']} recovers {len(recovered)} segment(s) from base offset "
-                    f"{recovered[0]['base_offset']} ({recovered[0]['because']}; recovery point "
-                    f"{plan['recovery_point']})")
-            truncated = plan["truncated_at"]
-            if truncated:
-                say(f"    truncates {os.path.basename(truncated['segment'])} at byte {truncated['byte_offset']} "
-                    f"(offset {truncated['offset']}), dropping offsets {truncated['offset']}.."
-                    f"{truncated['dropped_until'] - 1} and {truncated['bytes_dropped']} bytes", "red")
-            say(f"    after start-up: log end {plan['log_end_offset']}, recovery point {plan['new_recovery_point']}, "
-                f"log start {plan['new_log_start_offset']}")
-            for note in plan["notes"]:
-                say(f"    note: {note}", "dim")
-            problems(partition["problems"], "    ")
-    summary = report["summary"]
-    say("")
-    say(f"{summary['partitions']} partitions: {summary['partitions_recovered']} recovered at start-up, "
-        f"{summary['partitions_truncated']} truncated; {summary['errors']} errors, {summary['notes']} notes, "
-        f"{summary['unreadable']} unreadable", "bold")
-
-
-def _render_inspect_rocketmq(report: dict) -> None:
-    """Per store: shutdown, checkpoint, files, then the start-up plan; problems in red."""
-    from segtool.ops.render import iso_time
-
-    say = _Styled()
-    for store in report["stores"]:
-        shutdown, checkpoint, commitlog, plan = store["shutdown"], store["checkpoint"], store["commitlog"], store["plan"]
-        say(f"store {store['path']}", "bold")
-        say("  shutdown: " + ("ABNORMAL (abort file present): the next start runs the abnormal recovery"
-                              if shutdown["last_exit"] == "abnormal" else "normal (no abort file)")
-            + (f"; lock file present ({shutdown['lock_content']})" if shutdown["lock_file"] else "; no lock file"),
-            "yellow" if shutdown["last_exit"] == "abnormal" else None)
-        if checkpoint:
-            say(f"  checkpoint: physicMsgTimestamp {iso_time(checkpoint['physic_msg_timestamp'])}, logicsMsgTimestamp "
-                f"{iso_time(checkpoint['logics_msg_timestamp'])}, indexMsgTimestamp "
-                f"{iso_time(checkpoint['index_msg_timestamp'])}")
-            say(f"    newest message {iso_time(checkpoint['last_message_store_timestamp'])}, newest queued message "
-                f"{iso_time(checkpoint['last_unit_store_timestamp'])}, newest index end "
-                f"{iso_time(checkpoint['last_index_end_timestamp'])}")
-        else:
-            say("  checkpoint: none")
-        if commitlog:
-            say(f"  commitlog: {len(commitlog['files'])} files of {commitlog['configured_file_size']} bytes, "
-                f"{commitlog['messages']} messages, data up to physical offset {commitlog['data_end_phy_offset']}"
-                + ("" if commitlog["names_continuous"] else ", names NOT continuous"))
-            for f in commitlog["files"]:
-                span = (f"{f['messages']} messages {f['first_phy_offset']}..{f['last_phy_offset']}, "
-                        f"{iso_time(f['first_store_timestamp'])} .. {iso_time(f['last_store_timestamp'])}"
-                        if f["messages"] else "no message")
-                say(f"    {f['name']} {f['size']} bytes: {span}; ends {f['end_kind']} at {f['end_file_offset']}")
-        queues = store["consume_queues"]
-        say(f"  consumequeue: {len(queues)} queues, {sum(q['units'] for q in queues)} units in "
-            f"{sum(len(q['files']) for q in queues)} files")
-        for q in queues:
-            if q["directory"] is None:
-                say(f"    {q['topic']}/{q['queue_id']}: not on disk; created by the re-dispatch at start", "dim")
-                continue
-            say(f"    {q['topic']}/{q['queue_id']}: {len(q['files'])} files, {q['units']} units, max offset "
-                f"{q['max_offset']}, max physical offset {q['max_physic_offset']}", "dim")
-        for f in store["index_files"]:
-            say(f"  index {f['name']}: {f['size']} bytes, geometry {f['hash_slot_num']}/{f['index_num']}, indexCount "
-                f"{f['index_count']}, {iso_time(f['begin_timestamp'])} .. {iso_time(f['end_timestamp'])}, physical "
-                f"offsets {f['begin_phy_offset']}..{f['end_phy_offset']}")
-        if store["config_files"]:
-            say("  config: " + ", ".join(f"{f['name']} ({f['size']} bytes)" for f in store["config_files"]))
-        for path in store["other_files"]:
-            say(f"  other file: {path}", "dim")
-        for item in store["unreadable"]:
-            say(f"  UNREADABLE {item['path']}: {item['reason']}", "red")
-        say("  start-up plan:", "bold")
-        if not plan["loads"]:
-            say("    DefaultMessageStore.load fails: the broker does not start (files of the wrong length: "
-                + ", ".join(plan["refused_files"]) + ")", "red")
-        recovery = plan["commitlog"]
-        if recovery:
-            say(f"    {recovery['method']} from {recovery['start_file']}: stops at physical offset "
-                f"{recovery['max_phy_offset']} ({recovery['stop_kind']}"
-                + (f": {recovery['stop_reason']}" if recovery["stop_reason"] else "") + ")")
-            cut = recovery["truncated_at"]
-            if cut:
-                say(f"    truncates the CommitLog in {cut['file']} at byte {cut['file_offset']}: "
-                    f"{cut['bytes_dropped']} bytes, {cut['messages_dropped']} messages dropped", "red")
-            if recovery["deleted_files"]:
-                say(f"    deletes CommitLog file(s) {', '.join(recovery['deleted_files'])}")
-        if plan["truncates_consume_queues"] or plan["consume_queue_units_dropped"]:
-            say(f"    ConsumeQueues: {plan['consume_queue_units_dropped']} units dropped"
-                + (" (truncateDirtyLogicFiles runs)" if plan["truncates_consume_queues"] else ""),
-                "red" if plan["consume_queue_units_dropped"] else None)
-        index = plan["index"]
-        if index["destroyed"]:
-            say(f"    IndexService.load destroys {', '.join(index['destroyed'])}", "yellow")
-        for name, step in (("recovery dispatch", plan["recovery_dispatch"]), ("reput", plan["reput"])):
-            if step:
-                say(f"    {name}: {step['messages']} messages from {step['from_file']} to physical offset "
-                    f"{step['to_phy_offset']}, {step['units_added']} ConsumeQueue units added")
-        if index["entries_written"]:
-            say(f"    index: {index['entries_written']} entries for {index['messages_indexed']} messages, "
-                f"{index['files_created']} new file(s)" + (f", appended to {index['appended_to']}"
-                                                           if index["appended_to"] else ""))
-        for note in plan["notes"]:
-            say(f"    note: {note}", "dim")
-        _say_problems(say, store["problems"], "  ")
-        say("")
-    summary = report["summary"]
-    say(f"{summary['stores']} stores: {summary['abnormal_shutdowns']} abnormal shutdowns, "
-        f"{summary['stores_not_loading']} not loading, {summary['commitlogs_truncated']} CommitLogs truncated, "
-        f"{summary['consume_queue_units_dropped']} ConsumeQueue units dropped, {summary['index_files_destroyed']} "
-        f"IndexFiles destroyed; {summary['errors']} errors, {summary['notes']} notes, {summary['unreadable']} "
-        "unreadable", "bold")
 
 
 @app.command()
@@ -1126,28 +618,16 @@ def inspect(
 
       segtool inspect evidence/rocketmq/store
     """
-    from segtool.engine.inventory import is_store_root
+    from segtool.ops.brokers import inspect_paths
+    from segtool.ops.text import inspect_lines
 
-    stores = [path for path in paths if is_store_root(path)]
-    if stores and len(stores) != len(paths):
-        _fail("give Kafka log dirs or RocketMQ stores, not both: "
-              + ", ".join(path for path in paths if path not in stores) + " are not RocketMQ stores")
-    if stores:
-        from segtool.ops.inspect_rocketmq import exit_code, inspect_stores
-
-        report = inspect_stores(stores)
-        render = _render_inspect_rocketmq
-    else:
-        from segtool.ops.inspect import exit_code, inspect as run_inspect
-
-        report = run_inspect(paths)
-        render = _render_inspect
-    _State.exit_if_output_closed = exit_code(report)
+    report, code = inspect_paths(paths)
+    _State.exit_if_output_closed = code
     if as_json:
         _print_json(report)
     else:
-        render(report)
-    raise typer.Exit(exit_code(report))
+        _print_styled(inspect_lines(report))
+    raise typer.Exit(code)
 
 
 @app.command("rebuild-index")
@@ -1201,13 +681,9 @@ def rebuild_index(
         if as_json:
             _print_json({"stores": reports})
         else:
-            for rep in reports:
-                for written in rep["files"]:
-                    sys.stdout.write(f"wrote {written['path']} ({written['entries']} entries, {written['size']} bytes,"
-                                     f" {written['allocated_bytes']} allocated on disk, sha256 {written['sha256']})\n")
-                    _say_replaced(written)
-                if rep["backup_dir"]:
-                    sys.stdout.write(f"  the store's index/ was first copied to {rep['backup_dir']}\n")
+            from segtool.ops.text import rebuild_rocketmq_lines
+
+            _print_lines(rebuild_rocketmq_lines(reports))
         raise typer.Exit(EXIT_CLEAN)
     runner = _pipeline_engine(engine, master, conf)
     if runner is not None:
@@ -1223,16 +699,9 @@ def rebuild_index(
     if as_json:
         _print_json(report)
     else:
-        for seg in report["segments"]:
-            note = "" if not seg["bytes_kafka_would_truncate"] else (
-                f"  (Kafka's recovery would also cut the log at byte {seg['valid_bytes']}: {seg['stop_message']})")
-            sys.stdout.write(f"{seg['log']}: {seg['offset_index_entries']} offset entries, "
-                             f"{seg['time_index_entries']} time entries, {seg['aborted_transactions']} aborted txns{note}\n")
-            for written in seg["written"]:
-                sys.stdout.write(f"  wrote {written['path']} ({written['size']} bytes, sha256 {written['sha256']})\n")
-                _say_replaced(written)
-        if report["skipped"]:
-            sys.stdout.write(f"{len(report['skipped'])} other files left as they are (not segments; see --json)\n")
+        from segtool.ops.text import rebuild_lines
+
+        _print_lines(rebuild_lines(report))
     _name_unreadable(report["unreadable"])
     truncated = any(seg["bytes_kafka_would_truncate"] for seg in report["segments"])
     raise typer.Exit(EXIT_UNREADABLE if report["unreadable"] else EXIT_PROBLEMS if truncated else EXIT_CLEAN)
@@ -1242,14 +711,6 @@ def _name_unreadable(entries: list[dict]) -> None:
     """Entries a writing command could not read: one line each on stderr; the rest was done."""
     for entry in entries:
         sys.stderr.write(f"segtool: {entry['path']}: {entry['reason']}\n")
-
-
-def _say_replaced(written: dict) -> None:
-    if written.get("unchanged"):
-        sys.stdout.write("    it held these very bytes already: left as it was, no backup made\n")
-    elif written.get("replaced_sha256"):
-        where = f"kept as {written['backup']}" if written.get("backup") else "backed up with its directory"
-        sys.stdout.write(f"    replaced a file with sha256 {written['replaced_sha256']}, {where}\n")
 
 
 def _pipeline_engine(engine: Optional[str], master: Optional[str], conf: Optional[List[str]]):
@@ -1314,20 +775,9 @@ def scan(
     if as_json:
         _print_json(report)
     else:
-        dataset = report["dataset"]
-        brokers = ", ".join(f"{kind} {rows}" for kind, rows in dataset["rows_by_broker"].items())
-        sys.stdout.write(f"{dataset['rows']} rows ({brokers}) in {dataset['files']} files, "
-                         f"{dataset['partition_directories']} topic/partition directories, under {dataset['path']}\n")
-        timing = report["timing"]
-        sys.stdout.write(f"{report['inputs']['bytes']} input bytes in {report['tasks']} tasks on {report['engine']}"
-                         f": scan {timing['scan_seconds']} s ({timing['mb_per_second']} MB/s), "
-                         f"start-up {timing['startup_seconds']} s\n")
-        for problem in report["problems"]:
-            where = "" if problem["byte_offset"] is None else f" byte {problem['byte_offset']}"
-            sys.stdout.write(f"{problem['severity']}: {problem['path']}{where}: {problem['message']}\n")
-        if report["inputs"]["skipped"]:
-            sys.stdout.write(f"{len(report['inputs']['skipped'])} other files not scanned (neither segments nor "
-                             f"CommitLog files), each named in {dataset['report']}\n")
+        from segtool.ops.text import scan_lines
+
+        _print_lines(scan_lines(report))
     _name_unreadable(report["inputs"]["unreadable"])
     raise typer.Exit(scan_exit_code(report))
 
@@ -1361,21 +811,9 @@ def carve(
     if as_json:
         _print_json(report)
     else:
-        summary, search = report["summary"], report["search"]
-        sys.stdout.write(f"{summary['kafka_batches']} Kafka batches ({summary['kafka_records']} records) and "
-                         f"{summary['rocketmq_messages']} RocketMQ messages in {len(report['inputs'])} files, "
-                         f"{summary['runs']} runs; {summary['unplaced']} finds not placed\n")
-        sys.stdout.write(f"searched {search['bytes_searched']} bytes: {search['candidates']} candidates, "
-                         f"{search['checksums']} checksums computed (false finds expected: "
-                         f"{search['expected_false_finds']:.2g})\n")
-        for item in report["unplaced"][:5]:
-            sys.stdout.write(f"not placed: {item['file']} byte {item['position']}: {item['reason']}: {item['message']}\n")
-        if summary["unplaced"] > 5:
-            sys.stdout.write(f"... and {summary['unplaced'] - 5} more in {os.path.join(out, 'carve-report.json')}\n")
-        for written in report["written"]:
-            sys.stdout.write(f"wrote {written['path']} ({written['size']} bytes, sha256 {written['sha256']})\n")
-            _say_replaced(written)
-        sys.stdout.write(f"wrote {os.path.join(out, 'carve-report.json')}\n")
+        from segtool.ops.text import carve_lines
+
+        _print_lines(carve_lines(report, out))
     _name_unreadable(report["unreadable"])
     raise typer.Exit(carve_exit_code(report))
 
@@ -1407,15 +845,9 @@ def trim(
     if as_json:
         _print_json(report)
     else:
-        for item in report["files"]:
-            where = f" -> {item['written']['path']} (sha256 {item['written']['sha256']})" if item["written"] else ""
-            sys.stdout.write(f"{item['path']}: {item['valid_entries']} valid entries, "
-                             f"{item['bytes_reclaimed']} bytes reclaimed{where}\n")
-            if item["written"]:
-                _say_replaced(item["written"])
-        for item in report["skipped"]:
-            sys.stdout.write(f"skipped {item['path']}: {item['reason']}\n")
-        sys.stdout.write(f"total reclaimed: {report['bytes_reclaimed']} bytes\n")
+        from segtool.ops.text import trim_lines
+
+        _print_lines(trim_lines(report))
     _name_unreadable(report["unreadable"])
     raise typer.Exit(EXIT_UNREADABLE if report["unreadable"] else EXIT_CLEAN if report["files"] else EXIT_PROBLEMS)
 
@@ -1442,7 +874,6 @@ def salvage(
 
       segtool salvage evidence/rocketmq/store --out /cases/42/store --json > salvage.json
     """
-    from segtool.ops.render import damaged_range_text
     from segtool.ops.salvage import exit_code as salvage_exit_code, salvage as run_salvage
 
     with _Progress(enabled=not as_json) as progress:
@@ -1452,36 +883,9 @@ def salvage(
     if as_json:
         _print_json(report)
     else:
-        for item in report["partitions"] + report["stores"]:
-            sys.stdout.write(f"{item.get('directory') or item.get('store')} -> {item['out_directory']}\n")
-            for damaged in item["damaged_ranges"]:
-                sys.stdout.write(f"  damaged {damaged['file']}: {damaged_range_text(damaged)}\n")
-            for conflict in item["conflicts"]:
-                sys.stdout.write(f"  not written back: {conflict['file']} byte {conflict['position']}, offsets "
-                                 f"{conflict['first_offset']}..{conflict['last_offset']}: {conflict['reason']}\n")
-        for partition in report["partitions"]:
-            lost = ", ".join(f"{r['first_offset']}..{'?' if r['last_offset'] is None else r['last_offset']}"
-                             for r in partition["offset_ranges_lost"]) or "none"
-            sys.stdout.write(f"  {partition['batches_kept']} batches kept, {partition['batches_failed_crc']} failed "
-                             f"their CRC, offsets lost: {lost}\n")
-            for segment in partition["segments"]:
-                for written in segment["written"]:
-                    sys.stdout.write(f"  wrote {written['path']} ({written['size']} bytes, sha256 {written['sha256']})\n")
-                    _say_replaced(written)
-        for store in report["stores"]:
-            lost = sum(r["last_offset"] - r["first_offset"] + 1 for r in store["queue_offsets_lost"])
-            sys.stdout.write(f"  {store['messages_kept']} messages kept, {store['messages_failed_crc']} failed their "
-                             f"body CRC, {lost} queue offsets lost; wrote {len(store['written'])} store files and "
-                             f"{store['messages_parquet']['path']}\n")
-            for note in store["notes"]:
-                sys.stdout.write(f"  note: {note}\n")
-        summary = report["summary"]
-        sys.stdout.write("nothing lost\n" if summary["nothing_lost"] else
-                         f"{summary['damaged_ranges']} damaged ranges ({summary['bytes_damaged']} bytes); see --json "
-                         "for every range and lost offset\n")
-        if report["skipped"]:
-            sys.stdout.write(f"{len(report['skipped'])} other files not written back (each named with its reason "
-                             "in --json)\n")
+        from segtool.ops.text import salvage_lines
+
+        _print_lines(salvage_lines(report))
     _name_unreadable(report["unreadable"])
     raise typer.Exit(salvage_exit_code(report))
 
@@ -1515,7 +919,9 @@ def index_keys(
     if as_json:
         _print_json(report)
     else:
-        sys.stdout.write(f"indexed {report['records_indexed']} keyed records into {report['index_dir']}\n")
+        from segtool.ops.text import index_keys_lines
+
+        _print_lines(index_keys_lines(report))
     raise typer.Exit(EXIT_CLEAN)
 
 

@@ -19,24 +19,35 @@ import pytest
 
 from segtool.formats.kafka_build import build_batch_v2, build_legacy_message, build_records, make_batch
 from segtool.formats.kafka_log import Record, RecordBatch
-from segtool.ops.dump import dump_paths
-from segtool.ops.runs import BatchRun, MessageRun
-from segtool.ops.render import _iso_times, iso_time, render_text_item, run_json_lines, run_text_lines, to_json
+from segtool.ops.dump import DumpRequest, dump_paths, run_dump
+from segtool.ops.runs import MessageRun
+from segtool.ops.render import _iso_times, iso_time, render_text_item, run_json_lines
 from tests import rocketmq5_writer as rmq_writer
 from tests.conftest import CORPUS, SAMPLE_DATA
 
 BASE_TS = 1_795_000_000_000
 
 
+class _Lines:
+    """``ops.dump.DumpOutput`` kept in a list: stdout's lines only."""
+
+    def __init__(self):
+        self.lines: list[str] = []
+        self.line = self.lines.append
+        self.run = self.lines.extend
+
+    def note(self, text: str) -> None:
+        pass
+
+    def found(self, code: int) -> None:
+        pass
+
+
 def fast_lines(path: str, fmt: str, deep: bool, full: bool) -> list[str]:
-    """What ``segtool dump`` prints for one file (the CLI's loop without its bookkeeping)."""
-    lines = []
-    for item in dump_paths([path], deep=deep, in_runs=True, for_text=fmt == "text"):
-        if isinstance(item, (BatchRun, MessageRun)):
-            lines += run_json_lines(item) if fmt == "json" else run_text_lines(item, full)
-        elif item["kind"] not in ("skipped", "unreadable"):
-            lines.append(to_json(item) if fmt == "json" else render_text_item(item, full))
-    return lines
+    """What ``segtool dump`` prints for one file: its driver, runs a column at a time."""
+    out = _Lines()
+    run_dump(DumpRequest([path], format=fmt, deep=deep, full=full), out)
+    return out.lines
 
 
 def item_lines(path: str, fmt: str, deep: bool, full: bool) -> list[str]:

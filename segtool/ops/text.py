@@ -1,0 +1,579 @@
+"""The text output of the commands, as lines made from their typed reports (dump items and
+lookup fields render in ``ops.render``).  The command line only prints them.
+
+Lines for people come as ``(text, style)``: the style is a rich style the command line colours
+the line with on a terminal (``None``: plain); piped, only the text is written.  Commands that
+write plain text (rebuild-index, trim, salvage, scan, carve, index-keys) get plain strings.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Iterator
+
+from segtool.findings import Severity, errors_first
+from segtool.ops.render import answer_lines, damaged_range_text, iso_time, show_text
+
+if TYPE_CHECKING:
+    from segtool.ops.lookup import LookupRequest
+
+Styled = tuple[str, str | None]
+
+
+def _problem_lines(problems: list[dict], indent: str = "") -> Iterator[Styled]:
+    for problem in errors_first(problems):
+        error = problem["severity"] == Severity.ERROR.value
+        yield f"{indent}{problem['severity']:5} {problem['kind']}: {problem['message']}", "red" if error else None
+
+
+def lookup_lines(answer: dict, request: LookupRequest, full: bool) -> list[str]:
+    """A lookup's answer: as mqadmin prints it for its queries, the records as their shape shows
+    them when one is asked for (``--key-format`` and so on), else field by field."""
+    if request.msg_ids is not None or request.print_msg or "mqadmin" in answer:
+        from segtool.ops.mqadmin import mqadmin_answer_lines
+
+        return mqadmin_answer_lines(answer, full)
+    if request.shape is None:
+        return answer_lines(answer, full)
+    from segtool.ops.record_filters import shown_record_lines
+
+    records = answer.get("records") or ([answer["record"]] if answer.get("record") else [])
+    lines = answer_lines({name: value for name, value in answer.items() if name not in ("record", "records")}, full)
+    for record in records:
+        lines.append("")
+        lines.extend(shown_record_lines(record, full))
+    return lines
+
+
+def groups_lines(report: dict) -> Iterator[Styled]:
+    """``segtool groups``, of a Kafka log dir or of a RocketMQ store (which has delay levels)."""
+    return _rocketmq_groups_lines(report) if "delay_levels" in report else _kafka_groups_lines(report)
+
+
+def no_groups_line(report: dict, group: str | None, path: str) -> str | None:
+    """For stderr, when ``groups`` found none."""
+    if report["groups"]:
+        return None
+    named = "" if group is None else " " + repr(group)
+    if "delay_levels" in report:
+        return f"segtool: no consumer group{named} with committed offsets in {path}"
+    return f"segtool: no consumer group{named} in {path}"
+
+
+def _kafka_groups_lines(report: dict) -> Iterator[Styled]:
+    """Per group: its metadata, then each committed partition with its lag."""
+    for group in report["groups"]:
+        head = f"group {group['group']} (__consumer_offsets-{group['coordinator_partition']})"
+        if group["deleted"]:
+            head += ": DELETED (tombstone)"
+        elif group["protocol"] is not None:
+            head += (f": {group['protocol']} protocol, type {show_text(group['protocol_type'])}"
+                     f", generation {group['generation']}, assignor {show_text(group['assignor'])}"
+                     f", leader {show_text(group['leader'])}, {len(group['members'])} members")
+        else:
+            head += ": offsets only, no group metadata"
+        yield head, "bold"
+        for member in group["members"]:
+            assigned = " ".join(f"{a['topic']}{a['partitions']}" for a in member["assigned"])
+            yield (f"  member {member['member_id']} client {member['client_id']} {member['client_host']}"
+                   + (f" assigned {assigned}" if assigned else "")), "dim"
+        for committed in group["offsets"]:
+            lag = "?" if committed["lag"] is None else committed["lag"]
+            end = "not here" if committed["log_end_offset"] is None else committed["log_end_offset"]
+            yield (f"  {committed['topic']}-{committed['partition']}: committed {committed['offset']}, log end {end}, "
+                   f"lag {lag}" + (f", metadata {show_text(committed['metadata'])}" if committed["metadata"] else ""),
+                   "yellow" if isinstance(lag, int) and lag > 0 else None)
+    yield from _problem_lines(report["problems"])
+    summary = report["summary"]
+    at = "" if report["at"] is None else f" as of {report['at']}"
+    yield (f"{summary['groups']} groups{at}, {summary['committed_partitions']} committed partitions, "
+           f"{summary['groups_deleted']} deleted, {summary['pending_transactional_commits']} transactional commits "
+           "awaiting a marker"), "bold"
+
+
+def _known(value) -> str:
+    return "-" if value is None else str(value)
+
+
+def _rocketmq_groups_lines(report: dict) -> Iterator[Styled]:
+    """Per group and topic, each queue's committed offset, bounds, lag and last consumed time;
+    the delay levels; then the config files that do not read or differ from their .bak."""
+    for group in report["groups"]:
+        head = f"group {show_text(group['group'])}"
+        if group["subscription_configured"]:
+            head += (f": consume {'enabled' if group['consume_enable'] else 'DISABLED'}, "
+                     f"{'broadcast allowed' if group['consume_broadcast_enable'] else 'no broadcast'}, "
+                     f"retry max {_known(group['retry_max_times'])}")
+        else:
+            head += ": not in subscriptionGroup.json"
+        yield head + f", total lag {_known(group['total_lag'])}", "bold"
+        for topic in group["topics"]:
+            queues = "not configured" if topic["read_queue_nums"] is None else f"{topic['read_queue_nums']} read queues"
+            yield f"  topic {show_text(topic['topic'])} ({queues}), lag {_known(topic['total_lag'])}", None
+            for queue in topic["queues"]:
+                committed = "none (0)" if queue["committed_offset"] is None else queue["committed_offset"]
+                last = queue["last_consumed_timestamp"]
+                yield (f"    queue {queue['queue_id']}: committed {committed}, min {_known(queue['min_offset'])}, "
+                       f"max {_known(queue['max_offset'])}, lag {_known(queue['lag'])}"
+                       + ("" if last is None else f", last consumed stored {iso_time(last)}"),
+                       "yellow" if isinstance(queue["lag"], int) and queue["lag"] > 0 else None)
+    for level in report["delay_levels"]:
+        delay = "" if level["delay_ms"] is None else f" ({level['delay_ms'] // 1000} s by default)"
+        yield (f"delay level {level['delay_level']}{delay}: queue {level['queue_id']} offset {_known(level['offset'])}, "
+               f"max {_known(level['max_offset'])}, pending {_known(level['pending'])}",
+               "yellow" if isinstance(level["pending"], int) and level["pending"] > 0 else None)
+    for config in report["config_files"]:
+        if config["loaded_from"] == "backup":
+            yield f"{config['name']}: the broker loads {config['name']}.bak (the file does not read)", "red"
+    yield from _problem_lines(report["problems"])
+    summary = report["summary"]
+    queues = "" if report["queues_read"] else " (no consumequeue/ in this copy: no bounds, lag or times)"
+    yield (f"{summary['groups']} groups, {summary['topics']} topics, {summary['queues']} queues, total lag "
+           f"{_known(summary['total_lag'])}; {summary['delay_levels']} delay levels, "
+           f"{_known(summary['pending_delayed'])} delayed messages pending{queues}"), "bold"
+
+
+def _stats_text(stats: dict, unit: str) -> str:
+    if not stats["count"]:
+        return "-"
+    return f"{stats['min']}..{stats['max']}{unit} (mean {stats['mean']:.1f})"
+
+
+def transactions_lines(report: dict) -> Iterator[Styled]:
+    """Transactional ids, then each transactional partition: counts, LSO, empty and open transactions."""
+    for state in report["transactional_ids"]:
+        partitions = state["partitions"] or state["marker_partitions"]
+        yield (f"transactional id {state['transactional_id']}: producer {state['producer_id']} epoch "
+               f"{state['producer_epoch']}, {state['state']}" + (" (TIMED OUT)" if state["timed_out"] else "")
+               + f", partitions {' '.join(p['topic'] + str(p['partitions']) for p in partitions) or '-'}, timeout "
+               f"{state['timeout_ms']} ms", "yellow" if state["timed_out"] else None)
+    for partition in report["partitions"]:
+        if not partition["transactional"]:
+            continue
+        yield (f"{partition['topic']}-{partition['partition']}: {partition['commits']} committed, "
+               f"{partition['aborts']} aborted, last stable offset {partition['last_stable_offset']} of log end "
+               f"{partition['log_end_offset']}"), "bold"
+        yield (f"  size {_stats_text(partition['size_records'], ' records')}, "
+               f"{_stats_text(partition['size_batches'], ' batches')}; duration "
+               f"{_stats_text(partition['duration_ms'], ' ms')}; {len(partition['aborted_ranges'])} aborted ranges"), None
+        for empty in partition["empty_transactions"]:
+            yield (f"  empty transaction: producer {empty['producer_id']} epoch {empty['producer_epoch']} "
+                   f"{empty['marker']} at offset {empty['marker_offset']}"), "dim"
+        for txn in partition["open_transactions"]:
+            yield (f"  open transaction: producer {txn['producer_id']} epoch {txn['producer_epoch']}"
+                   f" ({txn['transactional_id'] or 'transactional id unknown'}) from offset {txn['first_offset']}, "
+                   f"{txn['records']} records" + (f": HANGING, {txn['why']}" if txn["hanging"] else ""),
+                   "red" if txn["hanging"] else "yellow")
+    yield from _problem_lines(report["problems"])
+    summary = report["summary"]
+    yield (f"{summary['transactional_ids']} transactional ids, {summary['transactional_partitions']} of "
+           f"{summary['partitions']} partitions transactional: {summary['commits']} committed, {summary['aborts']} "
+           f"aborted, {summary['open_transactions']} open, {summary['hanging_transactions']} hanging, "
+           f"{summary['disagreements']} disagreements"), "bold"
+
+
+def _salvage_text(salvage: dict) -> str:
+    """What reading past damage keeps after the recovery point, in words."""
+    if "batches" in salvage:  # Kafka
+        if not salvage["batches"]:
+            return "no valid batch after the recovery point"
+        return (f"{salvage['batches']} valid batches after the recovery point, {salvage['records']} records, "
+                f"offsets {salvage['first_offset']}..{salvage['last_offset']} (segtool salvage writes them back)")
+    if not salvage["messages"]:
+        return "no valid message after the recovery point"
+    return (f"{salvage['messages']} valid messages after the recovery point, physical offsets "
+            f"{salvage['first_phy_offset']}..{salvage['last_phy_offset']} (segtool salvage writes them back)")
+
+
+_STATUS_STYLES = {"ok": "green", "problems": "red", "unreadable": "red", "skipped": "dim"}
+
+
+def _verified_file_head(item: dict) -> str:
+    digest = item.get("sha256") or "not hashed"
+    return (f"{item['status'].upper():10} {item['path']}  ({item.get('kind')}, {item.get('size', '?')} bytes,"
+            f" sha256 {digest})")
+
+
+def verify_lines(report: dict) -> Iterator[Styled]:
+    """Problems first, in one screen; then the clean and skipped files, one line each."""
+    summary = report["summary"]
+    yield (f"{summary['files']} files: {summary['ok']} ok, {summary['problems']} with problems, "
+           f"{summary['unreadable']} unreadable, {summary['skipped']} skipped"), "bold"
+    bad = [item for item in report["files"] if item["status"] in ("problems", "unreadable")]
+    for item in bad:
+        yield "", None
+        yield _verified_file_head(item), _STATUS_STYLES[item["status"]]
+        ordered = errors_first(item.get("problems", []))
+        errors = [p for p in ordered if p["severity"] == Severity.ERROR.value]
+        infos = ordered[len(errors):]
+        for problem in errors + infos[:20]:
+            where = "" if problem["byte_offset"] is None else f" at byte {problem['byte_offset']}"
+            yield (f"  {problem['severity']:5} {problem['kind']}{where}: {problem['message']}",
+                   "red" if problem["severity"] == Severity.ERROR.value else None)
+        if len(infos) > 20:
+            yield f"  info  … {len(infos) - 20} more notes (see --json)", None
+        recovery = item.get("recovery")
+        if recovery and recovery.get("bytes_lost"):
+            broker = "RocketMQ" if item.get("kind", "").startswith("rocketmq") else "Kafka"
+            yield (f"  {broker}'s recovery would keep {recovery['valid_bytes']} bytes and cut "
+                   f"{recovery['bytes_lost']} ({recovery['records_lost']} records, stop: "
+                   f"{recovery.get('stop_reason')})"), None
+        salvage = (recovery or {}).get("salvage")
+        if salvage:
+            yield f"  reading past the damage: {_salvage_text(salvage)}", None
+    rest = [item for item in report["files"] if item["status"] not in ("problems", "unreadable")]
+    if rest:
+        yield "", None
+    for item in rest:
+        if item["status"] == "skipped":
+            yield f"{'SKIPPED':10} {item['path']}: {item.get('reason', 'not checked')}", "dim"
+            continue
+        notes = [p for p in item.get("problems", []) if p["severity"] != Severity.ERROR.value]
+        yield (_verified_file_head(item) + (f"  {len(notes)} note(s): {notes[0]['message']}" if notes else ""),
+               _STATUS_STYLES["ok"])
+
+
+_SPARKS = "▁▂▃▄▅▆▇█"
+
+
+def _sparkline(values: list[float], width: int = 60) -> str:
+    """Values summed into at most ``width`` columns, each drawn as one of eight heights."""
+    if not values:
+        return "(no timestamps)"
+    columns = [sum(values[i * len(values) // width:(i + 1) * len(values) // width])
+               for i in range(min(width, len(values)))] if len(values) > width else list(values)
+    top = max(columns) or 1
+    return "".join(_SPARKS[min(7, int(v / top * 7.999))] if v else " " for v in columns)
+
+
+def _span_text(count: int, what: str, first, last) -> str:
+    if first is None or last is None:
+        return "no timestamps"
+    seconds = (last - first) / 1000
+    rate = f", {count / seconds:.1f} {what}/s" if seconds > 0 else ""
+    return f"{iso_time(first)} .. {iso_time(last)} ({seconds:g} s{rate})"
+
+
+def _findings_lines(found: dict) -> Iterator[Styled]:
+    if not found["total"]:
+        yield "  findings: none", "green"
+        return
+    yield "  findings: " + ", ".join(f"{kind} {n}" for kind, n in sorted(found["by_kind"].items())), "red"
+    errors = [f for f in found["shown"] if f["severity"] == Severity.ERROR.value]
+    for item in errors[:10]:
+        where = "" if item["placed_at"] is None else f" at {item['placed_at']}"
+        yield f"    {item['kind']}{where}: {item['message']}", "red"
+    if len(errors) > 10:
+        yield f"    … {len(errors) - 10} more errors (see --json or --out)", None
+
+
+def report_lines(figures: dict) -> Iterator[Styled]:
+    """Per partition and store: counts, span, rates, a sparkline of its timeline, its findings."""
+    for p in figures["partitions"]:
+        yield f"Kafka partition {p['directory']}", "bold"
+        yield (f"  {len(p['segments'])} segments, {p['batches']} batches, {p['records']} records, {p['bytes']} bytes, "
+               f"offsets {p['first_offset']}..{p['last_offset']}"), None
+        yield f"  {_span_text(p['records'], 'records', p['first_timestamp'], p['last_timestamp'])}", None
+        yield f"  records/s {_sparkline(p['rates']['records_per_second'])}", None
+        yield (f"  {p['gaps']['count']} offset gaps, {p['out_of_order']['count']} timestamps out of order, "
+               f"{p['future']['count']} in the future; transactions {p['transactions']['committed']} committed, "
+               f"{p['transactions']['aborted']} aborted, {p['transactions']['open']} open"), None
+        truncation = p["truncation"]
+        if truncation is not None:
+            yield (f"  Kafka's recovery truncates {truncation['file']} at byte {truncation['byte_offset']} "
+                   f"(offset {truncation['offset']}, {truncation['reason']})"), "red"
+        yield from _findings_lines(p["findings"])
+    for s in figures["stores"]:
+        yield f"RocketMQ store {s['root']}", "bold"
+        yield (f"  {s['messages']} messages, {s['bytes']} bytes, {len(s['queues'])} queues, "
+               f"{len(s['commitlog'])} CommitLog files, {len(s['index_files'])} IndexFiles"), None
+        yield f"  {_span_text(s['messages'], 'messages', s['first_timestamp'], s['last_timestamp'])}", None
+        yield f"  messages {_sparkline([sum(c) for c in zip(*(q['messages'] for q in s['timeline']['series']))])}", None
+        if s["truncation"] is not None:
+            yield (f"  RocketMQ's recovery cuts at physical offset {s['truncation']['offset']} "
+                   f"({s['truncation']['reason']})"), "red"
+        yield from _findings_lines(s["findings"])
+    if figures["other_findings"]["total"]:
+        yield "Other files", "bold"
+        yield from _findings_lines(figures["other_findings"])
+    summary = figures["summary"]
+    yield (f"{summary['files']} files: {summary['ok']} ok, {summary['problems']} with problems, "
+           f"{summary['unreadable']} unreadable, {summary['skipped']} skipped"), "bold"
+
+
+def report_written_lines(figures: dict, out: str) -> Iterator[Styled]:
+    """``report --out``: what the page holds."""
+    yield (f"wrote {out}: {len(figures['partitions'])} partitions, {len(figures['stores'])} stores, "
+           f"{sum(f['problems'] for f in figures['files'])} findings"), "bold"
+
+
+def inspect_lines(report: dict) -> Iterator[Styled]:
+    """``segtool inspect``, of Kafka log dirs or of RocketMQ stores."""
+    return _rocketmq_inspect_lines(report) if "stores" in report else _kafka_inspect_lines(report)
+
+
+def _kafka_inspect_lines(report: dict) -> Iterator[Styled]:
+    """Per log dir: its files, then each partition with its startup plan; problems in red."""
+    for log_dir in report["log_dirs"]:
+        meta = log_dir["meta_properties"]
+        marker = log_dir["clean_shutdown"]
+        yield f"log dir {log_dir['path']}", "bold"
+        if meta:
+            yield (f"  meta.properties: version {meta['version']}, cluster.id {meta['cluster_id']}, node.id "
+                   f"{meta['node_id']}, directory.id {meta['directory_id']}"), None
+        yield "  shutdown: " + ("clean (.kafka_cleanshutdown present"
+                                + (f", broker epoch {marker['broker_epoch']})" if marker["broker_epoch"] is not None
+                                   else ")") if marker["marker_present"]
+                                else "UNCLEAN (no .kafka_cleanshutdown): partitions are recovered from their "
+                                     "recovery points"), None if marker["marker_present"] else "yellow"
+        for checkpoint in log_dir["checkpoints"]:
+            yield f"  {checkpoint['name']}: {len(checkpoint['entries'])} entries", None
+        for path in log_dir["other_files"]:
+            yield f"  other file: {path}", "dim"
+        for item in log_dir["unreadable"]:
+            yield f"  UNREADABLE {item['path']}: {item['reason']}", "red"
+        yield from _problem_lines(log_dir["problems"], "  ")
+        for partition in log_dir["partitions"]:
+            plan = partition["plan"]
+            yield "", None
+            yield (f"  {os.path.basename(partition['directory'])} ({partition['state']}, topic id "
+                   f"{partition['topic_id']}): {len(partition['segments'])} segments, {partition['bytes']} bytes, "
+                   + (f"offsets {partition['first_offset']}..{partition['log_end_offset'] - 1}"
+                      if partition["first_offset"] is not None else "no batch") + f", leader epochs "
+                   f"{len(partition['leader_epochs'])}, producer snapshots {len(partition['producer_snapshots'])}",
+                   "bold")
+            if partition["quorum_state"]:
+                state = partition["quorum_state"]
+                yield (f"    quorum-state: leader {state['leader_id']} epoch {state['leader_epoch']}, voters "
+                       f"{state['current_voters']}"), None
+            for snapshot in partition["kraft_snapshots"]:
+                yield (f"    KRaft snapshot end offset {snapshot['end_offset']} epoch {snapshot['epoch']}: "
+                       f"{snapshot['records']} records"), None
+            recovered = plan["recovered_segments"]
+            if recovered:
+                yield (f"    {plan['loaded_by']} recovers {len(recovered)} segment(s) from base offset "
+                       f"{recovered[0]['base_offset']} ({recovered[0]['because']}; recovery point "
+                       f"{plan['recovery_point']})"), None
+            truncated = plan["truncated_at"]
+            if truncated:
+                yield (f"    truncates {os.path.basename(truncated['segment'])} at byte {truncated['byte_offset']} "
+                       f"(offset {truncated['offset']}), dropping offsets {truncated['offset']}.."
+                       f"{truncated['dropped_until'] - 1} and {truncated['bytes_dropped']} bytes"), "red"
+            yield (f"    after start-up: log end {plan['log_end_offset']}, recovery point "
+                   f"{plan['new_recovery_point']}, log start {plan['new_log_start_offset']}"), None
+            for note in plan["notes"]:
+                yield f"    note: {note}", "dim"
+            yield from _problem_lines(partition["problems"], "    ")
+    summary = report["summary"]
+    yield "", None
+    yield (f"{summary['partitions']} partitions: {summary['partitions_recovered']} recovered at start-up, "
+           f"{summary['partitions_truncated']} truncated; {summary['errors']} errors, {summary['notes']} notes, "
+           f"{summary['unreadable']} unreadable"), "bold"
+
+
+def _rocketmq_inspect_lines(report: dict) -> Iterator[Styled]:
+    """Per store: shutdown, checkpoint, files, then the start-up plan; problems in red."""
+    for store in report["stores"]:
+        shutdown, checkpoint, commitlog, plan = store["shutdown"], store["checkpoint"], store["commitlog"], store["plan"]
+        yield f"store {store['path']}", "bold"
+        yield ("  shutdown: " + ("ABNORMAL (abort file present): the next start runs the abnormal recovery"
+                                 if shutdown["last_exit"] == "abnormal" else "normal (no abort file)")
+               + (f"; lock file present ({shutdown['lock_content']})" if shutdown["lock_file"] else "; no lock file"),
+               "yellow" if shutdown["last_exit"] == "abnormal" else None)
+        if checkpoint:
+            yield (f"  checkpoint: physicMsgTimestamp {iso_time(checkpoint['physic_msg_timestamp'])}, "
+                   f"logicsMsgTimestamp {iso_time(checkpoint['logics_msg_timestamp'])}, indexMsgTimestamp "
+                   f"{iso_time(checkpoint['index_msg_timestamp'])}"), None
+            yield (f"    newest message {iso_time(checkpoint['last_message_store_timestamp'])}, newest queued "
+                   f"message {iso_time(checkpoint['last_unit_store_timestamp'])}, newest index end "
+                   f"{iso_time(checkpoint['last_index_end_timestamp'])}"), None
+        else:
+            yield "  checkpoint: none", None
+        if commitlog:
+            yield (f"  commitlog: {len(commitlog['files'])} files of {commitlog['configured_file_size']} bytes, "
+                   f"{commitlog['messages']} messages, data up to physical offset {commitlog['data_end_phy_offset']}"
+                   + ("" if commitlog["names_continuous"] else ", names NOT continuous")), None
+            for f in commitlog["files"]:
+                span = (f"{f['messages']} messages {f['first_phy_offset']}..{f['last_phy_offset']}, "
+                        f"{iso_time(f['first_store_timestamp'])} .. {iso_time(f['last_store_timestamp'])}"
+                        if f["messages"] else "no message")
+                yield f"    {f['name']} {f['size']} bytes: {span}; ends {f['end_kind']} at {f['end_file_offset']}", None
+        queues = store["consume_queues"]
+        yield (f"  consumequeue: {len(queues)} queues, {sum(q['units'] for q in queues)} units in "
+               f"{sum(len(q['files']) for q in queues)} files"), None
+        for q in queues:
+            if q["directory"] is None:
+                yield f"    {q['topic']}/{q['queue_id']}: not on disk; created by the re-dispatch at start", "dim"
+                continue
+            yield (f"    {q['topic']}/{q['queue_id']}: {len(q['files'])} files, {q['units']} units, max offset "
+                   f"{q['max_offset']}, max physical offset {q['max_physic_offset']}"), "dim"
+        for f in store["index_files"]:
+            yield (f"  index {f['name']}: {f['size']} bytes, geometry {f['hash_slot_num']}/{f['index_num']}, "
+                   f"indexCount {f['index_count']}, {iso_time(f['begin_timestamp'])} .. "
+                   f"{iso_time(f['end_timestamp'])}, physical offsets {f['begin_phy_offset']}..{f['end_phy_offset']}"), None
+        if store["config_files"]:
+            yield "  config: " + ", ".join(f"{f['name']} ({f['size']} bytes)" for f in store["config_files"]), None
+        for path in store["other_files"]:
+            yield f"  other file: {path}", "dim"
+        for item in store["unreadable"]:
+            yield f"  UNREADABLE {item['path']}: {item['reason']}", "red"
+        yield "  start-up plan:", "bold"
+        if not plan["loads"]:
+            yield ("    DefaultMessageStore.load fails: the broker does not start (files of the wrong length: "
+                   + ", ".join(plan["refused_files"]) + ")"), "red"
+        recovery = plan["commitlog"]
+        if recovery:
+            yield (f"    {recovery['method']} from {recovery['start_file']}: stops at physical offset "
+                   f"{recovery['max_phy_offset']} ({recovery['stop_kind']}"
+                   + (f": {recovery['stop_reason']}" if recovery["stop_reason"] else "") + ")"), None
+            cut = recovery["truncated_at"]
+            if cut:
+                yield (f"    truncates the CommitLog in {cut['file']} at byte {cut['file_offset']}: "
+                       f"{cut['bytes_dropped']} bytes, {cut['messages_dropped']} messages dropped"), "red"
+            if recovery["deleted_files"]:
+                yield f"    deletes CommitLog file(s) {', '.join(recovery['deleted_files'])}", None
+        if plan["truncates_consume_queues"] or plan["consume_queue_units_dropped"]:
+            yield (f"    ConsumeQueues: {plan['consume_queue_units_dropped']} units dropped"
+                   + (" (truncateDirtyLogicFiles runs)" if plan["truncates_consume_queues"] else ""),
+                   "red" if plan["consume_queue_units_dropped"] else None)
+        index = plan["index"]
+        if index["destroyed"]:
+            yield f"    IndexService.load destroys {', '.join(index['destroyed'])}", "yellow"
+        for name, step in (("recovery dispatch", plan["recovery_dispatch"]), ("reput", plan["reput"])):
+            if step:
+                yield (f"    {name}: {step['messages']} messages from {step['from_file']} to physical offset "
+                       f"{step['to_phy_offset']}, {step['units_added']} ConsumeQueue units added"), None
+        if index["entries_written"]:
+            yield (f"    index: {index['entries_written']} entries for {index['messages_indexed']} messages, "
+                   f"{index['files_created']} new file(s)"
+                   + (f", appended to {index['appended_to']}" if index["appended_to"] else "")), None
+        for note in plan["notes"]:
+            yield f"    note: {note}", "dim"
+        yield from _problem_lines(store["problems"], "  ")
+        yield "", None
+    summary = report["summary"]
+    yield (f"{summary['stores']} stores: {summary['abnormal_shutdowns']} abnormal shutdowns, "
+           f"{summary['stores_not_loading']} not loading, {summary['commitlogs_truncated']} CommitLogs truncated, "
+           f"{summary['consume_queue_units_dropped']} ConsumeQueue units dropped, {summary['index_files_destroyed']} "
+           f"IndexFiles destroyed; {summary['errors']} errors, {summary['notes']} notes, {summary['unreadable']} "
+           "unreadable"), "bold"
+
+
+def replaced_lines(written: dict) -> Iterator[str]:
+    """What a write replaced: a file with the very same bytes is left alone, another is backed up."""
+    if written.get("unchanged"):
+        yield "    it held these very bytes already: left as it was, no backup made"
+    elif written.get("replaced_sha256"):
+        where = f"kept as {written['backup']}" if written.get("backup") else "backed up with its directory"
+        yield f"    replaced a file with sha256 {written['replaced_sha256']}, {where}"
+
+
+def rebuild_lines(report: dict) -> Iterator[str]:
+    """Kafka's rebuilt indexes: per segment its entries, what the recovery would cut, the files written."""
+    for seg in report["segments"]:
+        note = "" if not seg["bytes_kafka_would_truncate"] else (
+            f"  (Kafka's recovery would also cut the log at byte {seg['valid_bytes']}: {seg['stop_message']})")
+        yield (f"{seg['log']}: {seg['offset_index_entries']} offset entries, "
+               f"{seg['time_index_entries']} time entries, {seg['aborted_transactions']} aborted txns{note}")
+        for written in seg["written"]:
+            yield f"  wrote {written['path']} ({written['size']} bytes, sha256 {written['sha256']})"
+            yield from replaced_lines(written)
+    if report["skipped"]:
+        yield f"{len(report['skipped'])} other files left as they are (not segments; see --json)"
+
+
+def rebuild_rocketmq_lines(reports: list[dict]) -> Iterator[str]:
+    """RocketMQ's rebuilt IndexFiles, per store."""
+    for rep in reports:
+        for written in rep["files"]:
+            yield (f"wrote {written['path']} ({written['entries']} entries, {written['size']} bytes,"
+                   f" {written['allocated_bytes']} allocated on disk, sha256 {written['sha256']})")
+            yield from replaced_lines(written)
+        if rep["backup_dir"]:
+            yield f"  the store's index/ was first copied to {rep['backup_dir']}"
+
+
+def scan_lines(report: dict) -> Iterator[str]:
+    """The dataset written, the time it took, the problems met and the files not scanned."""
+    dataset = report["dataset"]
+    brokers = ", ".join(f"{kind} {rows}" for kind, rows in dataset["rows_by_broker"].items())
+    yield (f"{dataset['rows']} rows ({brokers}) in {dataset['files']} files, "
+           f"{dataset['partition_directories']} topic/partition directories, under {dataset['path']}")
+    timing = report["timing"]
+    yield (f"{report['inputs']['bytes']} input bytes in {report['tasks']} tasks on {report['engine']}"
+           f": scan {timing['scan_seconds']} s ({timing['mb_per_second']} MB/s), "
+           f"start-up {timing['startup_seconds']} s")
+    for problem in report["problems"]:
+        where = "" if problem["byte_offset"] is None else f" byte {problem['byte_offset']}"
+        yield f"{problem['severity']}: {problem['path']}{where}: {problem['message']}"
+    if report["inputs"]["skipped"]:
+        yield (f"{len(report['inputs']['skipped'])} other files not scanned (neither segments nor "
+               f"CommitLog files), each named in {dataset['report']}")
+
+
+def carve_lines(report: dict, out: str) -> Iterator[str]:
+    """What was found and searched, the first finds not placed, the files written into ``out``."""
+    summary, search = report["summary"], report["search"]
+    yield (f"{summary['kafka_batches']} Kafka batches ({summary['kafka_records']} records) and "
+           f"{summary['rocketmq_messages']} RocketMQ messages in {len(report['inputs'])} files, "
+           f"{summary['runs']} runs; {summary['unplaced']} finds not placed")
+    yield (f"searched {search['bytes_searched']} bytes: {search['candidates']} candidates, "
+           f"{search['checksums']} checksums computed (false finds expected: "
+           f"{search['expected_false_finds']:.2g})")
+    for item in report["unplaced"][:5]:
+        yield f"not placed: {item['file']} byte {item['position']}: {item['reason']}: {item['message']}"
+    if summary["unplaced"] > 5:
+        yield f"... and {summary['unplaced'] - 5} more in {os.path.join(out, 'carve-report.json')}"
+    for written in report["written"]:
+        yield f"wrote {written['path']} ({written['size']} bytes, sha256 {written['sha256']})"
+        yield from replaced_lines(written)
+    yield f"wrote {os.path.join(out, 'carve-report.json')}"
+
+
+def trim_lines(report: dict) -> Iterator[str]:
+    """Per index file its valid entries and the bytes reclaimed; the files skipped; the total."""
+    for item in report["files"]:
+        where = f" -> {item['written']['path']} (sha256 {item['written']['sha256']})" if item["written"] else ""
+        yield f"{item['path']}: {item['valid_entries']} valid entries, {item['bytes_reclaimed']} bytes reclaimed{where}"
+        if item["written"]:
+            yield from replaced_lines(item["written"])
+    for item in report["skipped"]:
+        yield f"skipped {item['path']}: {item['reason']}"
+    yield f"total reclaimed: {report['bytes_reclaimed']} bytes"
+
+
+def salvage_lines(report: dict) -> Iterator[str]:
+    """Per partition and store: the damaged ranges, what was kept and lost, the files written."""
+    for item in report["partitions"] + report["stores"]:
+        yield f"{item.get('directory') or item.get('store')} -> {item['out_directory']}"
+        for damaged in item["damaged_ranges"]:
+            yield f"  damaged {damaged['file']}: {damaged_range_text(damaged)}"
+        for conflict in item["conflicts"]:
+            yield (f"  not written back: {conflict['file']} byte {conflict['position']}, offsets "
+                   f"{conflict['first_offset']}..{conflict['last_offset']}: {conflict['reason']}")
+    for partition in report["partitions"]:
+        lost = ", ".join(f"{r['first_offset']}..{'?' if r['last_offset'] is None else r['last_offset']}"
+                         for r in partition["offset_ranges_lost"]) or "none"
+        yield (f"  {partition['batches_kept']} batches kept, {partition['batches_failed_crc']} failed "
+               f"their CRC, offsets lost: {lost}")
+        for segment in partition["segments"]:
+            for written in segment["written"]:
+                yield f"  wrote {written['path']} ({written['size']} bytes, sha256 {written['sha256']})"
+                yield from replaced_lines(written)
+    for store in report["stores"]:
+        lost = sum(r["last_offset"] - r["first_offset"] + 1 for r in store["queue_offsets_lost"])
+        yield (f"  {store['messages_kept']} messages kept, {store['messages_failed_crc']} failed their "
+               f"body CRC, {lost} queue offsets lost; wrote {len(store['written'])} store files and "
+               f"{store['messages_parquet']['path']}")
+        for note in store["notes"]:
+            yield f"  note: {note}"
+    summary = report["summary"]
+    yield ("nothing lost" if summary["nothing_lost"] else
+           f"{summary['damaged_ranges']} damaged ranges ({summary['bytes_damaged']} bytes); see --json "
+           "for every range and lost offset")
+    if report["skipped"]:
+        yield f"{len(report['skipped'])} other files not written back (each named with its reason in --json)"
+
+
+def index_keys_lines(report: dict) -> Iterator[str]:
+    yield f"indexed {report['records_indexed']} keyed records into {report['index_dir']}"
