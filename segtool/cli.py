@@ -14,6 +14,7 @@ from typing import Annotated, List, Optional
 
 import typer
 
+from segtool import startup
 from segtool.errors import NothingFound, SegtoolError
 
 app = typer.Typer(
@@ -190,11 +191,9 @@ def dump(
 
       segtool dump --json store/consumequeue/TopicA/0
     """
-    import gc
-
     from segtool.ops.dump import DumpRequest, run_dump
 
-    gc.disable()  # decoding allocates many small acyclic objects; collection only costs time here
+    startup.decoding_without_collection()
     request = DumpRequest(
         paths=list(paths or []) + [name for option in files or [] for name in option.split(",") if name],
         format="json" if as_json else format, deep=not shallow, full=full, cap=decompress_cap,
@@ -524,9 +523,7 @@ def verify(
       segtool verify --deep --json evidence/kafka-logs > report.json
     """
     if not no_hash and engine is None and master is None:
-        from segtool.source import start_sha256_early
-
-        start_sha256_early(paths[0])  # the first file's hash starts before the checking code loads
+        startup.hash_first_input_early(paths)
     from segtool.ops.verify import exit_code, verify as run_verify
 
     runner = _pipeline_engine(engine, master, conf)
@@ -657,9 +654,7 @@ def rebuild_index(
       segtool rebuild-index rocketmq/store --out /tmp/rebuilt-store
     """
     if not no_hash and engine is None and master is None and (out is not None) != in_place:
-        from segtool.source import start_sha256_early
-
-        start_sha256_early(paths[0])  # the first segment's hash starts before the recovery code loads
+        startup.hash_first_input_early(paths)
     from segtool.ops.rebuild import rebuild_index as run_rebuild
 
     if out is None and not in_place:
@@ -980,18 +975,15 @@ def _on_sigterm(signum, frame) -> None:
 
 def main() -> None:
     """Console entry point: one-line errors, the exit-code contract, quiet on a closed pipe."""
-    import gc
     import signal
 
     sys.stdout = _GuardedStdout(sys.stdout)
     signal.signal(signal.SIGTERM, _on_sigterm)
-    _keep_freed_memory()
+    startup.keep_freed_memory()
     try:
         _run_command()
     finally:
-        # what is alive now lives to the end: the interpreter's last collection need not visit it
-        # (with numpy and the layouts loaded, that collection took 60 of the 80 ms of every exit)
-        gc.freeze()
+        startup.freeze_what_is_alive()
 
 
 def _run_command() -> None:
@@ -1025,26 +1017,6 @@ def _run_command() -> None:
         _show_traceback()
         sys.stderr.write(f"segtool: internal error: {type(exc).__name__}: {exc} (run with --debug for details)\n")
         sys.exit(EXIT_UNREADABLE)
-
-
-def _keep_freed_memory() -> None:
-    """Have glibc keep freed memory for the next allocation rather than hand it back to the system.
-
-    A dump or scan frees and allocates tens of megabytes per chunk of a file; by default glibc
-    returns them (unmapping, trimming the heap) and takes them back a page fault at a time: half
-    a million faults, a fifth of the run, for a 1M-record dump.  Peak memory is the same.
-    """
-    if not sys.platform.startswith("linux"):
-        return
-    import ctypes
-
-    try:
-        mallopt = ctypes.CDLL(None).mallopt  # the process's C library: glibc's has it, others may not
-    except (OSError, AttributeError):
-        return
-    m_trim_threshold, m_mmap_threshold = -1, -3  # glibc's malloc.h
-    mallopt(m_mmap_threshold, 32 * 1024 * 1024)  # glibc's largest: blocks up to it come from the heap
-    mallopt(m_trim_threshold, 256 * 1024 * 1024)
 
 
 def _show_traceback() -> None:
