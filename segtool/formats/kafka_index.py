@@ -200,9 +200,9 @@ class _FieldView:
     def __getitem__(self, n: int) -> int:
         return self.unpack(self.buffer, n * self.size + self.offset)[0] + self.add
 
-    def slot_range_for(self, target: int, entries: int, warm_entries: int, largest_lower: bool) -> int:
-        """Kafka's ``indexSlotRangeFor`` with the same steps, so lookups on corrupt
-        (non-monotonic) or zero-tailed indexes land on the slot the broker would use.
+    def slot_range_for(self, target: int, entries: int, warm_entries: int) -> int:
+        """Kafka's ``indexSlotRangeFor`` (its largest lower bound) with the same steps, so lookups on
+        corrupt (non-monotonic) or zero-tailed indexes land on the slot the broker would use.
 
         The warm section (the lookup hot path) is probed in the list it was read
         into once; the cold part, in the mapping.
@@ -212,7 +212,7 @@ class _FieldView:
         if warm[0] < target:
             keys, first, lo, hi = warm, first_hot, 0, entries - 1 - first_hot
         elif self[0] > target:
-            return -1 if largest_lower else 0
+            return -1
         else:
             keys, first, lo, hi = self, 0, 0, first_hot
         while lo < hi:
@@ -224,10 +224,7 @@ class _FieldView:
                 lo = mid
             else:
                 return first + mid
-        lo += first
-        if largest_lower:
-            return lo
-        return -1 if lo == entries - 1 else lo + 1
+        return first + lo
 
 
 def _field_code(layout: FixedLayout, field: str) -> str:
@@ -385,11 +382,7 @@ class AbstractIndex(ABC):
 
     def largest_lower_bound_slot(self, target: int, by_value: bool = False) -> int:
         """Kafka's ``largestLowerBoundSlotFor``: -1 if every entry is larger than ``target``."""
-        return self._slot_range_for(target, by_value, largest_lower=True)
-
-    def smallest_upper_bound_slot(self, target: int, by_value: bool = False) -> int:
-        """Kafka's ``smallestUpperBoundSlotFor``: -1 if none is >= ``target``."""
-        return self._slot_range_for(target, by_value, largest_lower=False)
+        return self._slot_range_for(target, by_value)
 
     def ceiling_slot(self, target: int, by_value: bool = False) -> int:
         """The first entry with key >= target, or -1.
@@ -404,12 +397,12 @@ class AbstractIndex(ABC):
             return floor
         return floor + 1 if floor + 1 < self.entries else -1
 
-    def _slot_range_for(self, target: int, by_value: bool, largest_lower: bool) -> int:
+    def _slot_range_for(self, target: int, by_value: bool) -> int:
         entries = self._entries
         if entries == 0:
             return -1
         keys = self._value_array() if by_value else self._key_array()
-        return keys.slot_range_for(target, entries, self.WARM_ENTRIES, largest_lower)
+        return keys.slot_range_for(target, entries, self.WARM_ENTRIES)
 
     # -- life cycle --------------------------------------------------------
 
@@ -467,7 +460,7 @@ class OffsetIndex(AbstractIndex):
 
     def lookup(self, target_offset: int) -> OffsetPosition:
         """Largest entry with offset <= target; (baseOffset, 0) if none (``OffsetIndex.lookup``)."""
-        slot = self._slot_range_for(target_offset, False, True)
+        slot = self._slot_range_for(target_offset, False)
         if slot == -1:
             return OffsetPosition(self.base_offset, 0)
         return self._make_entry(self.LAYOUT.unpack_from(self.buffer, slot * self.entry_size))
@@ -477,7 +470,7 @@ class OffsetIndex(AbstractIndex):
         entries = self._entries
         if entries == 0:
             return 0
-        slot = self._key_array().slot_range_for(target_offset, entries, self.WARM_ENTRIES, True)
+        slot = self._key_array().slot_range_for(target_offset, entries, self.WARM_ENTRIES)
         return 0 if slot == -1 else self._value_array()[slot]
 
     def sanity_check(self, display_path=None) -> None:
@@ -531,7 +524,7 @@ class TimeIndex(AbstractIndex):
 
     def lookup(self, target_timestamp: int) -> TimestampOffset:
         """Largest entry with timestamp <= target; (NO_TIMESTAMP, baseOffset) if none."""
-        slot = self._slot_range_for(target_timestamp, False, True)
+        slot = self._slot_range_for(target_timestamp, False)
         if slot == -1:
             return TimestampOffset(NO_TIMESTAMP, self.base_offset)
         return self._make_entry(self.LAYOUT.unpack_from(self.buffer, slot * self.entry_size))
