@@ -356,16 +356,6 @@ class AbstractIndex(ABC):
             raise IndexError(f"attempt to fetch entry {n} from {self.path}, which has {self.entries} entries")
         return self._make_entry(self.LAYOUT.unpack_from(self.buffer, n * self.entry_size))
 
-    def iter_entries(self, limit: int | None = None) -> Iterator:
-        """Entries of the broker view (or the first ``limit``), offsets absolute."""
-        n = self.entries if limit is None else min(limit, self.entries)
-        for raw in self.array[:n].tolist():
-            yield self._make_entry(raw)
-
-    def iter_dump_entries(self) -> Iterator:
-        """Entries kafka-dump-log visits: the broker view up to the stopping rule."""
-        return self.iter_entries(self.dump_entries)
-
     @abstractmethod
     def last_entry(self):
         """Kafka's lastEntry (its empty-index value differs per subclass)."""
@@ -562,59 +552,6 @@ def open_index(path, base_offset: int | None = None) -> AbstractIndex:
     if name.endswith(INDEX_SUFFIX):
         return OffsetIndex(path, base_offset)
     raise UnreadableInput("not a .index or .timeindex file", str(path))
-
-
-def read_index_entries(path, base_offset: int | None = None) -> np.ndarray:
-    """The broker-view entries of an ``.index``/``.timeindex`` as a read-only memory-mapped array.
-
-    Fields are as stored (``relative_offset`` relative to the base offset).
-    """
-    return open_index(path, base_offset).array
-
-
-def index_entry_counts(path, base_offset: int | None = None) -> tuple[int, int]:
-    """(broker view, kafka-dump-log view) entry counts of an ``.index``/``.timeindex``."""
-    index = open_index(path, base_offset)
-    return index.entries, index.dump_entries
-
-
-# -- kafka-dump-log entry lines --------------------------------------------
-
-
-def format_offset_entry(entry: OffsetPosition) -> str:
-    return f"offset: {entry.offset} position: {entry.position}"
-
-
-def format_time_entry(entry: TimestampOffset) -> str:
-    return f"timestamp: {entry.timestamp} offset: {entry.offset}"
-
-
-def offset_index_dump_lines(index, display_path=None) -> Iterator[str]:
-    """Entry lines of ``kafka-dump-log --files X.index`` (without the ``Dumping`` header).
-
-    An index with no entries (broker view) gives ``"<file> is empty."``, as
-    ``dumpIndex`` prints.  The per-entry check against the ``.log`` (mismatch
-    list, and the exception when a position is not a batch start) is the
-    caller's; it can interleave it by iterating ``iter_dump_entries`` itself.
-    """
-    if not isinstance(index, OffsetIndex):
-        index = OffsetIndex(index)
-    if index.entries == 0:
-        yield f"{index.display_path if display_path is None else display_path} is empty."
-        return
-    for entry in index.iter_dump_entries():
-        yield format_offset_entry(entry)
-
-
-def time_index_dump_lines(index) -> Iterator[str]:
-    """Entry lines of ``kafka-dump-log --files X.timeindex`` (without the header).
-
-    ``dumpTimeIndex`` prints nothing for an empty time index.
-    """
-    if not isinstance(index, TimeIndex):
-        index = TimeIndex(index)
-    for entry in index.iter_dump_entries():
-        yield format_time_entry(entry)
 
 
 # --------------------------------------------------------------------------
