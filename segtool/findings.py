@@ -515,10 +515,6 @@ class Finding:
         elif self.severity != self.kind.severity and self.kind.info_when is None:
             raise ValueError(f"{self.kind.code} is always {self.kind.severity.value}")
 
-    @property
-    def is_error(self) -> bool:
-        return self.severity is Severity.ERROR
-
     def as_dict(self) -> dict:
         return {"kind": self.kind.code, "severity": self.severity.value, "byte_offset": self.byte_offset,
                 "offset": self.offset, "message": self.message}

@@ -17,11 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from segtool.formats.kafka_build import build_batch_v2, build_legacy_message, build_records, make_batch
 from segtool.formats.kafka_log import Record, RecordBatch
 from segtool.ops.dump import DumpRequest, dump_paths, run_dump
 from segtool.ops.runs import MessageRun
 from segtool.ops.render import _iso_times, iso_time, render_text_item, run_json_lines
+from tests.kafka_build import build_batch_v2, build_legacy_message, build_records, make_batch
 from tests import rocketmq5_writer as rmq_writer
 from tests.conftest import CORPUS, SAMPLE_DATA
 

@@ -15,6 +15,7 @@ from segtool.formats import _compiled_layouts, kafka_log, kafka_schemas
 from segtool.formats import rocketmq as rmq
 from segtool.formats.fastdecode import compile_field, compile_fixed, compile_table, compiled, render_table
 from tests.conftest import corpus_path
+from tests.test_rocketmq_formats import commitlog_walk
 
 
 def test_generated_table_matches_the_schemas():
@@ -202,7 +203,7 @@ def _commitlog_messages(case: str):
     """(file bytes, decoded message, construct parse) of every message of a case's commitlog."""
     store = corpus_path("rocketmq", case) / "store"
     files = {p.name: p.read_bytes() for p in (store / "commitlog").iterdir()}
-    for msg in rmq.scan_commitlog(store, digests=False, decompress=False):
+    for msg in commitlog_walk(store, digests=False, decompress=False)[0]:
         buf = files[msg["file"]]
         pos = msg["fileOffset"]
         yield buf, msg, rmq.COMMITLOG_MESSAGE.parse(buf[pos:pos + msg["totalSize"]])

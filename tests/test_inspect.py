@@ -315,7 +315,7 @@ def test_offsets_beyond_a_segments_relative_range_split_it(log_dir):
     """LogSegment.recover throws LogSegmentOffsetOverflowException on a batch whose last offset is more
     than 2^31-1 past the segment's base; LogLoader splits the segment (LocalLog.splitOverflowedSegment)
     and loads again: nothing is truncated."""
-    from segtool.formats.kafka_build import make_batch
+    from tests.kafka_build import make_batch
 
     logs = sorted((log_dir / "c01-plain-0").glob("*.log"))
     last = logs[-1]

@@ -12,9 +12,9 @@ from hypothesis import given, settings, strategies as st
 from segtool.source import open_buffer
 from segtool.errors import CorruptData
 from segtool.formats.compression import decompress
-from segtool.formats.kafka_build import build_batch_v2, build_legacy_message, build_records, make_batch
 from segtool.formats.kafka_log import BATCH_V2_OVERHEAD, BatchScan, batch_records
 from segtool.formats.kafka_schemas import BATCH_HEADER_V2, LEGACY_MESSAGE_V0, LEGACY_MESSAGE_V1, RECORD_V2
+from tests.kafka_build import build_batch_v2, build_legacy_message, build_records, make_batch
 from tests.conftest import case_dirs
 
 

@@ -32,11 +32,7 @@ from segtool.formats.kafka_index import (
     TimeIndex,
     TimestampOffset,
     TransactionIndex,
-    index_entry_counts,
-    offset_index_dump_lines,
     open_index,
-    read_index_entries,
-    time_index_dump_lines,
     txn_index_dump_lines,
 )
 from segtool.formats.kafka_state import (
@@ -57,7 +53,9 @@ from segtool.formats.kafka_state import (
     read_producer_snapshot,
     snapshot_dump_lines,
 )
+from segtool.ops.kafka_dump_log import KafkaDumpLog, KafkaDumpOptions
 from tests.conftest import CORPUS, corpus_path
+from tests.kafka_build import make_batch
 
 # --------------------------------------------------------------------------
 # Corpus discovery
@@ -162,28 +160,35 @@ def test_snapshot_dump_matches_kafka(golden):
         assert list(snapshot_dump_lines(case / key, display_path=key)) == expected
 
 
-def _check_entry_lines(golden, render):
+def _dumped(path, dump: str) -> tuple[list[str], SegtoolError | None]:
+    """The lines ``KafkaDumpLog.<dump>`` prints for one index file, and the error it stops with."""
+    lines: list[str] = []
+    try:
+        getattr(KafkaDumpLog(KafkaDumpOptions(), lines.append), dump)(str(path))
+    except SegtoolError as exc:
+        return lines, exc
+    return lines, None
+
+
+def _check_entry_lines(golden, dump: str, monkeypatch):
     case, key, _, info = golden
     expected = _header_and_body(case, key, info)
-    ours = list(render(case / key, key))
-    if info["exit_code"] == 0:
-        # Mismatch reports go to stderr after all files; stdout is the entry lines.
-        assert ours == expected
-    else:
-        # kafka-dump-log died checking an entry against the .log: what it printed
-        # before is a prefix of the entry lines.
-        assert len(expected) < len(ours)
-        assert ours[: len(expected)] == expected
+    monkeypatch.chdir(case)  # the golden names the file relative to its case
+    ours, error = _dumped(key, dump)
+    # Mismatch reports go to stderr after all files; stdout is the entry lines.  Where
+    # kafka-dump-log died checking an entry against the .log, it printed the same lines first.
+    assert ours == expected
+    assert (error is not None) == (info["exit_code"] != 0)
 
 
 @pytest.mark.parametrize("golden", INDEX_DUMPS, ids=_ids(INDEX_DUMPS))
-def test_index_entry_lines_match_kafka(golden):
-    _check_entry_lines(golden, lambda path, key: offset_index_dump_lines(OffsetIndex(path), key))
+def test_index_entry_lines_match_kafka(golden, monkeypatch):
+    _check_entry_lines(golden, "dump_offset_index", monkeypatch)
 
 
 @pytest.mark.parametrize("golden", TIMEINDEX_DUMPS, ids=_ids(TIMEINDEX_DUMPS))
-def test_timeindex_entry_lines_match_kafka(golden):
-    _check_entry_lines(golden, lambda path, key: time_index_dump_lines(TimeIndex(path)))
+def test_timeindex_entry_lines_match_kafka(golden, monkeypatch):
+    _check_entry_lines(golden, "dump_time_index", monkeypatch)
 
 
 def _check_sanity(golden, index_cls, empty_message: bool):
@@ -231,7 +236,6 @@ def test_hot_copy_preallocated_indexes():
             assert index.dump_entries < index.entries  # kafka-dump-log view stops at a zero slot
             tail = index.array[index.dump_entries:]
             assert not tail.tobytes().strip(b"\0")
-            assert index_entry_counts(path) == (index.entries, index.dump_entries)
             seen += 1
     assert seen == 6
 
@@ -282,9 +286,9 @@ def test_construct_and_fast_decoder_agree(path):
     _check_decoders_agree(path)
 
 
-def test_read_index_entries_is_read_only():
+def test_index_entries_are_read_only():
     path = INDEX_FILES[0] if INDEX_FILES else pytest.skip("no corpus")
-    arr = read_index_entries(path)
+    arr = open_index(path).array
     assert not arr.flags.writeable
     with pytest.raises(ValueError):
         arr[:1] = arr[:1]
@@ -469,14 +473,22 @@ def test_txnindex_sanity_check(tmp_path):
 # --------------------------------------------------------------------------
 
 
+def _log_of(path: Path, *last_offsets: int) -> list[int]:
+    """A .log beside ``path`` of one-record batches at these offsets; their positions."""
+    batches = [make_batch(offset, [(b"k", b"v")], 1_700_000_000_000) for offset in last_offsets]
+    path.with_suffix(".log").write_bytes(b"".join(batches))
+    return [sum(map(len, batches[:i])) for i in range(len(batches))]
+
+
 def test_zero_tailed_offset_index(tmp_path):
     path = tmp_path / "00000000000000000500.index"
-    entries = [(10, 0), (25, 4096), (40, 8192)]
+    positions = _log_of(path, 510, 525, 540)
+    entries = list(zip((10, 25, 40), positions))
     path.write_bytes(b"".join(struct.pack(">ii", *e) for e in entries) + bytes(8 * 100) + b"\x01\x02\x03")
     index = OffsetIndex(path)
     assert index.entries == 103 and index.dump_entries == 3 and index.trailing_bytes == 3
-    assert list(offset_index_dump_lines(index)) == [
-        "offset: 510 position: 0", "offset: 525 position: 4096", "offset: 540 position: 8192"]
+    assert _dumped(path, "dump_offset_index") == (
+        [f"offset: {offset} position: {at}" for offset, at in zip((510, 525, 540), positions)], None)
     # Kafka's lookups over the broker view, zero tail included.
     assert index.lookup(530) == OffsetPosition(500, 0)  # binary search lands in the zero tail
     with pytest.raises(CorruptIndex, match="is corrupt, found 827 bytes which is neither positive nor a multiple of 8"):
@@ -493,12 +505,13 @@ def test_first_zero_entry_is_printed(tmp_path):
     # An all-zero preallocated index: slot 0 is printed, slot 1 stops the dump.
     path = tmp_path / "00000000000000001185.index"
     path.write_bytes(bytes(8 * 16))
-    assert list(offset_index_dump_lines(path)) == ["offset: 1185 position: 0"]
+    _log_of(path, 1185)
+    assert _dumped(path, "dump_offset_index") == (["offset: 1185 position: 0"], None)
     empty = tmp_path / "00000000000000000000.index"
     empty.write_bytes(b"")
-    assert list(offset_index_dump_lines(empty, "d/00000000000000000000.index")) == [
-        "d/00000000000000000000.index is empty."]
-    assert read_index_entries(empty).dtype == OFFSET_INDEX_DTYPE
+    _log_of(empty)
+    assert _dumped(empty, "dump_offset_index") == ([f"{empty} is empty."], None)
+    assert open_index(empty).array.dtype == OFFSET_INDEX_DTYPE
 
 
 def test_lookup_matches_plain_search_on_sorted_index():
@@ -618,8 +631,7 @@ def _parse_wild(path: Path):
     name = path.name
     if name.endswith((".index", ".timeindex")):
         index = open_index(path)
-        lines = list(offset_index_dump_lines(index) if isinstance(index, OffsetIndex)
-                     else time_index_dump_lines(index))
+        entries = [index.entry(i) for i in range(index.dump_entries)]  # what kafka-dump-log lists
         if index.entries:
             index.lookup(int(index.last_entry()[0]))
         _check_decoders_agree(path)
@@ -627,7 +639,7 @@ def _parse_wild(path: Path):
             index.sanity_check()
         except CorruptIndex:
             pass
-        return lines
+        return entries
     if name.endswith(".txnindex"):
         return list(txn_index_dump_lines(path))
     if name.endswith(".snapshot"):

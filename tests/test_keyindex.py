@@ -77,7 +77,7 @@ def test_building_the_index_does_not_hold_the_records(tmp_path):
     import subprocess
     import sys
 
-    from segtool.formats.kafka_build import make_batch
+    from tests.kafka_build import make_batch
 
     partition = tmp_path / "big-0"
     partition.mkdir()

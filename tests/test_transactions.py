@@ -190,7 +190,7 @@ def test_a_completed_transaction_whose_marker_is_missing_hangs_and_disagrees(tmp
 def test_an_open_transaction_hangs_once_open_longer_than_the_timeout(tmp_path, past_timeout):
     """No coordinator state: Kafka's transaction.max.timeout.ms default decides, measured to the
     latest timestamp in the log dir (here a one-record partition written at the chosen moment)."""
-    from segtool.formats.kafka_build import make_batch
+    from tests.kafka_build import make_batch
     from segtool.ops.transactions import DEFAULT_MAX_TIMEOUT_MS
 
     source = corpus_path("kafka", "c04-transactions", "data", "c04-txn-0")

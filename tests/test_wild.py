@@ -338,7 +338,7 @@ def _index_facts(index) -> dict:
     # the README names offsets relative to the file's base offset, as stored
     base = index.base_offset
     pairs = [(e.offset - base, e.position) if isinstance(index, OffsetIndex) else (e.timestamp, e.offset - base)
-             for e in index.iter_entries()]
+             for e in map(index.entry, range(index.entries))]
     return {
         "entries": index.entries,
         "zero": int(sum(1 for i in range(len(raw)) if keys[i] == 0 and vals[i] == 0)),

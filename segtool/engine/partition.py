@@ -2,9 +2,9 @@
 
 ``PartitionView`` keeps segments keyed by base offset with a floor lookup (the
 role of the broker's skip list).  Each ``Segment`` answers the broker's own
-questions: where does offset N start (``translate_offset``), which record is the
-first at or after timestamp T (``find_offset_by_timestamp``), and what is its
-largest timestamp.  Every command reads Kafka data through these classes.
+questions: which record a fetch at offset N returns (``read_from``), which record
+is the first at or after timestamp T (``find_offset_by_timestamp``), and what is
+its largest timestamp.  Every command reads Kafka data through these classes.
 """
 
 from __future__ import annotations
@@ -120,10 +120,6 @@ class Segment:
     def batches_reaching(self, offset: int) -> Iterator[RecordBatch]:
         """Batches from the first whose last offset >= ``offset``, found from the offset index."""
         return iter(BatchScan(self.log, self.index_position(offset), path=self.log_path).seek_offset(offset))
-
-    def translate_offset(self, offset: int) -> RecordBatch | None:
-        """LogSegment.translateOffset: the first batch whose last offset >= ``offset``."""
-        return next(self.batches_reaching(offset), None)
 
     def read_from(self, offset: int) -> RecordHit | None:
         """The first record with offset >= ``offset`` in this segment (what a fetch returns).

@@ -130,13 +130,6 @@ def kafka_pieces(buf, path: str, base_offset: int | None = None, next_base_offse
         pos = found.position
 
 
-def kafka_batches_past_damage(buf, path: str, **bounds) -> Iterator[RecordBatch]:
-    """Only the valid batches of ``kafka_pieces``: what salvage keeps."""
-    for piece in kafka_pieces(buf, path, **bounds):
-        if isinstance(piece, RecordBatch) and piece.crc_valid:
-            yield piece
-
-
 # --------------------------------------------------------------------------
 # RocketMQ
 # --------------------------------------------------------------------------

@@ -197,9 +197,9 @@ class _FieldView:
     def __getitem__(self, n: int) -> int:
         return self.unpack(self.buffer, n * self.size + self.offset)[0] + self.add
 
-    def slot_range_for(self, target: int, entries: int, warm_entries: int, largest_lower: bool) -> int:
-        """Kafka's ``indexSlotRangeFor`` with the same steps, so lookups on corrupt
-        (non-monotonic) or zero-tailed indexes land on the slot the broker would use.
+    def slot_range_for(self, target: int, entries: int, warm_entries: int) -> int:
+        """Kafka's ``indexSlotRangeFor`` (its largest lower bound) with the same steps, so lookups on
+        corrupt (non-monotonic) or zero-tailed indexes land on the slot the broker would use.
 
         The warm section (the lookup hot path) is probed in the list it was read
         into once; the cold part, in the mapping.
@@ -209,7 +209,7 @@ class _FieldView:
         if warm[0] < target:
             keys, first, lo, hi = warm, first_hot, 0, entries - 1 - first_hot
         elif self[0] > target:
-            return -1 if largest_lower else 0
+            return -1
         else:
             keys, first, lo, hi = self, 0, 0, first_hot
         while lo < hi:
@@ -221,10 +221,7 @@ class _FieldView:
                 lo = mid
             else:
                 return first + mid
-        lo += first
-        if largest_lower:
-            return lo
-        return -1 if lo == entries - 1 else lo + 1
+        return first + lo
 
 
 def _field_code(layout: FixedLayout, field: str) -> str:
@@ -356,16 +353,6 @@ class AbstractIndex(ABC):
             raise IndexError(f"attempt to fetch entry {n} from {self.path}, which has {self.entries} entries")
         return self._make_entry(self.LAYOUT.unpack_from(self.buffer, n * self.entry_size))
 
-    def iter_entries(self, limit: int | None = None) -> Iterator:
-        """Entries of the broker view (or the first ``limit``), offsets absolute."""
-        n = self.entries if limit is None else min(limit, self.entries)
-        for raw in self.array[:n].tolist():
-            yield self._make_entry(raw)
-
-    def iter_dump_entries(self) -> Iterator:
-        """Entries kafka-dump-log visits: the broker view up to the stopping rule."""
-        return self.iter_entries(self.dump_entries)
-
     @abstractmethod
     def last_entry(self):
         """Kafka's lastEntry (its empty-index value differs per subclass)."""
@@ -382,11 +369,7 @@ class AbstractIndex(ABC):
 
     def largest_lower_bound_slot(self, target: int, by_value: bool = False) -> int:
         """Kafka's ``largestLowerBoundSlotFor``: -1 if every entry is larger than ``target``."""
-        return self._slot_range_for(target, by_value, largest_lower=True)
-
-    def smallest_upper_bound_slot(self, target: int, by_value: bool = False) -> int:
-        """Kafka's ``smallestUpperBoundSlotFor``: -1 if none is >= ``target``."""
-        return self._slot_range_for(target, by_value, largest_lower=False)
+        return self._slot_range_for(target, by_value)
 
     def ceiling_slot(self, target: int, by_value: bool = False) -> int:
         """The first entry with key >= target, or -1.
@@ -401,12 +384,12 @@ class AbstractIndex(ABC):
             return floor
         return floor + 1 if floor + 1 < self.entries else -1
 
-    def _slot_range_for(self, target: int, by_value: bool, largest_lower: bool) -> int:
+    def _slot_range_for(self, target: int, by_value: bool) -> int:
         entries = self._entries
         if entries == 0:
             return -1
         keys = self._value_array() if by_value else self._key_array()
-        return keys.slot_range_for(target, entries, self.WARM_ENTRIES, largest_lower)
+        return keys.slot_range_for(target, entries, self.WARM_ENTRIES)
 
     # -- life cycle --------------------------------------------------------
 
@@ -464,7 +447,7 @@ class OffsetIndex(AbstractIndex):
 
     def lookup(self, target_offset: int) -> OffsetPosition:
         """Largest entry with offset <= target; (baseOffset, 0) if none (``OffsetIndex.lookup``)."""
-        slot = self._slot_range_for(target_offset, False, True)
+        slot = self._slot_range_for(target_offset, False)
         if slot == -1:
             return OffsetPosition(self.base_offset, 0)
         return self._make_entry(self.LAYOUT.unpack_from(self.buffer, slot * self.entry_size))
@@ -474,7 +457,7 @@ class OffsetIndex(AbstractIndex):
         entries = self._entries
         if entries == 0:
             return 0
-        slot = self._key_array().slot_range_for(target_offset, entries, self.WARM_ENTRIES, True)
+        slot = self._key_array().slot_range_for(target_offset, entries, self.WARM_ENTRIES)
         return 0 if slot == -1 else self._value_array()[slot]
 
     def sanity_check(self, display_path=None) -> None:
@@ -528,7 +511,7 @@ class TimeIndex(AbstractIndex):
 
     def lookup(self, target_timestamp: int) -> TimestampOffset:
         """Largest entry with timestamp <= target; (NO_TIMESTAMP, baseOffset) if none."""
-        slot = self._slot_range_for(target_timestamp, False, True)
+        slot = self._slot_range_for(target_timestamp, False)
         if slot == -1:
             return TimestampOffset(NO_TIMESTAMP, self.base_offset)
         return self._make_entry(self.LAYOUT.unpack_from(self.buffer, slot * self.entry_size))
@@ -566,59 +549,6 @@ def open_index(path, base_offset: int | None = None) -> AbstractIndex:
     if name.endswith(INDEX):
         return OffsetIndex(path, base_offset)
     raise UnreadableInput("not a .index or .timeindex file", str(path))
-
-
-def read_index_entries(path, base_offset: int | None = None) -> np.ndarray:
-    """The broker-view entries of an ``.index``/``.timeindex`` as a read-only memory-mapped array.
-
-    Fields are as stored (``relative_offset`` relative to the base offset).
-    """
-    return open_index(path, base_offset).array
-
-
-def index_entry_counts(path, base_offset: int | None = None) -> tuple[int, int]:
-    """(broker view, kafka-dump-log view) entry counts of an ``.index``/``.timeindex``."""
-    index = open_index(path, base_offset)
-    return index.entries, index.dump_entries
-
-
-# -- kafka-dump-log entry lines --------------------------------------------
-
-
-def format_offset_entry(entry: OffsetPosition) -> str:
-    return f"offset: {entry.offset} position: {entry.position}"
-
-
-def format_time_entry(entry: TimestampOffset) -> str:
-    return f"timestamp: {entry.timestamp} offset: {entry.offset}"
-
-
-def offset_index_dump_lines(index, display_path=None) -> Iterator[str]:
-    """Entry lines of ``kafka-dump-log --files X.index`` (without the ``Dumping`` header).
-
-    An index with no entries (broker view) gives ``"<file> is empty."``, as
-    ``dumpIndex`` prints.  The per-entry check against the ``.log`` (mismatch
-    list, and the exception when a position is not a batch start) is the
-    caller's; it can interleave it by iterating ``iter_dump_entries`` itself.
-    """
-    if not isinstance(index, OffsetIndex):
-        index = OffsetIndex(index)
-    if index.entries == 0:
-        yield f"{index.display_path if display_path is None else display_path} is empty."
-        return
-    for entry in index.iter_dump_entries():
-        yield format_offset_entry(entry)
-
-
-def time_index_dump_lines(index) -> Iterator[str]:
-    """Entry lines of ``kafka-dump-log --files X.timeindex`` (without the header).
-
-    ``dumpTimeIndex`` prints nothing for an empty time index.
-    """
-    if not isinstance(index, TimeIndex):
-        index = TimeIndex(index)
-    for entry in index.iter_dump_entries():
-        yield format_time_entry(entry)
 
 
 # --------------------------------------------------------------------------

@@ -31,7 +31,7 @@ import mmap
 import os
 import sys
 import zlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Iterator
@@ -789,71 +789,6 @@ def _windows(data, width: int):
 _SEPARATOR = PROPERTY_SEPARATOR.encode()
 
 
-
-class CommitLogFileScan:
-    """The messages of one CommitLog file (a buffer), raising at damage: the reader for dumps.
-
-    Stops cleanly at a BLANK_MAGIC_CODE record, at a zero-filled (unwritten,
-    preallocated) tail or at the exact end of the buffer; afterwards ``end``
-    describes where and how the data ended::
-
-        {"kind": "blank" | "zero-tail" | "end-of-file", "fileOffset", "phyOffset",
-         "totalSize", "magic", "blankSizeMatches" (blank), "nonZeroAfter" (zero-tail:
-         first non-zero byte after the tail start, or None)}
-
-    A bad magic, an impossible totalSize or inconsistent fields raise
-    CorruptData/TruncatedData at the record's file offset (``end`` then has kind
-    "corrupt").  ``check_crc=True`` also raises on a body CRC mismatch.
-    """
-
-    def __init__(self, buf, *, file_from_offset: int = 0, file: str | None = None, path: str | None = None,
-                 check_crc: bool = False, **decode_options):
-        self.buf = buf
-        self.file_from_offset = file_from_offset
-        self.file = file
-        self.path = path
-        self.check_crc = check_crc
-        self.decode_options = decode_options
-        self.end: dict | None = None
-        self.messages = 0
-        self.first_phy_offset: int | None = None
-        self.last_phy_offset: int | None = None
-
-    def _set_end(self, kind: str, step: CommitLogEnd, **extra) -> None:
-        self.end = {"kind": kind, "fileOffset": step.file_offset, "phyOffset": step.phy_offset,
-                    "totalSize": step.total_size, "magic": step.magic, **extra}
-
-    def __iter__(self) -> Iterator[dict]:
-        for step in walk_commitlog(self.buf, file_from_offset=self.file_from_offset, file=self.file,
-                                   path=self.path, **self.decode_options):
-            if isinstance(step, CommitLogEnd):
-                break
-            if self.check_crc and step["bodyLength"] > 0 and step["bodyCRC"] != step["bodyCRCComputed"]:
-                self.end = {"kind": "corrupt", "fileOffset": step["fileOffset"], "phyOffset": step["phyOffset"],
-                            "totalSize": step["totalSize"], "magic": step["magic"]}
-                raise CorruptData(
-                    f"body CRC mismatch: stored {step['bodyCRC']}, computed {step['bodyCRCComputed']} "
-                    f"(phyOffset {step['phyOffset']})", self.path, step["fileOffset"])
-            self.messages += 1
-            if self.first_phy_offset is None:
-                self.first_phy_offset = step["phyOffset"]
-            self.last_phy_offset = step["phyOffset"]
-            yield step
-        if step.kind == END_OF_FILE:
-            self._set_end(END_OF_FILE, step)
-        elif step.kind == BLANK:
-            self._set_end(BLANK, step, blankSizeMatches=step.blank_size_matches)
-        elif step.kind == ZERO_TAIL or (step.kind == SHORT_TAIL and step.non_zero_after is None):
-            self._set_end(ZERO_TAIL, step, nonZeroAfter=step.non_zero_after)
-        elif step.kind == SHORT_TAIL:
-            self._set_end("corrupt", step)
-            raise TruncatedData(f"{len(self.buf) - step.file_offset} stray bytes at the end of the file",
-                                self.path, step.file_offset)
-        else:
-            self._set_end("corrupt", step)
-            raise step.error
-
-
 # --------------------------------------------------------------------------
 # Store files on disk
 # --------------------------------------------------------------------------
@@ -916,43 +851,6 @@ def list_mapped_files(directory) -> list[tuple[int, Path]]:
         raise UnreadableInput("not a directory", str(directory))
     files = [(int(p.name), p) for p in directory.iterdir() if rocketmq_names.is_mapped_file_name(p.name) and p.is_file()]
     return sorted(files)
-
-
-@dataclass
-class CommitLogScan:
-    """Iterates every message of a CommitLog directory (or a single file) in offset order.
-
-    Each file is scanned to its own end (a blank record or zero tail in one file
-    does not stop the next file, which is what a forensic read wants).  After
-    (or during) iteration ``files`` holds one summary per file scanned::
-
-        {"file", "fileFromOffset", "size", "messages", "firstMessagePhyOffset",
-         "lastMessagePhyOffset", "end": CommitLogFileScan.end}
-    """
-
-    path: Path
-    check_crc: bool = False
-    decode_options: dict = field(default_factory=dict)
-    files: list[dict] = field(default_factory=list)
-
-    def __iter__(self) -> Iterator[dict]:
-        self.files = []
-        for start, file_path in list_mapped_files(_store_subdir(self.path, rocketmq_names.COMMITLOG_DIR)):
-            with MappedFile(file_path) as mf:
-                scan = CommitLogFileScan(mf.buf, file_from_offset=start, file=file_path.name,
-                                         path=str(file_path), check_crc=self.check_crc, **self.decode_options)
-                summary = {"file": file_path.name, "fileFromOffset": start, "size": mf.size}
-                self.files.append(summary)
-                try:
-                    yield from scan
-                finally:
-                    summary.update(messages=scan.messages, firstMessagePhyOffset=scan.first_phy_offset,
-                                   lastMessagePhyOffset=scan.last_phy_offset, end=scan.end)
-
-
-def scan_commitlog(path, *, check_crc: bool = False, **decode_options) -> CommitLogScan:
-    """Scan a store root, its ``commitlog`` directory or one commitlog file."""
-    return CommitLogScan(Path(path), check_crc, decode_options)
 
 
 class CommitLog:

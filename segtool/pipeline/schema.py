@@ -118,33 +118,3 @@ def partition_directory(topic: str | None, partition: int | None) -> str:
     topic_text = NULL_PARTITION if topic is None else _escape(topic)
     partition_text = NULL_PARTITION if partition is None else str(partition)
     return f"topic={topic_text}/partition={partition_text}"
-
-
-def spark_type_name(typ: pa.DataType) -> str:
-    """The Spark SQL type a Parquet column of this Arrow type reads as."""
-    if pa.types.is_string(typ):
-        return "string"
-    if pa.types.is_binary(typ):
-        return "binary"
-    if pa.types.is_boolean(typ):
-        return "boolean"
-    if pa.types.is_int8(typ):
-        return "tinyint"
-    if pa.types.is_int16(typ):
-        return "smallint"
-    if pa.types.is_int32(typ):
-        return "int"
-    if pa.types.is_int64(typ):
-        return "bigint"
-    if pa.types.is_map(typ):
-        return f"map<{spark_type_name(typ.key_type)},{spark_type_name(typ.item_type)}>"
-    if pa.types.is_list(typ):
-        return f"array<{spark_type_name(typ.value_type)}>"
-    if pa.types.is_struct(typ):
-        return "struct<" + ",".join(f"{f.name}:{spark_type_name(f.type)}" for f in typ) + ">"
-    raise TypeError(f"no Spark type for {typ}")
-
-
-def spark_ddl() -> str:
-    """``name type, ...`` of every column, for ``spark.read.schema(...)`` or a CREATE TABLE."""
-    return ", ".join(f"{f.name} {spark_type_name(f.type)}" for f in DATASET_SCHEMA)

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from segtool.formats.kafka_build import build_batch_v2, build_records
 from segtool.formats.kafka_log import Record, RecordBatch
+from tests.kafka_build import build_batch_v2, build_records
 from tests.bench.conftest import SEGTOOL, report, timed
 
 RECORDS = 1_000_000

@@ -12,7 +12,7 @@ import struct
 import time
 
 from segtool.engine.partition import PartitionView
-from segtool.formats.kafka_build import make_batch
+from tests.kafka_build import make_batch
 from tests.bench.conftest import SEGTOOL, timed
 
 SEGMENTS = 100

@@ -30,8 +30,8 @@ pytest.importorskip("pyspark")
 
 from segtool.engine.recovery import recover_segment  # noqa: E402
 from segtool.source import open_buffer  # noqa: E402
-from segtool.formats.kafka_build import build_batch_v2, build_records  # noqa: E402
 from segtool.formats.kafka_log import Record, RecordBatch  # noqa: E402
+from tests.kafka_build import build_batch_v2, build_records  # noqa: E402
 
 MIB = 1 << 20
 PARTITIONS = 4

@@ -235,7 +235,7 @@ BOMB_EXPANDS_TO = 24 * 1024 * 1024  # past the 8 MiB cap the harness gives dump;
 
 def _build_bomb(codec: int) -> bytes:
     from segtool.formats.compression import compress
-    from segtool.formats.kafka_build import build_batch_v2, build_records
+    from tests.kafka_build import build_batch_v2, build_records
     from segtool.formats.kafka_log import Record, RecordBatch
 
     # one record whose value is megabytes of zeros: a tiny payload with a large expansion
