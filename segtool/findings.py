@@ -406,7 +406,7 @@ class FindingKind(Enum):
     STORE_DOES_NOT_LOAD = (
         Severity.INFO, "RocketMQ checkpoint", "CommitLog files without the configured size",
         "the broker does not start on this store")
-    # -- RocketMQ 5.x store files (formats/rocketmq5.py) ----------------------------------------------------
+    # -- RocketMQ 5.x store files (rocketmq/v5.py) ----------------------------------------------------
     PROPERTY_CRC_MISMATCH = (
         Severity.ERROR, "RocketMQ 5.x CommitLog (and DLedger, compaction logs)", "a message's `__CRC32#` property "
         "(enabledAppendPropCRC) is not the CRC32 of the message before its last 18 bytes, or does not parse",

@@ -12,8 +12,8 @@ import construct as cs
 
 from segtool.formats.checksums import crc32c
 
-from segtool.formats.kafka_log import CRC_V2_START, LOG_OVERHEAD, Record, RecordBatch
-from segtool.formats.kafka_schemas import BATCH_HEADER_V2, LEGACY_MESSAGE_V0, LEGACY_MESSAGE_V1, RECORD_V2_BODY
+from segtool.kafka.log import CRC_V2_START, LOG_OVERHEAD, Record, RecordBatch
+from segtool.kafka.schemas import BATCH_HEADER_V2, LEGACY_MESSAGE_V0, LEGACY_MESSAGE_V1, RECORD_V2_BODY
 
 
 def build_record(record: Record) -> bytes:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import base64
 import struct
 
-from segtool.formats.kafka_messages import Array, Field, Message, Struct, Versions
+from segtool.kafka.messages import Array, Field, Message, Struct, Versions
 
 _FIXED = {"int8": ">b", "int16": ">h", "int32": ">i", "int64": ">q", "uint16": ">H", "uint32": ">I",
           "float64": ">d", "bool": ">?"}

@@ -18,10 +18,10 @@ import pyarrow.parquet as pq
 import pytest
 from jsonschema import Draft202012Validator
 
-from segtool.formats.carving import KAFKA, ROCKETMQ
+from segtool.engine.carving import KAFKA, ROCKETMQ
 from segtool.formats.json_names import message_json
-from segtool.formats.kafka_log import CRC_V2_START, MAGIC_AT, BatchScan, batch_records
-from segtool.formats.rocketmq import decode_message, walk_commitlog
+from segtool.kafka.log import CRC_V2_START, MAGIC_AT, BatchScan, batch_records
+from segtool.rocketmq.store_files import decode_message, walk_commitlog
 from segtool.ops.carve import FINDS_JSONL, KAFKA_RECORDS, REPORT, ROCKETMQ_MESSAGES, carve
 from segtool.ops.dump_kafka_log import record_item
 from tests.conftest import REPO, corpus_path, segtool

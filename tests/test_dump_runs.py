@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from segtool.formats.kafka_log import Record, RecordBatch
+from segtool.kafka.log import Record, RecordBatch
 from segtool.ops.dump import DumpRequest, dump_paths, run_dump
 from segtool.ops.runs import MessageRun
 from segtool.ops.render import _iso_times, iso_time, render_text_item, run_json_lines
@@ -107,7 +107,7 @@ def _single_record_batches() -> list[bytes]:
 
 def _mixed_segment() -> bytes:
     """Many-record batches, compressed ones, a transactional batch and its COMMIT marker, an empty batch."""
-    from segtool.formats.kafka_schemas import CONTROL_KEY, END_TXN_MARKER
+    from segtool.kafka.schemas import CONTROL_KEY, END_TXN_MARKER
 
     out = make_batch(0, [(b"k%d" % i, b"v%d" % i) for i in range(50)], BASE_TS)
     for codec in (1, 2, 3, 4):

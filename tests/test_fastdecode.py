@@ -11,8 +11,10 @@ import numpy as np
 import pytest
 
 import segtool
-from segtool.formats import _compiled_layouts, kafka_log, kafka_schemas
-from segtool.formats import rocketmq as rmq
+from segtool.formats import _compiled_layouts
+from segtool.kafka import log as kafka_log
+from segtool.kafka import schemas as kafka_schemas
+from segtool.rocketmq import store_files as rmq
 from segtool.formats.fastdecode import compile_field, compile_fixed, compile_table, compiled, render_table
 from tests.conftest import corpus_path
 from tests.test_rocketmq_formats import commitlog_walk

@@ -10,7 +10,7 @@ import re
 
 import pytest
 
-from segtool.formats.kafka_offsets import decode_offsets_record
+from segtool.kafka.offsets import decode_offsets_record
 from segtool.ops.groups import groups
 from tests.conftest import corpus_path, segtool
 

@@ -6,7 +6,7 @@ import struct
 
 from hypothesis import given, settings, strategies as st
 
-from segtool.formats.kafka_index import OffsetIndex, TimeIndex
+from segtool.kafka.index import OffsetIndex, TimeIndex
 
 BASE = 1000
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from segtool.formats.kafka_names import file_name, kraft_snapshot_id, offset_from_file_name
+from segtool.kafka.names import file_name, kraft_snapshot_id, offset_from_file_name
 from segtool.ops.inspect import exit_code, inspect
 from tests.conftest import corpus_path, segtool
 
@@ -276,8 +276,8 @@ def test_command_line_exit_codes_and_json(tmp_path):
 
 def _topic_records(metadata_dir: Path) -> dict[str, str]:
     """Each topic's id from the metadata log's TopicRecords, read with kafka-dump-log's decoder (last one wins)."""
-    from segtool.formats.kafka_log import BatchScan, batch_records
-    from segtool.formats.kafka_metadata import decode_metadata_record
+    from segtool.kafka.log import BatchScan, batch_records
+    from segtool.kafka.metadata import decode_metadata_record
 
     ids = {}
     for path in sorted(metadata_dir.glob("*.log")) + sorted(metadata_dir.glob("*-*.checkpoint")):

@@ -10,8 +10,8 @@ import pytest
 from segtool.engine.inventory import directory_kind, inventory, store_root
 from segtool.formats.file_kinds import DirectoryKind
 from segtool.errors import UnreadableInput, UsageError
-from segtool.formats.detect import detect
-from segtool.formats.kafka_names import is_log_file
+from segtool.engine.detect import detect
+from segtool.kafka.names import is_log_file
 from segtool.ops.lookup import LookupRequest, lookup
 
 from tests.conftest import SAMPLE_DATA, corpus_path, segtool

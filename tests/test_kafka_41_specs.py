@@ -20,15 +20,15 @@ from pathlib import Path
 
 import pytest
 
-from segtool.formats.internal_topics import decode_offsets_item, decode_share_state_item
-from segtool.formats.kafka_coordinator import (
+from segtool.kafka.internal_topics import decode_offsets_item, decode_share_state_item
+from segtool.kafka.coordinator import (
     decode_remote_log_metadata,
     decode_share_state_record,
     transaction_log_json_texts,
     transaction_log_texts,
 )
-from segtool.formats.kafka_messages import snake_case_data
-from segtool.formats.kafka_offsets import decode_offsets_record, parse_offsets_record
+from segtool.kafka.messages import snake_case_data
+from segtool.kafka.offsets import decode_offsets_record, parse_offsets_record
 from segtool.ops.kafka_dump_log import KafkaDumpOptions, run_kafka_dump
 from tests.kafka_build import make_batch
 from tests.message_writer import uvarint

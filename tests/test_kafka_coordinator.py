@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from segtool.formats.internal_topics import (
+from segtool.kafka.internal_topics import (
     decode_offsets_item,
     decode_remote_log_metadata_item,
     decode_share_state_item,
@@ -20,7 +20,7 @@ from segtool.formats.internal_topics import (
     decoded_text,
     record_decoder,
 )
-from segtool.formats.kafka_coordinator import (
+from segtool.kafka.coordinator import (
     REMOTE_LOG_METADATA_RECORDS,
     SHARE_RECORD_TYPES,
     TRANSACTION_LOG,
@@ -28,9 +28,9 @@ from segtool.formats.kafka_coordinator import (
     share_group_state_texts,
     transaction_log_texts,
 )
-from segtool.formats.kafka_log import BatchScan, batch_records
-from segtool.formats.kafka_names import remote_segment_id
-from segtool.formats.kafka_offsets import RECORD_TYPES, parse_offsets_record
+from segtool.kafka.log import BatchScan, batch_records
+from segtool.kafka.names import remote_segment_id
+from segtool.kafka.offsets import RECORD_TYPES, parse_offsets_record
 from segtool.source import open_buffer
 from tests.conftest import corpus_path
 from tests.message_writer import sample_data, uvarint, versions_of, write_message

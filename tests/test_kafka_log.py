@@ -12,8 +12,8 @@ from hypothesis import given, settings, strategies as st
 from segtool.source import open_buffer
 from segtool.errors import CorruptData
 from segtool.formats.compression import decompress
-from segtool.formats.kafka_log import BATCH_V2_OVERHEAD, BatchScan, batch_records
-from segtool.formats.kafka_schemas import BATCH_HEADER_V2, LEGACY_MESSAGE_V0, LEGACY_MESSAGE_V1, RECORD_V2
+from segtool.kafka.log import BATCH_V2_OVERHEAD, BatchScan, batch_records
+from segtool.kafka.schemas import BATCH_HEADER_V2, LEGACY_MESSAGE_V0, LEGACY_MESSAGE_V1, RECORD_V2
 from tests.kafka_build import build_batch_v2, build_legacy_message, build_records, make_batch
 from tests.conftest import case_dirs
 
@@ -125,7 +125,7 @@ def test_zigzag_schema_is_kafkas_varint():
 
 @pytest.mark.parametrize("log", SEGMENTS)
 def test_columnar_decoder_matches_the_record_decoder(log):
-    from segtool.formats.kafka_log import batch_columns
+    from segtool.kafka.log import batch_columns
 
     buf = open_buffer(log)
     try:
@@ -149,7 +149,7 @@ def test_columnar_decoder_matches_the_record_decoder(log):
 
 
 def test_columnar_decoder_declines_malformed_sections():
-    from segtool.formats.kafka_log import record_columns
+    from segtool.kafka.log import record_columns
 
     data = make_batch(0, [(b"k", b"v" * 10)] * 4, 1_700_000_000_000)
     (batch,) = list(BatchScan(data))
@@ -176,7 +176,7 @@ def _record_fields(record):
 def test_lookup_shortcuts_match_full_decoding(log):
     """first_record_where (length-prefix hops) and seek_offset (headers only) give
     what decoding every record and every batch gives, on every corpus batch."""
-    from segtool.formats.kafka_log import first_record_where, seek_offset_position, seek_timestamp_position
+    from segtool.kafka.log import first_record_where, seek_offset_position, seek_timestamp_position
 
     buf, batches = _framed(log)
     for batch in batches:
@@ -208,7 +208,7 @@ def test_lookup_shortcuts_match_full_decoding(log):
 def test_lookup_shortcut_walks_records_of_every_length_size():
     """Records whose length varint takes 1, 2, 3 and 4 bytes: the two-byte hop table covers
     only the first two, and a walk that meets a longer one is done again in full."""
-    from segtool.formats.kafka_log import first_record_where
+    from segtool.kafka.log import first_record_where
 
     sizes = [3, 50, 200, 9000, 70000, 5, 3_000_000, 100, 8190, 8200, 1]
     data = make_batch(500, [(b"k%d" % i, b"v" * size) for i, size in enumerate(sizes)], 1_795_000_000_000)
@@ -255,7 +255,7 @@ def _frame_reference(buf, pos, end, most, until):
        st.one_of(st.none(), st.integers(0, 2000)), st.integers(0, 3000))
 def test_frame_batches_follows_kafkas_rules_in_order(sizes, tail, most, until, cut):
     """Random size fields (some below the minimum), a ragged tail, any ``most``, ``until`` and end."""
-    from segtool.formats.kafka_log import frame_batches
+    from segtool.kafka.log import frame_batches
 
     buf = bytearray()
     for size in sizes:

@@ -1,4 +1,4 @@
-"""KRaft metadata records (segtool.formats.kafka_metadata) in every format: the registry's
+"""KRaft metadata records (segtool.kafka.metadata) in every format: the registry's
 JSON/text items on every real metadata log, snapshot and bootstrap.checkpoint of the wild
 corpus, topic ids against partition.metadata, every record type and version round-tripped
 through a writer that follows the schemas, and --cluster-metadata-decoder through the CLI."""
@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from segtool.formats import kafka_state
-from segtool.formats.internal_topics import decode_metadata_item, decoded_text, record_decoder
-from segtool.formats.kafka_log import BatchScan, batch_records
-from segtool.formats.kafka_messages import compile_message, read_message
-from segtool.formats.kafka_metadata import METADATA_RECORDS, cluster_metadata_payload, decode_metadata_record
+from segtool.kafka import state as kafka_state
+from segtool.kafka.internal_topics import decode_metadata_item, decoded_text, record_decoder
+from segtool.kafka.log import BatchScan, batch_records
+from segtool.kafka.messages import compile_message, read_message
+from segtool.kafka.metadata import METADATA_RECORDS, cluster_metadata_payload, decode_metadata_record
 from segtool.source import open_buffer
 from tests.conftest import corpus_path
 from tests.message_writer import sample_data, uvarint, versions_of, write_message

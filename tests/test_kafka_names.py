@@ -8,9 +8,9 @@ import shutil
 
 import pytest
 
-from segtool.engine.partition import PartitionView
+from segtool.kafka.partition import PartitionView
 from segtool.errors import UnreadableInput
-from segtool.formats.kafka_names import file_name, is_log_file, kraft_snapshot_id, offset_from_file_name
+from segtool.kafka.names import file_name, is_log_file, kraft_snapshot_id, offset_from_file_name
 from segtool.pipeline.inputs import discover
 from tests.conftest import corpus_path
 

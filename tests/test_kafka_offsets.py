@@ -8,8 +8,8 @@ import struct
 import pytest
 
 from segtool.errors import CorruptData
-from segtool.formats.kafka_messages import jackson_json, java_utf8
-from segtool.formats.kafka_offsets import parse_offsets_record
+from segtool.kafka.messages import jackson_json, java_utf8
+from segtool.kafka.offsets import parse_offsets_record
 
 from .conftest import corpus_path
 
@@ -18,7 +18,7 @@ CASE = ("kafka", "c10-consumer-offsets")
 
 def _walk_records(buf: bytes):
     """Yield (offset, key, value) for every record, read through segtool's batch reader."""
-    from segtool.formats.kafka_log import BatchScan, batch_records
+    from segtool.kafka.log import BatchScan, batch_records
 
     for batch in BatchScan(buf):
         for record in batch_records(batch):

@@ -20,7 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from segtool.errors import CorruptData, SegtoolError, TruncatedData
-from segtool.formats.kafka_index import (
+from segtool.kafka.index import (
     OFFSET_INDEX_DTYPE,
     OFFSET_INDEX_ENTRY,
     TIME_INDEX_ENTRY,
@@ -35,7 +35,7 @@ from segtool.formats.kafka_index import (
     open_index,
     txn_index_dump_lines,
 )
-from segtool.formats.kafka_state import (
+from segtool.kafka.state import (
     PRODUCER_SNAPSHOT,
     PRODUCER_SNAPSHOT_ENTRY,
     CorruptCheckpoint,
@@ -392,7 +392,7 @@ def test_snapshot_negative_count_and_trailing_bytes():
 def test_snapshot_line_without_batch_metadata():
     data = _snapshot_bytes([dict(_ENTRY, last_offset=-1, current_txn_first_offset=12)])
     snap = parse_producer_snapshot(data)
-    from segtool.formats.kafka_state import format_snapshot_entry
+    from segtool.kafka.state import format_snapshot_entry
 
     assert format_snapshot_entry(snap.entries[0]) == (
         "producerId: 7 producerEpoch: 3 coordinatorEpoch: 2 currentTxnFirstOffset: OptionalLong[12] "

@@ -15,7 +15,7 @@ import struct
 
 import pytest
 
-from segtool.formats import rocketmq as rmq
+from segtool.rocketmq import store_files as rmq
 from segtool.ops.lookup import lookup_key
 from tests.test_rocketmq_lookups import golden, rocketmq_case
 

@@ -10,7 +10,7 @@ from collections import defaultdict
 import jsonschema
 import pytest
 
-from segtool.formats import rocketmq_msgid as ids
+from segtool.rocketmq import msgid as ids
 from segtool.ops.lookup import lookup_msg_ids
 from tests.conftest import REPO, segtool
 from tests.test_rocketmq_lookups import rocketmq_case

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from segtool.engine.partition import PartitionView
+from segtool.kafka.partition import PartitionView
 from segtool.ops.lookup import lookup_offset
 from tests.conftest import case_dirs
 

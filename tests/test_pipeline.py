@@ -23,13 +23,13 @@ pytest.importorskip("pyspark")
 
 import pyarrow.dataset as pads  # noqa: E402
 
-from segtool.formats.kafka_log import BatchScan  # noqa: E402
+from segtool.kafka.log import BatchScan  # noqa: E402
 from segtool.errors import SegtoolError  # noqa: E402
 from segtool.ops.rebuild import rebuild_index  # noqa: E402
 from segtool.ops.verify import verify  # noqa: E402
 from segtool.pipeline.engines import LocalEngine  # noqa: E402
 from segtool.pipeline.inputs import discover  # noqa: E402
-from segtool.formats.kafka_names import topic_partition  # noqa: E402
+from segtool.kafka.names import topic_partition  # noqa: E402
 from segtool.pipeline.rebuild import rebuild_distributed  # noqa: E402
 from segtool.pipeline.scan import parse_size, scan  # noqa: E402
 from segtool.pipeline.schema import COLUMNS, DATASET_SCHEMA, FILE_SCHEMA  # noqa: E402
@@ -260,7 +260,7 @@ def test_spark_splits_equal_local_splits(spark_engine, tmp_path):
 
 def _batch_starts(log: Path) -> list[int]:
     from segtool.source import open_buffer
-    from segtool.formats.kafka_log import BatchScan
+    from segtool.kafka.log import BatchScan
 
     return [b.position for b in BatchScan(open_buffer(str(log)))]
 

@@ -14,9 +14,9 @@ import random
 import pytest
 
 from segtool.engine.salvage import DamagedRange, commitlog_pieces, kafka_pieces
-from segtool.formats import rocketmq as rmq
+from segtool.rocketmq import store_files as rmq
 from segtool.errors import CorruptData
-from segtool.formats.kafka_log import CRC_V2_START, BatchScan, RecordBatch
+from segtool.kafka.log import CRC_V2_START, BatchScan, RecordBatch
 from segtool.ops.dump import dump_paths
 from segtool.ops.verify import verify
 from tests.conftest import case_dirs, corpus_path

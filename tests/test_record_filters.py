@@ -12,7 +12,7 @@ from collections import Counter
 
 import pytest
 
-from segtool.engine.partition import PartitionView
+from segtool.kafka.partition import PartitionView
 from segtool.errors import UsageError
 from segtool.ops.dump import dump_paths
 from segtool.ops.lookup import LookupRequest, lookup

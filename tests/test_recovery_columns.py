@@ -9,12 +9,12 @@ import dataclasses
 
 import pytest
 
-from segtool.engine import recovery as recovery_module
-from segtool.engine.recovery import recover_segment
+from segtool.kafka import recovery as recovery_module
+from segtool.kafka.recovery import recover_segment
 from segtool.formats.checksums import ChecksumHelper
 from segtool.source import open_buffer
-from segtool.formats import kafka_log
-from segtool.formats.kafka_names import offset_from_file_name
+from segtool.kafka import log as kafka_log
+from segtool.kafka.names import offset_from_file_name
 from segtool.ops.verify_kafka import verify_log
 from tests.kafka_build import make_batch
 from tests.conftest import case_dirs

@@ -53,7 +53,7 @@ def test_fifo_is_refused_without_blocking(tmp_path):
 
 
 def test_negative_scan_start_is_a_clean_error():
-    from segtool.formats.kafka_log import BatchScan
+    from segtool.kafka.log import BatchScan
 
     with pytest.raises(SegtoolError) as info:
         BatchScan(b"\0" * 100, -5, path="x.log")

@@ -20,9 +20,9 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from segtool.errors import SegtoolError
-from segtool.formats import rocketmq as rmq
-from segtool.formats import rocketmq5 as r5
-from segtool.formats.detect import detect
+from segtool.rocketmq import store_files as rmq
+from segtool.rocketmq import v5 as r5
+from segtool.engine.detect import detect
 from segtool.ops.dump import dump_file
 from segtool.ops.verify import verify_file
 from tests import rocketmq5_writer as w

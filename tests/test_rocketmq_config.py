@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from segtool.errors import CorruptData
-from segtool.formats.rocketmq_config import (
+from segtool.rocketmq.config import (
     CONFIG_KINDS,
     load_config,
     parse_fastjson,

@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 
 from segtool.engine.salvage import CRC_MISMATCH, DamagedRange, commitlog_pieces
 from segtool.errors import CorruptData, SegtoolError, TruncatedData
-from segtool.formats import rocketmq as rmq
+from segtool.rocketmq import store_files as rmq
 from tests.conftest import corpus_path
 
 MAIN_CASES = ["clean-multi", "kill9-abort"]

@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from segtool.engine import rocketmq_store as rs
+from segtool.rocketmq import store as rs
 from segtool.errors import SegtoolError
-from segtool.formats import rocketmq as rmq
+from segtool.rocketmq import store_files as rmq
 from segtool.ops import lookup as ops
 from tests.conftest import CORPUS, case_dirs, corpus_path, segtool
 

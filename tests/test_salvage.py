@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from segtool.formats import rocketmq as rmq
-from segtool.formats.kafka_log import BatchScan
+from segtool.rocketmq import store_files as rmq
+from segtool.kafka.log import BatchScan
 from tests.conftest import corpus_path, segtool
 
 SEGMENT = "00000000000000000000.log"

@@ -22,8 +22,8 @@ duckdb = pytest.importorskip("duckdb")
 
 import pyarrow.parquet as pq  # noqa: E402
 
-from segtool.formats.kafka_log import BatchScan  # noqa: E402
-from segtool.formats.kafka_names import is_log_file, topic_partition  # noqa: E402
+from segtool.kafka.log import BatchScan  # noqa: E402
+from segtool.kafka.names import is_log_file, topic_partition  # noqa: E402
 from segtool.pipeline.engines import LocalEngine  # noqa: E402
 from segtool.pipeline.scan import run_scan_task, scan  # noqa: E402
 from segtool.pipeline.splits import kafka_boundaries, plan_tasks  # noqa: E402

@@ -10,7 +10,7 @@ import shutil
 
 import pytest
 
-from segtool.formats.kafka_coordinator import TRANSACTION_STATES, decode_transaction_record
+from segtool.kafka.coordinator import TRANSACTION_STATES, decode_transaction_record
 from segtool.ops.transactions import transactions
 from tests.conftest import corpus_path, segtool
 

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from segtool.formats.kafka_index import OffsetIndex, TimeIndex
+from segtool.kafka.index import OffsetIndex, TimeIndex
 from segtool.ops.trim import trim
 from tests.conftest import case_dirs
 

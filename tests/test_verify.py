@@ -145,7 +145,7 @@ def test_segments_that_overlap_are_reported(tmp_path):
     """A partition whose first segment runs into the second one's offsets (c04's first batch of
     the second segment appended to the first): the second segment is flagged, nothing else."""
     from segtool.source import open_buffer
-    from segtool.formats.kafka_log import BatchScan
+    from segtool.kafka.log import BatchScan
 
     cases = [c for c in case_dirs("kafka") if c.name == "c04-transactions"]
     if not cases:

@@ -18,12 +18,12 @@ from pathlib import Path
 
 import pytest
 
-from segtool.engine import rocketmq_store as rs
+from segtool.rocketmq import store as rs
 from segtool.errors import SegtoolError
-from segtool.formats import rocketmq as rmq
-from segtool.formats.detect import detect
+from segtool.rocketmq import store_files as rmq
+from segtool.engine.detect import detect
 from segtool.formats.json_names import snake_case_keys
-from segtool.engine.rocketmq_store import index_file_name
+from segtool.rocketmq.store import index_file_name
 from segtool.ops.rebuild_rocketmq import rebuild_rocketmq_index
 from segtool.ops.verify import exit_code, verify
 from segtool.ops.file_formats import CheckOptions, file_format

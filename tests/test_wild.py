@@ -40,11 +40,11 @@ import pytest
 
 from segtool.source import open_buffer
 from segtool.errors import SegtoolError
-from segtool.formats import rocketmq
+from segtool.rocketmq import store_files as rocketmq
 from segtool.formats.compression import decompress
-from segtool.formats.detect import detect, kafka_suffix
-from segtool.formats.kafka_index import OffsetIndex, TimeIndex
-from segtool.formats.kafka_log import BatchScan, batch_records, control_record_type
+from segtool.engine.detect import detect, kafka_suffix
+from segtool.kafka.index import OffsetIndex, TimeIndex
+from segtool.kafka.log import BatchScan, batch_records, control_record_type
 from segtool.ops.dump import dump_paths
 from segtool.ops.kafka_dump_log import KafkaDumpOptions, run_kafka_dump
 from tests.conftest import corpus_path

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from segtool.formats.rocketmq_names import CONFIG_FILES
+from segtool.rocketmq.names import CONFIG_FILES
 from tests.conftest import CORPUS, segtool
 
 WILD = CORPUS / "wild"

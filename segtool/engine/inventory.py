@@ -3,7 +3,7 @@
 The one place that turns paths into log dirs -> partitions / stores -> files
 (Kafka's ``LogManager`` finding the partitions of its log dirs, RocketMQ's
 store layout).  Files are found by the one walker (``engine.walk``: any depth,
-every entry accounted for) and classified by ``formats.detect``; a partition is
+every entry accounted for) and classified by ``engine.detect``; a partition is
 the directory of its segment files, a store the root above ``commitlog/``,
 ``consumequeue/``, ``index/`` and ``checkpoint``.  ``classify`` groups a
 listing that came from elsewhere (a remote file system) the same way.  Every
@@ -16,15 +16,14 @@ from __future__ import annotations
 import os
 import posixpath
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Iterable
 
 from segtool.engine.walk import walk
 from segtool.errors import UnreadableInput
-from segtool.formats.detect import DetectedFile, detect
+from segtool.engine.detect import DetectedFile, detect
 from segtool.formats.file_kinds import Broker, DirectoryKind, FileKind, Scope
-from segtool.formats.kafka_names import is_log_file, offset_from_file_name, topic_partition
-from segtool.formats import rocketmq_names
+from segtool.kafka.names import is_log_file, offset_from_file_name, topic_partition
+from segtool.rocketmq import names as rocketmq_names
 
 
 @dataclass(frozen=True)
@@ -114,50 +113,12 @@ def store_root(detected: DetectedFile) -> str | None:
     return "/".join(parts[:-up])
 
 
-def store_directory(path: str) -> Path:
-    """The root of the store a directory names: the root itself, or one of its ``commitlog/``,
-    ``consumequeue/`` or ``index/`` directories.  UnreadableInput when it is no store."""
-    root = Path(path)
-    if not root.exists():
-        raise UnreadableInput("no such file or directory", str(root))
-    if not root.is_dir():
-        raise UnreadableInput("expected a RocketMQ store directory, not a file", str(root))
-    if root.name in rocketmq_names.DATA_DIRS and not rocketmq_names.holds_store_data(root):
-        root = root.parent
-    if not rocketmq_names.holds_store_data(root):
-        raise UnreadableInput("not a RocketMQ store (no commitlog/, consumequeue/ or index/ inside)", str(root))
-    return root
-
-
-def is_store_directory(path: str) -> bool:
-    """Does ``path`` name a RocketMQ store (its root or one of its directories)?"""
-    try:
-        store_directory(path)
-    except UnreadableInput:
-        return False
-    return True
-
-
-def is_store_root(path: str) -> bool:
-    """Is ``path`` a RocketMQ store root: a store directory (``store_directory``), or a directory
-    holding the broker's ``config/`` files or a ``checkpoint`` only?"""
-    if is_store_directory(path):
-        return True
-    root = Path(path)
-    if not root.is_dir():
-        return False
-    config = root / rocketmq_names.CONFIG_DIR
-    return (root / rocketmq_names.CHECKPOINT).is_file() or (
-        config.is_dir() and any((config / name).is_file() or (config / f"{name}.bak").is_file()
-                                for name in rocketmq_names.CONFIG_FILES))
-
-
 def rocketmq_stores(paths: list[str]) -> list[str]:
     """The RocketMQ stores ``paths`` name: a store directory as given, and every store with
     CommitLog files found below any other directory."""
     roots: list[str] = []
     for path in paths:
-        if is_store_directory(path):
+        if rocketmq_names.is_store_directory(path):
             roots.append(path)
         elif os.path.isdir(path):
             roots.extend(store.root for store in inventory([path]).stores if store.commitlog)
@@ -171,7 +132,7 @@ def directory_kind(path: str) -> DirectoryKind:
         raise UnreadableInput("no such file or directory", path)
     if os.path.isdir(path) and any(is_log_file(name) for name in os.listdir(path)):
         return DirectoryKind.KAFKA_PARTITION
-    if not is_store_directory(path):
+    if not rocketmq_names.is_store_directory(path):
         raise UnreadableInput("not a Kafka partition directory (no .log segments) and not a RocketMQ store "
                               "(no commitlog/, consumequeue/ or index/ inside)", path)
     return DirectoryKind.ROCKETMQ_STORE

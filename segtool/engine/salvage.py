@@ -4,7 +4,7 @@ The broker's own readers stop at the first framing error (Kafka's recovery then
 truncates the segment there; RocketMQ's stops the CommitLog).  These readers go
 on: from the first damaged byte they search forward, at every byte position, for
 the next batch or message that passes every check including its checksum
-(``formats.carving``), report the bytes in between as one ``DamagedRange``, and
+(``engine.carving``), report the bytes in between as one ``DamagedRange``, and
 resume the one walker of each log from there.  A clean file never reaches the
 search: it costs nothing.
 
@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from typing import Iterator
 
 from segtool.errors import CorruptData
-from segtool.formats import rocketmq as rmq
-from segtool.formats.carving import KAFKA, ROCKETMQ, next_find
-from segtool.formats.kafka_log import BatchScan, RecordBatch, batch_at
+from segtool.rocketmq import store_files as rmq
+from segtool.engine.carving import KAFKA, ROCKETMQ, next_find
+from segtool.kafka.log import BatchScan, RecordBatch, batch_at
 
 # why a range is damaged (``DamagedRange.reason``)
 CRC_MISMATCH = "crc_mismatch"  # framing intact, checksum wrong: the bytes were changed after they were written

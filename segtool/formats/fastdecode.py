@@ -31,17 +31,17 @@ _INT_CODES = {
 # or (module, attribute, field) for one field of a Struct that is not fixed as a whole
 # (see ``compile_field``).
 TABLE_SCHEMAS = {
-    "LOG_ENTRY_HEADER": ("segtool.formats.kafka_schemas", "LOG_ENTRY_HEADER"),
-    "BATCH_HEADER_V2": ("segtool.formats.kafka_schemas", "BATCH_HEADER_V2"),
-    "LEGACY_HEADER_V0": ("segtool.formats.kafka_schemas", "LEGACY_HEADER_V0"),
-    "LEGACY_HEADER_V1": ("segtool.formats.kafka_schemas", "LEGACY_HEADER_V1"),
-    "CONTROL_KEY": ("segtool.formats.kafka_schemas", "CONTROL_KEY"),
-    "END_TXN_MARKER": ("segtool.formats.kafka_schemas", "END_TXN_MARKER"),
-    "OFFSET_INDEX_ENTRY": ("segtool.formats.kafka_schemas", "OFFSET_INDEX_ENTRY"),
-    "TIME_INDEX_ENTRY": ("segtool.formats.kafka_schemas", "TIME_INDEX_ENTRY"),
-    "TXN_INDEX_ENTRY": ("segtool.formats.kafka_schemas", "TXN_INDEX_ENTRY"),
+    "LOG_ENTRY_HEADER": ("segtool.kafka.schemas", "LOG_ENTRY_HEADER"),
+    "BATCH_HEADER_V2": ("segtool.kafka.schemas", "BATCH_HEADER_V2"),
+    "LEGACY_HEADER_V0": ("segtool.kafka.schemas", "LEGACY_HEADER_V0"),
+    "LEGACY_HEADER_V1": ("segtool.kafka.schemas", "LEGACY_HEADER_V1"),
+    "CONTROL_KEY": ("segtool.kafka.schemas", "CONTROL_KEY"),
+    "END_TXN_MARKER": ("segtool.kafka.schemas", "END_TXN_MARKER"),
+    "OFFSET_INDEX_ENTRY": ("segtool.kafka.schemas", "OFFSET_INDEX_ENTRY"),
+    "TIME_INDEX_ENTRY": ("segtool.kafka.schemas", "TIME_INDEX_ENTRY"),
+    "TXN_INDEX_ENTRY": ("segtool.kafka.schemas", "TXN_INDEX_ENTRY"),
     # a legacy message's key and value lengths (declared alike; the reader uses one layout for both)
-    "LEGACY_BYTES_LENGTH": ("segtool.formats.kafka_schemas", "LEGACY_MESSAGE_V0", "key"),
+    "LEGACY_BYTES_LENGTH": ("segtool.kafka.schemas", "LEGACY_MESSAGE_V0", "key"),
     "XERIAL_HEADER": ("segtool.formats.compression", "XERIAL_HEADER"),
     "XERIAL_CHUNK_HEADER": ("segtool.formats.compression", "XERIAL_CHUNK_HEADER"),
     "SKIPPABLE_FRAME_HEADER": ("segtool.formats.compression", "SKIPPABLE_FRAME_HEADER"),

@@ -4,7 +4,7 @@ A ``FileKind`` names a file format; its value is the name every output shows
 (``"kind": "kafka-log"``).  Each member declares the broker it belongs to, where
 it sits (a Kafka partition directory, a Kafka log dir, a RocketMQ store) and,
 for the files a RocketMQ store groups, the directory that holds them and how
-far below the store root they lie.  ``formats.detect`` recognises the kinds,
+far below the store root they lie.  ``engine.detect`` recognises the kinds,
 ``engine.inventory`` groups them, and ``ops.file_formats`` registers how each
 is read, checked and salvaged; nothing else spells a kind.
 """
@@ -54,7 +54,7 @@ class FileKind(StrEnum):
     ROCKETMQ_CONSUMEQUEUE = "rocketmq-consumequeue", Broker.ROCKETMQ, Scope.STORE, ("consumequeue", 4)
     ROCKETMQ_INDEXFILE = "rocketmq-indexfile", Broker.ROCKETMQ, Scope.STORE, ("index", 2)
     ROCKETMQ_CHECKPOINT = "rocketmq-checkpoint", Broker.ROCKETMQ, Scope.STORE, (None, 1)
-    # RocketMQ 5.x (formats.rocketmq5)
+    # RocketMQ 5.x (rocketmq.v5)
     ROCKETMQ_BATCHCONSUMEQUEUE = "rocketmq-batchconsumequeue", Broker.ROCKETMQ, Scope.STORE
     ROCKETMQ_TIMERLOG = "rocketmq-timerlog", Broker.ROCKETMQ, Scope.STORE
     ROCKETMQ_TIMERWHEEL = "rocketmq-timerwheel", Broker.ROCKETMQ, Scope.STORE

@@ -29,7 +29,7 @@ def consumer_groups(path: str, group: str | None = None, at: str | None = None) 
 
 def inspect_paths(paths: list[str]) -> tuple[dict, int]:
     """``segtool inspect``: RocketMQ store roots, or Kafka log dirs; not both in one run."""
-    from segtool.engine.inventory import is_store_root
+    from segtool.rocketmq.names import is_store_root
 
     stores = [path for path in paths if is_store_root(path)]
     if stores and len(stores) != len(paths):

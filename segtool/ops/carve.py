@@ -1,7 +1,7 @@
 """`carve`: every Kafka batch and RocketMQ message in any bytes, grouped into runs, written as JSON Lines and Parquet.
 
 Any file is just bytes here (a disk image, a core dump, a segment copied into
-something else): ``formats.carving.find`` yields each checksum-valid batch or
+something else): ``engine.carving.find`` yields each checksum-valid batch or
 message at whatever byte it starts, and the normal decoders decode it.  Finds
 are grouped into runs as they come, in file and position order:
 
@@ -32,10 +32,10 @@ import pyarrow.parquet as pq
 from segtool.engine.inventory import inventory
 from segtool.engine.safe_write import plan_outputs, staged, write_atomically
 from segtool.errors import SegtoolError
-from segtool.formats.carving import KAFKA, ROCKETMQ, Find, SearchCounts, find
+from segtool.engine.carving import KAFKA, ROCKETMQ, Find, SearchCounts, find
 from segtool.formats.json_names import message_json
-from segtool.formats.kafka_log import RecordBatch, batch_at, batch_records, increment_sequence
-from segtool.formats.rocketmq import decode_message, message_header
+from segtool.kafka.log import RecordBatch, batch_at, batch_records, increment_sequence
+from segtool.rocketmq.store_files import decode_message, message_header
 from segtool.ops.dump_kafka_log import batch_item, record_item
 from segtool.ops.output_schema import CarveReport
 from segtool.source import open_buffer, sha256_beside

@@ -8,7 +8,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Iterator
 
-from segtool.formats import kafka_index, kafka_state
+from segtool.kafka import state as kafka_state
+from segtool.kafka import index as kafka_index
 from segtool.ops.dump_errors import errors_as_items
 
 

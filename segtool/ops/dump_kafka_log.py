@@ -14,9 +14,9 @@ from segtool.source import open_buffer
 from segtool.formats.compression import DEFAULT_CAP
 from segtool.formats.json_names import bytes_fields
 from segtool.engine.salvage import DamagedRange, kafka_pieces
-from segtool.formats.kafka_log import (BatchHeaders, BatchScan, RecordBatch, batch_records,
+from segtool.kafka.log import (BatchHeaders, BatchScan, RecordBatch, batch_records,
                                        chunk_records, control_record_type)
-from segtool.formats.kafka_names import has_offset_name, internal_topic, offset_from_file_name
+from segtool.kafka.names import has_offset_name, internal_topic, offset_from_file_name
 from segtool.ops.runs import BatchRun
 
 
@@ -95,7 +95,7 @@ def _record_decoder(path: str):
     message schemas take a tenth of a second to load)."""
     if internal_topic(path) is None:
         return None
-    from segtool.formats.internal_topics import record_decoder
+    from segtool.kafka.internal_topics import record_decoder
 
     return record_decoder(path)
 

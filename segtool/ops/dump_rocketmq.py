@@ -1,5 +1,5 @@
 """`dump` items for RocketMQ files: CommitLog messages, ConsumeQueue units, IndexFile entries, and the
-5.x files (formats/rocketmq5.py): BatchConsumeQueue units, the timer store, DLedger entries with their
+5.x files (rocketmq/v5.py): BatchConsumeQueue units, the timer store, DLedger entries with their
 messages, compaction logs and queues, the lock and abort markers."""
 
 from __future__ import annotations
@@ -10,11 +10,12 @@ from typing import Iterator
 from segtool.errors import CorruptData, SegtoolError
 from segtool.source import open_buffer, release_pages
 from segtool.engine.salvage import DamagedRange, body_crc_valid, commitlog_pieces
-from segtool.formats import rocketmq, rocketmq5
+from segtool.rocketmq import v5 as rocketmq5
+from segtool.rocketmq import store_files as rocketmq
 from segtool.formats.json_names import message_item, snake_case_keys
 from segtool.ops.runs import MessageRun
 from segtool.ops.dump_errors import errors_as_items
-from segtool.formats import rocketmq_names
+from segtool.rocketmq import names as rocketmq_names
 
 
 def _store_items(read):

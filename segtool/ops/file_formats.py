@@ -1,6 +1,6 @@
 """How segtool reads, checks and salvages each kind of file: one ``FileFormat`` per ``FileKind``.
 
-``formats.file_kinds`` declares the kinds and ``formats.detect`` recognises them;
+``formats.file_kinds`` declares the kinds and ``engine.detect`` recognises them;
 this registry is where each kind meets the commands: ``dump`` takes its items,
 ``verify`` its check, ``salvage`` what it does with a file it does not rewrite,
 ``trim`` and ``report`` its index view.  No command keeps a table of kinds of its own:
@@ -17,10 +17,10 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
 from segtool.formats.compression import DEFAULT_CAP
-from segtool.formats.detect import NOT_RECOGNISED, DetectedFile
+from segtool.engine.detect import NOT_RECOGNISED, DetectedFile
 from segtool.formats.file_kinds import FileKind
-from segtool.formats.kafka_index import AbstractIndex, OffsetIndex, TimeIndex
-from segtool.formats.kafka_names import internal_topic
+from segtool.kafka.index import AbstractIndex, OffsetIndex, TimeIndex
+from segtool.kafka.names import internal_topic
 
 
 @dataclass(frozen=True)

@@ -10,8 +10,8 @@ COMMIT marker and are dropped on ABORT.  With ``at``, only records whose timesta
 or before it count.  Lag is each committed partition's log end offset in the same log
 dir minus the committed offset.
 
-Records are decoded by ``formats.kafka_offsets``; batches come from ``PartitionView``
-and stop where Kafka's recovery would (``engine.recovery.ensure_valid``), partitions
+Records are decoded by ``kafka.offsets``; batches come from ``PartitionView``
+and stop where Kafka's recovery would (``kafka.recovery.ensure_valid``), partitions
 from the one inventory.
 """
 
@@ -22,14 +22,14 @@ from dataclasses import dataclass, field
 from typing import Iterator
 
 from segtool.engine.inventory import Partition, inventory
-from segtool.engine.partition import PartitionView, Segment
-from segtool.engine.recovery import ensure_valid
+from segtool.kafka.partition import PartitionView, Segment
+from segtool.kafka.recovery import ensure_valid
 from segtool.errors import CorruptData, UnreadableInput
 from segtool.findings import FindingKind, finding
-from segtool.formats.kafka_log import RecordBatch, control_record_type
-from segtool.formats.kafka_messages import CoordinatorRecordError
-from segtool.formats.kafka_names import renamed_directory_state
-from segtool.formats.kafka_offsets import decode_offsets_record
+from segtool.kafka.log import RecordBatch, control_record_type
+from segtool.kafka.messages import CoordinatorRecordError
+from segtool.kafka.names import renamed_directory_state
+from segtool.kafka.offsets import decode_offsets_record
 from segtool.ops.output_schema import (
     CommittedOffset,
     ConsumerGroup,

@@ -1,9 +1,9 @@
 """`inspect`: the inventory of a whole Kafka log dir and the broker's startup plan for it.
 
 The files come from the one inventory (``engine.inventory``), names are parsed by
-``formats.kafka_names``, state files by ``formats.kafka_state`` and
-``formats.kafka_log_dir``, segments are those ``PartitionView`` loads, and the
-plan is ``engine.startup.plan_partition`` (LogLoader.load on ``recover_segment``,
+``kafka.names``, state files by ``kafka.state`` and
+``kafka.log_dir``, segments are those ``PartitionView`` loads, and the
+plan is ``kafka.startup.plan_partition`` (LogLoader.load on ``recover_segment``,
 the recovery ``verify`` predicts with).  Cross-checks between files become
 findings (``segtool.findings``).  docs/inspect.md describes the report.
 """
@@ -14,15 +14,16 @@ import os
 from collections import defaultdict
 
 from segtool.engine.inventory import Partition, inventory
-from segtool.engine.partition import PartitionView, Segment
-from segtool.engine.startup import PartitionPlan, plan_partition
+from segtool.kafka.partition import PartitionView, Segment
+from segtool.kafka.startup import PartitionPlan, plan_partition
 from segtool.errors import CorruptData, UnreadableInput
 from segtool.findings import FindingKind, finding
-from segtool.formats import kafka_log_dir, kafka_state
-from segtool.formats.kafka_log import BatchScan, batch_records, control_record_type
-from segtool.formats.kafka_messages import ApiMessageError
-from segtool.formats.kafka_metadata import decode_metadata_record
-from segtool.formats.kafka_names import (
+from segtool.kafka import log_dir as kafka_log_dir
+from segtool.kafka import state as kafka_state
+from segtool.kafka.log import BatchScan, batch_records, control_record_type
+from segtool.kafka.messages import ApiMessageError
+from segtool.kafka.metadata import decode_metadata_record
+from segtool.kafka.names import (
     METADATA_TOPIC,
     PRODUCER_SNAPSHOT,
     has_offset_name,

@@ -1,14 +1,14 @@
 """`inspect STORE`: the inventory of a RocketMQ store and what the broker does when it starts on it.
 
 The files: CommitLog files (``list_mapped_files``, each walked by the one CommitLog walker
-``formats.rocketmq.walk_commitlog``), ConsumeQueues (``engine.rocketmq_startup``, which reads
-them as ``ConsumeQueue.recover`` does), IndexFile headers (``formats.rocketmq.IndexFile``), the
+``rocketmq.store_files.walk_commitlog``), ConsumeQueues (``rocketmq.startup``, which reads
+them as ``ConsumeQueue.recover`` does), IndexFile headers (``rocketmq.store_files.IndexFile``), the
 checkpoint, ``config/``, and the ``abort`` / ``lock`` markers.
 
 The plan is RocketMQ 4.9's ``DefaultMessageStore.load`` and ``start``: where the CommitLog
 recovery cuts is ``verify``'s own prediction (``StoreContext.recovery`` over
-``engine.rocketmq_store.commitlog_recovery``); what the ConsumeQueues and IndexFiles lose and
-gain comes from ``engine.rocketmq_startup`` and ``engine.rocketmq_store.build_index_files``
+``rocketmq.store.commitlog_recovery``); what the ConsumeQueues and IndexFiles lose and
+gain comes from ``rocketmq.startup`` and ``rocketmq.store.build_index_files``
 fed by the same dispatch feeds.  docs/inspect.md describes the report.
 """
 
@@ -17,13 +17,13 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from segtool.engine import rocketmq_startup as startup
-from segtool.engine import rocketmq_store as rs
-from segtool.engine.inventory import inventory, store_directory
-from segtool.formats import rocketmq_names
+from segtool.rocketmq import startup
+from segtool.rocketmq import store as rs
+from segtool.engine.inventory import inventory
+from segtool.rocketmq import names as rocketmq_names
 from segtool.errors import SegtoolError, UnreadableInput
 from segtool.findings import FindingKind, finding
-from segtool.formats import rocketmq as rmq
+from segtool.rocketmq import store_files as rmq
 from segtool.ops.output_schema import (
     CommitLogRecoveryPlan,
     InspectedCommitLog,
@@ -83,7 +83,7 @@ def exit_code(report: RocketMQInspectReport) -> int:
 
 def _root(path: str) -> Path:
     try:
-        return store_directory(path)
+        return rocketmq_names.store_directory(path)
     except UnreadableInput:
         root = Path(path)
         if not root.is_dir():

@@ -19,10 +19,11 @@ from typing import Callable
 from segtool.errors import CorruptData, SegtoolError, UnreadableInput
 from segtool.source import open_buffer
 from segtool.ops.render import column_lines, column_texts
-from segtool.formats import kafka_index, kafka_state
-from segtool.formats.kafka_names import (BOOTSTRAP_CHECKPOINT, INDEX, KRAFT_SNAPSHOT, LOG, PRODUCER_SNAPSHOT, TIME_INDEX,
+from segtool.kafka import state as kafka_state
+from segtool.kafka import index as kafka_index
+from segtool.kafka.names import (BOOTSTRAP_CHECKPOINT, INDEX, KRAFT_SNAPSHOT, LOG, PRODUCER_SNAPSHOT, TIME_INDEX,
                                          TXN_INDEX, kraft_snapshot_id, offset_from_file_name, sibling)
-from segtool.formats.kafka_log import (
+from segtool.kafka.log import (
     NO_TIMESTAMP,
     TIMESTAMP_TYPES,
     BatchHeaders,
@@ -94,37 +95,37 @@ def _plain_parser(record) -> tuple[str | None, str | None]:
 
 
 def _offsets_parser(record) -> tuple[str | None, str | None]:
-    from segtool.formats.kafka_offsets import parse_offsets_record
+    from segtool.kafka.offsets import parse_offsets_record
 
     return parse_offsets_record(record.key, record.value, record.offset)
 
 
 def _transaction_log_parser(record) -> tuple[str | None, str | None]:
-    from segtool.formats.kafka_coordinator import transaction_log_texts
+    from segtool.kafka.coordinator import transaction_log_texts
 
     return transaction_log_texts(record.key, record.value, record.offset)
 
 
 def _transaction_log_json_parser(record) -> tuple[str | None, str | None]:
-    from segtool.formats.kafka_coordinator import transaction_log_json_texts
+    from segtool.kafka.coordinator import transaction_log_json_texts
 
     return transaction_log_json_texts(record.key, record.value, record.offset)
 
 
 def _cluster_metadata_parser(record) -> tuple[str | None, str | None]:
-    from segtool.formats.kafka_metadata import cluster_metadata_payload
+    from segtool.kafka.metadata import cluster_metadata_payload
 
     return None, cluster_metadata_payload(record.value, record.offset)  # metadata records have no key
 
 
 def _remote_log_metadata_parser(record) -> tuple[str | None, str | None]:
-    from segtool.formats.kafka_coordinator import remote_log_metadata_payload
+    from segtool.kafka.coordinator import remote_log_metadata_payload
 
     return None, remote_log_metadata_payload(record.value, record.offset)
 
 
 def _share_group_state_parser(record) -> tuple[str | None, str | None]:
-    from segtool.formats.kafka_coordinator import share_group_state_texts
+    from segtool.kafka.coordinator import share_group_state_texts
 
     return share_group_state_texts(record.key, record.value, record.offset)
 
@@ -598,7 +599,7 @@ def _control_text(record) -> str:
     if name in ("ABORT", "COMMIT"):
         _version, epoch = end_txn_marker(record)
         return f" endTxnMarker: {name} coordinatorEpoch: {epoch}"
-    # KRaft control records whose value is a generated message (formats/kafka_schemas.KRAFT_CONTROL_VALUES):
+    # KRaft control records whose value is a generated message (kafka/schemas.KRAFT_CONTROL_VALUES):
     # Kafka 3.9 prints it with the generated JSON converter, camelCase field names, e.g.
     # ` SnapshotHeader {"version":0,"lastContainedLogTimestamp":1713537540000}`.  KRaftVoters
     # (type 6) has no declared value and keeps the generic `controlType:` text.

@@ -21,11 +21,11 @@ import json
 import os
 from array import array
 
-from segtool.engine.partition import PartitionView
+from segtool.kafka.partition import PartitionView
 from segtool.engine.safe_write import plan_outputs, refuse_inside_inputs, write_atomically
 from segtool.errors import UnreadableInput
-from segtool.formats import rocketmq as rmq
-from segtool.formats.kafka_log import BatchHeaders, BatchScan, batch_records, chunk_records, first_record_where
+from segtool.rocketmq import store_files as rmq
+from segtool.kafka.log import BatchHeaders, BatchScan, batch_records, chunk_records, first_record_where
 from segtool.ops.dump_kafka_log import record_item
 from segtool.ops.output_schema import IndexKeysReport
 
@@ -73,7 +73,7 @@ def index_keys(partition_dir: str, out_dir: str | None = None, progress_factory=
     place is segtool's own cache, where an earlier index of the partition is
     replaced; an existing index in ``out_dir`` is refused unless ``force``.
     """
-    from segtool.formats.rocketmq import IndexFile
+    from segtool.rocketmq.store_files import IndexFile
 
     partition = PartitionView(partition_dir)
     target = out_dir or key_index_dir(partition_dir)
@@ -116,7 +116,7 @@ def index_keys(partition_dir: str, out_dir: str | None = None, progress_factory=
 
 def _usable_index(partition: PartitionView, directory: str | None):
     """The key index in ``directory`` (default: the cache's) when it was built from these exact segments."""
-    from segtool.formats.rocketmq import IndexFile
+    from segtool.rocketmq.store_files import IndexFile
 
     if directory is not None:  # asked for by name: it must be there
         if not os.path.lexists(directory):

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from segtool.engine.inventory import directory_kind
 from segtool.formats.file_kinds import DirectoryKind
-from segtool.engine.partition import PartitionView, RecordHit
+from segtool.kafka.partition import PartitionView, RecordHit
 from segtool.errors import CorruptData, SegtoolError, UsageError
 from segtool.formats.json_names import snake_case_keys
 from segtool.ops.output_schema import LookupAnswer
@@ -134,7 +134,7 @@ def lookup_key(path: str, key: str, *, topic: str | None = None, begin: int = 0,
     ``phy_offsets`` drops hash collisions unless ``include_collisions``.
     ``kind`` is ``directory_kind(path)`` when the caller has it already.
     """
-    from segtool.engine.rocketmq_store import StoreView
+    from segtool.rocketmq.store import StoreView
 
     if (kind or directory_kind(path)) == DirectoryKind.KAFKA_PARTITION:
         from segtool.ops.keyindex import lookup_kafka_key
@@ -155,7 +155,7 @@ def _query_msg_by_key_rows(store, phy_offsets: list[int], key: str) -> list[dict
     """``mqadmin queryMsgByKey``'s rows (#Message ID, #QID, #Offset): the broker's ``queryMessage``
     answer, kept by ``MQAdminImpl.queryMessage`` when the message's KEYS (split on a space) hold the
     key -- a key that is only a UNIQ_KEY is dropped there, as are hash collisions."""
-    from segtool.engine.rocketmq_store import _message_view
+    from segtool.rocketmq.store import _message_view
     from segtool.ops.mqadmin import client_msg_id
 
     rows = []
@@ -185,8 +185,8 @@ NOT_DISPATCHED = "not_dispatched"
 
 def _disk_index_hits(path, topic: str, key: str, begin: int, end: int) -> dict[int, str]:
     """phyOffset -> name of the IndexFile on disk (as the broker left it) whose entries hold it for topic#key."""
-    from segtool.engine.rocketmq_store import StoreView
-    from segtool.formats import rocketmq as rmq
+    from segtool.rocketmq.store import StoreView
+    from segtool.rocketmq import store_files as rmq
 
     key_hash = rmq.index_key_hash(rmq.index_key(topic, key))
     hits: dict[int, str] = {}
@@ -206,7 +206,7 @@ def _mark_index_states(store, answer: dict, topic: str, key: str, begin: int, en
 
     All of it comes from the files: the abort marker, the checkpoint, the IndexFile headers and
     where the (simulated) abnormal recovery started and stopped."""
-    from segtool.engine.rocketmq_store import _message_view, carries_key
+    from segtool.rocketmq.store import _message_view, carries_key
 
     recovery = store.recovery
     ends: list[dict] = []
@@ -297,8 +297,8 @@ def lookup_msg_ids(path: str, ids: list[str], topic: str | None = None) -> Looku
     for topic#key (``queryMessageByUniqKey``, max 32), else a scan of the CommitLog (one pass for
     every such id) -- each message whose UNIQ_KEY property equals it, oldest store time first
     (mqadmin prints that first one only)."""
-    from segtool.engine.rocketmq_store import StoreView, _message_view
-    from segtool.formats import rocketmq_msgid as ids_format
+    from segtool.rocketmq.store import StoreView, _message_view
+    from segtool.rocketmq import msgid as ids_format
     from segtool.ops.mqadmin import print_msg_fields
 
     answers: list[dict] = []
@@ -379,7 +379,7 @@ def lookup_msg_ids(path: str, ids: list[str], topic: str | None = None) -> Looku
 def _unique_key_times(decoded: dict, first: dict) -> dict:
     """The unique key's time, resolved against its first message's born time: the client's UTC offset
     that puts the id's creation just before the send, and the creation time under it."""
-    from segtool.formats.rocketmq_msgid import infer_utc_offset, uniq_key_time
+    from segtool.rocketmq.msgid import infer_utc_offset, uniq_key_time
 
     offset = infer_utc_offset(decoded["ms_since_month_start"], first["born_timestamp"])
     created = None if offset is None else uniq_key_time(decoded["ms_since_month_start"],
@@ -444,7 +444,7 @@ def lookup_queue_mqadmin(path: str, topic: str, queue_id: int, queue_offset: int
 
 def lookup_queue(path: str, topic: str, queue_id: int, queue_offset: int) -> LookupAnswer:
     """RocketMQ ConsumeQueue lookup: the unit at ``queue_offset`` and the message it points at."""
-    from segtool.engine.rocketmq_store import StoreView
+    from segtool.rocketmq.store import StoreView
 
     with StoreView(path) as store:
         return snake_case_keys(store.queue_unit(topic, queue_id, queue_offset))
@@ -546,7 +546,7 @@ def _filtered_fetch(path: str, request: "LookupRequest") -> LookupAnswer:
 def _filtered_key_lookup(path: str, request: "LookupRequest") -> LookupAnswer:
     """A Kafka key lookup through the record filter: every record of the key, then those whose
     batch header and offset/time pass, at most ``--limit`` (else ``--max``)."""
-    from segtool.formats.kafka_log import batch_at
+    from segtool.kafka.log import batch_at
     from segtool.ops.keyindex import lookup_kafka_key
     from segtool.source import open_buffer
 

@@ -13,9 +13,9 @@ import codecs
 from pathlib import Path
 
 from segtool.errors import SegtoolError, UsageError
-from segtool.formats import rocketmq as rmq
-from segtool.formats.rocketmq import java_string_hashcode
-from segtool.formats import rocketmq_names
+from segtool.rocketmq import store_files as rmq
+from segtool.rocketmq.store_files import java_string_hashcode
+from segtool.rocketmq import names as rocketmq_names
 
 # QueryMsgByIdSubCommand.printMsg's labels, in its order, and the JSON name of each
 PRINT_MSG_LABELS = (
@@ -124,7 +124,7 @@ def print_messages(store_path: str, topic: str, *, charset: str = "UTF-8", sub_e
     mqadmin turns begin/end into queue offsets with ``ConsumeQueue.getOffsetInQueueByTime`` (a binary
     search for the nearest store time in the ConsumeQueue file its mtime picks); here the store time
     of each message decides, so at the edges of a window mqadmin can show one message more or less."""
-    from segtool.engine.rocketmq_store import StoreView, _message_view, queue_bounds
+    from segtool.rocketmq.store import StoreView, _message_view, queue_bounds
 
     codec = java_charset(charset)
     tags = parse_sub_expression(sub_expression)

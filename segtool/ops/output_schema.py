@@ -568,7 +568,7 @@ class SalvageReport(TypedDict):
 # -- carve ----------------------------------------------------------------------------------
 
 class SearchTotals(TypedDict):
-    """What the byte search looked at (``formats.carving.SearchCounts``): each checksum computed is a
+    """What the byte search looked at (``engine.carving.SearchCounts``): each checksum computed is a
     1-in-2^32 chance of a false find, so ``expected_false_finds`` is checksums / 2^32."""
     bytes_searched: int
     candidates: int  # positions whose header bytes passed the quick tests and were decoded

@@ -11,12 +11,12 @@ from __future__ import annotations
 import os
 
 from segtool.engine.inventory import inventory
-from segtool.engine.partition import Segment
-from segtool.engine.recovery import DEFAULT_INDEX_INTERVAL_BYTES, ProducerTxnState, recover_segment
+from segtool.kafka.partition import Segment
+from segtool.kafka.recovery import DEFAULT_INDEX_INTERVAL_BYTES, ProducerTxnState, recover_segment
 from segtool.engine.safe_write import partition_output, plan_outputs, write_atomically
 from segtool.source import sha256_beside
 from segtool.errors import NothingFound, UnreadableInput
-from segtool.formats.kafka_names import INDEX, PRODUCER_SNAPSHOT, TIME_INDEX, TXN_INDEX, file_name, is_log_file
+from segtool.kafka.names import INDEX, PRODUCER_SNAPSHOT, TIME_INDEX, TXN_INDEX, file_name, is_log_file
 from segtool.ops.output_schema import KafkaRebuildReport
 
 _NOT_A_SEGMENT = "not a Kafka .log segment: rebuild-index reads segments and writes their indexes"

@@ -32,15 +32,14 @@ import os
 import shutil
 from pathlib import Path
 
-from segtool.engine import rocketmq_store as rs
-from segtool.engine.inventory import store_directory
+from segtool.rocketmq import store as rs
 from segtool.engine.safe_write import fsync_dir, plan_outputs, unused_name, write_atomically
 from segtool.source import sha256_of
 from segtool.errors import SegtoolError, UnreadableInput
-from segtool.formats import rocketmq as rmq
+from segtool.rocketmq import store_files as rmq
 from segtool.formats.json_names import snake_case_keys
 from segtool.ops.output_schema import RocketMQRebuildReport
-from segtool.formats import rocketmq_names
+from segtool.rocketmq import names as rocketmq_names
 
 NAMINGS = ("begin-timestamp", "now")
 
@@ -110,7 +109,7 @@ def rebuild_rocketmq_index(store_dir, out_dir=None, in_place: bool = False, hash
     """
     if naming not in NAMINGS:
         raise SegtoolError(f"naming must be one of {', '.join(NAMINGS)}")
-    root = store_directory(store_dir)
+    root = rocketmq_names.store_directory(store_dir)
     commitlog = Path(commitlog_dir) if commitlog_dir is not None else root / rocketmq_names.COMMITLOG_DIR
     if not commitlog.is_dir() or not rmq.list_mapped_files(commitlog):
         raise UnreadableInput("no CommitLog files to rebuild the index from", str(commitlog))

@@ -9,7 +9,7 @@ record.  Producer ids, epochs and leader epochs are batch fields: a record has i
 ``filter_dump_items`` applies a filter to dump's item stream (batch items, each followed by
 its record items); ``Summary`` adds up what passes (counts, bytes, time span, per producer
 and per codec); ``RecordShape`` and ``shape_record`` show a record's key and value as text,
-hex, base64 or JSON, with the schema-registry framing (``formats.schema_registry``) taken
+hex, base64 or JSON, with the schema-registry framing (``kafka.schema_registry``) taken
 apart, and without the record's metadata when asked.
 """
 
@@ -191,8 +191,8 @@ def producer_ids_of_transactional_id(transactional_id: str, paths: Iterable[str]
     """Every producer id the coordinator recorded for ``transactional_id`` (a producer id changes
     when its epoch runs out), replayed from the log dir's ``__transaction_state`` partitions."""
     from segtool.engine.inventory import inventory
-    from segtool.formats.kafka_coordinator import decode_transaction_record
-    from segtool.formats.kafka_messages import CoordinatorRecordError
+    from segtool.kafka.coordinator import decode_transaction_record
+    from segtool.kafka.messages import CoordinatorRecordError
     from segtool.ops.groups import batch_records, log_batches, partition_view
 
     paths = list(paths)
@@ -366,7 +366,7 @@ class Summary:
         self.null_keys += item["key_size"] < 0
         self.null_values += item["value_size"] < 0
         if not batch.get("is_control") and item["value_b64"] is not None:
-            from segtool.formats.schema_registry import unframe
+            from segtool.kafka.schema_registry import unframe
 
             self.framed_values += unframe(base64.b64decode(item["value_b64"])) is not None
         if timestamp >= 0:  # magic 0 has no timestamps
@@ -438,7 +438,7 @@ def shape_record(item: dict, shape: RecordShape) -> dict:
     """A record item with its key and value in ``shape``'s formats: ``key``/``value`` the rendering,
     ``key_format``/``value_format`` the format used, ``key_schema_id``/``value_schema_id`` when the
     bytes have the schema-registry framing (then the rendering is of the payload after it)."""
-    from segtool.formats.schema_registry import unframe
+    from segtool.kafka.schema_registry import unframe
 
     shown = {"kind": "record"}
     if not shape.skip_metadata:

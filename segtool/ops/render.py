@@ -49,7 +49,7 @@ def render_text_item(item: dict, full: bool = False) -> str:
         if item.get("control_type"):
             text += f" control {item['control_type']}"
         if item.get("decoded"):
-            from segtool.formats.internal_topics import decoded_text  # only an internal topic's records have one
+            from segtool.kafka.internal_topics import decoded_text  # only an internal topic's records have one
 
             text += " " + decoded_text(item["decoded"])
         return text
@@ -223,7 +223,7 @@ def run_text_lines(run, full: bool = False) -> list[str]:
 
 
 def _message_run_text_lines(run) -> list[str]:
-    from segtool.formats.rocketmq import PROPERTY_KEYS, PROPERTY_TAGS  # loaded already: the run was read with it
+    from segtool.rocketmq.store_files import PROPERTY_KEYS, PROPERTY_TAGS  # loaded already: the run was read with it
 
     columns = run.columns
     header = columns.header
@@ -243,7 +243,7 @@ def _message_run_json_lines(run) -> list[str]:
 
     import numpy as np
 
-    from segtool.formats import rocketmq as rmq  # loaded already: the run was read with it
+    from segtool.rocketmq import store_files as rmq  # loaded already: the run was read with it
 
     columns, file_json = run.columns, _json_text(run.file)
     header, count = columns.header, columns.count
@@ -294,7 +294,7 @@ def _message_property_json(topic: str, properties: dict | None, store_timestamp:
                            physical_offset: int) -> tuple[str, str, str, str, str]:
     """The JSON of what a message item derives from its properties: them, its uniq key, keys and tags,
     and its dispatch (``decode_message``'s, for a message whose body CRC matches)."""
-    from segtool.formats import rocketmq as rmq
+    from segtool.rocketmq import store_files as rmq
 
     try:
         code, keys, uniq = rmq.dispatch_info(topic, properties, store_timestamp)
@@ -320,7 +320,7 @@ def _host_texts(addresses, ports) -> str | list[str]:
     """``host:port`` of each IPv4 address and port, made once per distinct pair."""
     import numpy as np
 
-    from segtool.formats.rocketmq import format_host
+    from segtool.rocketmq.store_files import format_host
 
     pairs = np.stack((addresses.astype("S4").view(">u4").astype(np.int64), ports.astype(np.int64)), axis=1)
     distinct, where = np.unique(pairs, axis=0, return_inverse=True)
@@ -361,7 +361,7 @@ class _BatchKinds:
     def __init__(self, attributes):
         import numpy as np
 
-        from segtool.formats.kafka_log import RecordBatch
+        from segtool.kafka.log import RecordBatch
 
         self.attributes = attributes
         self.kinds = [RecordBatch(0, 2, 0, 0, 0, 0, value, 0) for value in np.unique(attributes).tolist()]
@@ -379,7 +379,7 @@ def _last_offsets(column):
 
 
 def _last_sequences(column):
-    from segtool.formats.kafka_log import increment_sequences
+    from segtool.kafka.log import increment_sequences
 
     return increment_sequences(column["base_sequence"], column["last_offset_delta"])
 
@@ -413,7 +413,7 @@ class _RunRecords:
         return convert(values)
 
     def sequences(self):
-        from segtool.formats.kafka_log import increment_sequences
+        from segtool.kafka.log import increment_sequences
 
         return increment_sequences(self.column["base_sequence"][self.batch_of], self.offset_delta)
 

@@ -23,15 +23,16 @@ from typing import Iterable
 import numpy as np
 
 from segtool.engine.inventory import inventory
-from segtool.engine.partition import Segment
-from segtool.engine.recovery import PARALLEL_MIN_BYTES, ProducerTxnState
+from segtool.kafka.partition import Segment
+from segtool.kafka.recovery import PARALLEL_MIN_BYTES, ProducerTxnState
 from segtool.errors import CorruptData, SegtoolError
 from segtool.findings import Severity
-from segtool.formats import kafka_index, rocketmq_names
+from segtool.rocketmq import names as rocketmq_names
+from segtool.kafka import index as kafka_index
 from segtool.formats.checksums import ChecksumHelper
 from segtool.formats.file_kinds import FileKind
-from segtool.formats.kafka_log import CODEC_NAMES, HeaderScan, batch_at, batch_records, control_record_type
-from segtool.formats.kafka_names import (LOG, PRODUCER_SNAPSHOT, file_name, has_offset_name, offset_from_file_name, sibling,
+from segtool.kafka.log import CODEC_NAMES, HeaderScan, batch_at, batch_records, control_record_type
+from segtool.kafka.names import (LOG, PRODUCER_SNAPSHOT, file_name, has_offset_name, offset_from_file_name, sibling,
                                          topic_partition)
 from segtool.ops.file_formats import file_format
 from segtool.ops.output_schema import (
@@ -631,7 +632,7 @@ def _points(offsets: list, values: list, what: str, notes: list[str]) -> dict:
 
 def _store_figures(root: str, commitlogs: list[str], files: list[str], verified: dict) -> ReportStore:
     from segtool.engine.salvage import DamagedRange, commitlog_pieces
-    from segtool.formats import rocketmq as rmq
+    from segtool.rocketmq import store_files as rmq
 
     notes: list[str] = []
     stamps, queue_of, sizes = [], [], []
@@ -754,7 +755,7 @@ def _store_truncation(commitlogs: list[str], verified: dict) -> dict | None:
 
 def _store_place(item: dict, problem: dict, truncation: dict | None) -> tuple[int | None, str]:
     """A store finding's physical offset: its own, its CommitLog byte, its ConsumeQueue unit, its file's."""
-    from segtool.formats import rocketmq as rmq
+    from segtool.rocketmq import store_files as rmq
 
     if problem["offset"] is not None:
         return problem["offset"], "offset"
@@ -781,7 +782,7 @@ def _store_place(item: dict, problem: dict, truncation: dict | None) -> tuple[in
 def _consumer_progress(root: str, queues: list[dict], notes: list[str]) -> list[dict] | None:
     """Committed offsets of config/consumerOffset.json (or its .bak, as the broker loads them) against
     the end of each queue in the CommitLog."""
-    from segtool.formats.rocketmq_config import load_config
+    from segtool.rocketmq.config import load_config
 
     config = os.path.join(root, "config")
     loaded = load_config(config, "consumerOffset.json")

@@ -17,9 +17,9 @@ Delay levels: ``ScheduleMessageService`` keeps, per level, the next SCHEDULE_TOP
 offset to deliver (queue id = level - 1) in ``delayOffset.json``; a missing level starts at
 0, and ``correctDelayOffset`` moves an offset outside the queue's [min, max] into it at start.
 
-Config files are read as ``ConfigManager.load`` reads them (``formats.rocketmq_config``: the
+Config files are read as ``ConfigManager.load`` reads them (``rocketmq.config``: the
 file, else its ``.bak``) and each ``.bak`` is compared with its file.  Queue bounds and
-messages come from the store view (``engine.rocketmq_store.StoreView``).  A copy holding
+messages come from the store view (``rocketmq.store.StoreView``).  A copy holding
 only ``config/`` (no ``consumequeue/``) gives committed offsets without bounds or lag.
 """
 
@@ -27,12 +27,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from segtool.engine.inventory import is_store_directory, store_directory
-from segtool.engine.rocketmq_store import StoreView
+from segtool.rocketmq.store import StoreView
 from segtool.errors import UnreadableInput
 from segtool.findings import FindingKind, finding, has_errors
-from segtool.formats import rocketmq as rmq
-from segtool.formats.rocketmq_config import (
+from segtool.rocketmq import store_files as rmq
+from segtool.rocketmq.config import (
     BACKUP_SUFFIX,
     CONFIG_DIR,
     CONFIG_KINDS,
@@ -41,7 +40,7 @@ from segtool.formats.rocketmq_config import (
     load_config,
     topic_group,
 )
-from segtool.formats import rocketmq_names
+from segtool.rocketmq import names as rocketmq_names
 from segtool.ops.output_schema import (
     DelayLevelProgress,
     RocketMQConfigRead,
@@ -66,8 +65,8 @@ def rocketmq_store_root(path: str) -> Path | None:
     directory = Path(path)
     if not directory.is_dir():
         return None
-    if is_store_directory(path):
-        return store_directory(path)
+    if rocketmq_names.is_store_directory(path):
+        return rocketmq_names.store_directory(path)
     if _holds_config(directory / CONFIG_DIR):
         return directory
     if directory.name == CONFIG_DIR and _holds_config(directory):

@@ -8,8 +8,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from segtool.formats.kafka_log import ChunkRecords
-    from segtool.formats.rocketmq import MessageColumns
+    from segtool.kafka.log import ChunkRecords
+    from segtool.rocketmq.store_files import MessageColumns
 
 
 class BatchRun:
@@ -28,7 +28,7 @@ class BatchRun:
 
 
 class MessageRun:
-    """Consecutive plain RocketMQ messages of one CommitLog file (``formats.rocketmq.MessageColumns``):
+    """Consecutive plain RocketMQ messages of one CommitLog file (``rocketmq.store_files.MessageColumns``):
     the message items ``dump_rocketmq_file`` gives for them, kept as columns, printed a column at a
     time by ``render.run_text_lines`` and ``run_json_lines``.  ``file_from_offset``: the file's
     first physical offset."""

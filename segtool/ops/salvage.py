@@ -6,7 +6,7 @@ dropped, a batch whose offsets overlap a kept one is reported as a conflict and 
 Each kept batch goes, byte for byte, into the output segment named by the input base offset
 at or below its own base offset (Kafka's floor lookup), so segment boundaries, offsets and
 timestamps stay as they were.  The indexes are what Kafka's recovery writes for those bytes
-(``engine.recovery.recover_segment``, as ``rebuild-index``).  ``partition.metadata`` and
+(``kafka.recovery.recover_segment``, as ``rebuild-index``).  ``partition.metadata`` and
 ``leader-epoch-checkpoint`` are copied when they parse; producer snapshots are not (they
 describe batches that may be lost; a broker rebuilds them from the log).
 
@@ -15,7 +15,7 @@ the messages whose body CRC holds are written at their original positions into f
 store's CommitLog file size (zeros elsewhere, the BLANK end record kept), so physical
 offsets stay valid.  The ConsumeQueues are rebuilt from them (filler units, RocketMQ's own
 ``fillPreBlank`` units, where a queue offset was lost) in the input store's file geometry,
-the IndexFiles with ``IndexService.buildIndex`` (``engine.rocketmq_store``), and the
+the IndexFiles with ``IndexService.buildIndex`` (``rocketmq.store``), and the
 survivors are listed in a Parquet file with their physical offsets.
 
 Nothing is written inside an input's tree and no file is replaced without ``force``
@@ -30,24 +30,24 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import NamedTuple
 
-from segtool.engine import rocketmq_store as rs
+from segtool.rocketmq import store as rs
 from segtool.engine.inventory import Partition, Store, inventory
-from segtool.engine.partition import Segment
-from segtool.engine.recovery import DEFAULT_INDEX_INTERVAL_BYTES, ProducerTxnState, recover_segment
+from segtool.kafka.partition import Segment
+from segtool.kafka.recovery import DEFAULT_INDEX_INTERVAL_BYTES, ProducerTxnState, recover_segment
 from segtool.engine.safe_write import plan_outputs, write_atomically
 from segtool.engine.salvage import DamagedRange, body_crc_valid, commitlog_pieces, kafka_pieces
 from segtool.errors import CorruptData, NothingFound, SegtoolError, UnreadableInput
-from segtool.formats import rocketmq as rmq
+from segtool.rocketmq import store_files as rmq
 from segtool.formats.file_kinds import FileKind
-from segtool.formats.kafka_log import RecordBatch, batch_records
-from segtool.formats.kafka_names import INDEX, LOG, TIME_INDEX, TXN_INDEX, file_name
-from segtool.formats.kafka_state import read_leader_epoch_checkpoint, read_partition_metadata
+from segtool.kafka.log import RecordBatch, batch_records
+from segtool.kafka.names import INDEX, LOG, TIME_INDEX, TXN_INDEX, file_name
+from segtool.kafka.state import read_leader_epoch_checkpoint, read_partition_metadata
 from segtool.ops.file_formats import file_format
 from segtool.ops.output_schema import SalvageReport
 from segtool.ops.rebuild_rocketmq import index_geometry
 from segtool.ops.verify_rocketmq.store import DISPATCHED_TRAN_TYPES
 from segtool.source import open_buffer, sha256_of
-from segtool.formats import rocketmq_names
+from segtool.rocketmq import names as rocketmq_names
 
 _INT32_MAX = 2**31 - 1  # Kafka's relative offsets are 32-bit
 UNKNOWN_END = 2**63 - 1  # Long.MAX_VALUE: the end of a lost range no neighbour bounds

@@ -1,9 +1,9 @@
 """`transactions`: the transaction coordinator's state and every partition's transactions.
 
 * Coordinator: the replay of the ``__transaction_state`` partitions (latest value per
-  transactional id, a tombstone deletes it), decoded by ``formats.kafka_coordinator``.
+  transactional id, a tombstone deletes it), decoded by ``kafka.coordinator``.
 * Partitions: each partition's segments recovered in offset order with one producer state
-  carried across them (``engine.recovery.recover_segment``, as log loading does), which
+  carried across them (``kafka.recovery.recover_segment``, as log loading does), which
   gives the aborted ranges (what ``.txnindex`` must hold, compared with the files) and the
   transactions still open at the end, hence the last stable offset (the first offset of
   the earliest open transaction, else the log end).  A second walk over the same valid
@@ -26,14 +26,14 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from segtool.engine.partition import PartitionView
-from segtool.engine.recovery import ProducerTxnState, recover_segment
+from segtool.kafka.partition import PartitionView
+from segtool.kafka.recovery import ProducerTxnState, recover_segment
 from segtool.findings import FindingKind, finding
-from segtool.formats.kafka_coordinator import TRANSACTION_STATES, decode_transaction_record
-from segtool.formats.kafka_index import TransactionIndex
-from segtool.formats.kafka_log import BatchScan
-from segtool.formats.kafka_messages import CoordinatorRecordError
-from segtool.formats.kafka_names import PRODUCER_SNAPSHOT, file_name
+from segtool.kafka.coordinator import TRANSACTION_STATES, decode_transaction_record
+from segtool.kafka.index import TransactionIndex
+from segtool.kafka.log import BatchScan
+from segtool.kafka.messages import CoordinatorRecordError
+from segtool.kafka.names import PRODUCER_SNAPSHOT, file_name
 from segtool.ops.groups import batch_records, is_commit_marker, live_partitions, log_batches, partition_view
 from segtool.ops.output_schema import (
     OpenTransaction,

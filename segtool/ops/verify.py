@@ -17,9 +17,9 @@ from segtool.source import sha256_beside
 from segtool.engine.inventory import inventory
 from segtool.errors import SegtoolError, UnreadableInput
 from segtool.findings import FindingKind, finding, has_errors
-from segtool.formats.detect import detect
+from segtool.engine.detect import detect
 from segtool.formats.file_kinds import FileKind
-from segtool.formats.kafka_names import INDEX, LOG, SWAP, offset_from_file_name, sibling
+from segtool.kafka.names import INDEX, LOG, SWAP, offset_from_file_name, sibling
 from segtool.ops.file_formats import CheckOptions, file_format
 from segtool.ops.output_schema import VerifyReport
 
@@ -128,7 +128,7 @@ def _note_missing_indexes(files: list[dict]) -> None:
 
 def _note_pending_swaps(files: list[dict]) -> None:
     """A ``.log.swap`` is an interrupted log cleaning or split: say what Kafka makes of it at start."""
-    from segtool.engine.partition import PartitionView
+    from segtool.kafka.partition import PartitionView
 
     swaps: dict[str, list[dict]] = {}
     for item in files:

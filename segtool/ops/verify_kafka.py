@@ -14,14 +14,14 @@ import bisect
 import os
 from typing import Callable
 
-from segtool.engine.partition import PartitionView
-from segtool.engine.recovery import SegmentObserver, recover_segment, records_after
+from segtool.kafka.partition import PartitionView
+from segtool.kafka.recovery import SegmentObserver, recover_segment, records_after
 from segtool.source import open_buffer
 from segtool.errors import CorruptData, SegtoolError, UnreadableInput
 from segtool.findings import FindingKind, finding
-from segtool.formats import kafka_index
-from segtool.formats.kafka_names import INDEX, KRAFT_SNAPSHOT, LOG, offset_from_file_name, sibling
-from segtool.formats.kafka_log import BatchScan, batch_records, chunk_records
+from segtool.kafka import index as kafka_index
+from segtool.kafka.names import INDEX, KRAFT_SNAPSHOT, LOG, offset_from_file_name, sibling
+from segtool.kafka.log import BatchScan, batch_records, chunk_records
 from segtool.ops.render import damaged_range_text
 
 _INT32_MAX = 2**31 - 1
@@ -351,7 +351,7 @@ def verify_txn_index(path: str) -> dict:
 
 
 def verify_snapshot(path: str) -> dict:
-    from segtool.formats import kafka_state
+    from segtool.kafka import state as kafka_state
 
     try:
         snap = kafka_state.read_producer_snapshot(path, verify=False)
@@ -366,7 +366,7 @@ def verify_snapshot(path: str) -> dict:
 
 def verify_leader_epochs(path: str) -> dict:
     """leader-epoch-checkpoint against the leader epochs the batches carry."""
-    from segtool.formats import kafka_state
+    from segtool.kafka import state as kafka_state
 
     try:
         entries = kafka_state.read_leader_epoch_checkpoint(path)
@@ -417,13 +417,13 @@ def verify_leader_epochs(path: str) -> dict:
 
 def verify_offset_checkpoint(path: str) -> dict:
     """A log dir's offset checkpoint (recovery point, replication, log start, cleaner) parses as Kafka reads it."""
-    from segtool.formats import kafka_state
+    from segtool.kafka import state as kafka_state
 
     return _parses(kafka_state.read_checkpoint, kafka_state.CorruptCheckpoint, path)
 
 
 def verify_partition_metadata(path: str) -> dict:
-    from segtool.formats import kafka_state
+    from segtool.kafka import state as kafka_state
 
     return _parses(kafka_state.read_partition_metadata, kafka_state.CorruptCheckpoint, path)
 

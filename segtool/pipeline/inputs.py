@@ -13,10 +13,10 @@ from dataclasses import dataclass, field
 
 from segtool.engine.inventory import Inventory, Partition, Store, classify, inventory
 from segtool.errors import NothingFound, UnreadableInput
-from segtool.formats.detect import detect
+from segtool.engine.detect import detect
 from segtool.formats.file_kinds import FileKind
-from segtool.formats import rocketmq_names
-from segtool.formats.kafka_names import is_log_file
+from segtool.rocketmq import names as rocketmq_names
+from segtool.kafka.names import is_log_file
 from segtool.pipeline import storage
 
 _NOT_SCANNED = "scan reads Kafka .log segments and RocketMQ CommitLog files only (verify checks the others)"

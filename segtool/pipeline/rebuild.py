@@ -13,7 +13,7 @@ builds the same report as the local ``rebuild_index``.
 
 from __future__ import annotations
 
-from segtool.engine.recovery import DEFAULT_INDEX_INTERVAL_BYTES
+from segtool.kafka.recovery import DEFAULT_INDEX_INTERVAL_BYTES
 from segtool.ops.rebuild import rebuild_index
 
 

@@ -22,7 +22,7 @@ import pyarrow as pa
 
 from segtool.errors import CorruptData
 from segtool.engine.salvage import DamagedRange, commitlog_pieces, kafka_pieces
-from segtool.formats.kafka_log import (
+from segtool.kafka.log import (
     RecordBatch,
     batch_columns,
     batch_records,
@@ -334,7 +334,7 @@ def rocketmq_rows(task: dict, stats: dict, with_values: bool = False, chunk_rows
                   chunk_bytes: int = DEFAULT_CHUNK_BYTES):
     """((topic, queue id), record batch) of every message of one CommitLog split, read past damage;
     fills ``stats``."""
-    from segtool.formats.rocketmq import BLANK, ZERO_TAIL, CommitLogEnd
+    from segtool.rocketmq.store_files import BLANK, ZERO_TAIL, CommitLogEnd
 
     path = task["path"]
     start, end = task["start"], task["end"]

@@ -30,10 +30,10 @@ from __future__ import annotations
 import numpy as np
 
 from segtool.errors import CorruptData, SegtoolError
-from segtool.formats.kafka_index import OFFSET_INDEX_DTYPE
-from segtool.formats import rocketmq_names
-from segtool.formats.kafka_names import INDEX, offset_from_file_name, sibling
-from segtool.formats.kafka_log import (
+from segtool.kafka.index import OFFSET_INDEX_DTYPE
+from segtool.rocketmq import names as rocketmq_names
+from segtool.kafka.names import INDEX, offset_from_file_name, sibling
+from segtool.kafka.log import (
     BATCH_V2_OVERHEAD,
     LOG_ENTRY_HEADER_FAST,
     LOG_OVERHEAD,
@@ -175,7 +175,7 @@ def kafka_boundaries(log_path: str, size: int, base_offset: int, split_bytes: in
 
 def message_starts_at(reader: _Reader, position: int, file_from_offset: int, size: int) -> bool:
     """Is ``position`` the start of a whole message that records this very physical offset?"""
-    from segtool.formats.rocketmq import MESSAGE_PREFIX_FAST, MIN_MESSAGE_SIZE, decode_message
+    from segtool.rocketmq.store_files import MESSAGE_PREFIX_FAST, MIN_MESSAGE_SIZE, decode_message
 
     head = reader.read(position, MESSAGE_PREFIX_FAST.size)
     if len(head) < MESSAGE_PREFIX_FAST.size:
@@ -198,7 +198,7 @@ def commitlog_boundaries(path: str, size: int, file_from_offset: int, split_byte
     targets = _targets(size, split_bytes)
     if not targets:
         return [0], []
-    from segtool.formats.rocketmq import MESSAGE_MAGIC_BYTES
+    from segtool.rocketmq.store_files import MESSAGE_MAGIC_BYTES
 
     reader = _Reader(path)
     boundaries = [0]

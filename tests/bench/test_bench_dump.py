@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from segtool.formats.kafka_log import Record, RecordBatch
+from segtool.kafka.log import Record, RecordBatch
 from tests.kafka_build import build_batch_v2, build_records
 from tests.bench.conftest import SEGTOOL, report, timed
 

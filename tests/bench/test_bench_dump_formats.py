@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from segtool.formats import rocketmq as rmq
+from segtool.rocketmq import store_files as rmq
 from segtool.source import open_buffer
 from tests.bench.conftest import SEGTOOL, report, timed
 from tests.bench.test_bench_dump import generate_segment

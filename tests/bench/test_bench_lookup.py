@@ -11,7 +11,7 @@ import statistics
 import struct
 import time
 
-from segtool.engine.partition import PartitionView
+from segtool.kafka.partition import PartitionView
 from tests.kafka_build import make_batch
 from tests.bench.conftest import SEGTOOL, timed
 

@@ -28,9 +28,9 @@ from crc32c import crc32c
 pytest.importorskip("pyarrow")
 pytest.importorskip("pyspark")
 
-from segtool.engine.recovery import recover_segment  # noqa: E402
+from segtool.kafka.recovery import recover_segment  # noqa: E402
 from segtool.source import open_buffer  # noqa: E402
-from segtool.formats.kafka_log import Record, RecordBatch  # noqa: E402
+from segtool.kafka.log import Record, RecordBatch  # noqa: E402
 from tests.kafka_build import build_batch_v2, build_records  # noqa: E402
 
 MIB = 1 << 20

@@ -26,7 +26,7 @@ RSS_GROWTH_LIMIT_MB = 16
 
 MEASURE = r"""
 import json, resource, sys, time
-from segtool.engine.rocketmq_store import StoreView
+from segtool.rocketmq.store import StoreView
 store, commitlog, queries_path, rounds = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 queries = json.load(open(queries_path, encoding="utf-8"))
 rss_start = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from segtool.formats.checksums import crc32c
 from segtool.formats.fastdecode import compiled
-from segtool.formats.kafka_log import CRC_V2_START, Record, RecordBatch
+from segtool.kafka.log import CRC_V2_START, Record, RecordBatch
 from tests.kafka_build import build_batch_v2, build_records
 from tests.bench.conftest import SEGTOOL, report, timed
 from tests.bench.test_bench_dump import generate_segment

@@ -24,7 +24,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from segtool.formats.kafka_log import Record, RecordBatch
+from segtool.kafka.log import Record, RecordBatch
 from tests.kafka_build import build_batch_v2, build_records, make_batch
 from tests.bench.conftest import SEGTOOL, report, timed
 

@@ -16,8 +16,8 @@ from pathlib import Path
 
 from segtool.source import open_buffer
 from segtool.errors import SegtoolError
-from segtool.formats.detect import detect
-from segtool.formats.kafka_log import BATCH_V2_OVERHEAD, BatchScan
+from segtool.engine.detect import detect
+from segtool.kafka.log import BATCH_V2_OVERHEAD, BatchScan
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -236,7 +236,7 @@ BOMB_EXPANDS_TO = 24 * 1024 * 1024  # past the 8 MiB cap the harness gives dump;
 def _build_bomb(codec: int) -> bytes:
     from segtool.formats.compression import compress
     from tests.kafka_build import build_batch_v2, build_records
-    from segtool.formats.kafka_log import Record, RecordBatch
+    from segtool.kafka.log import Record, RecordBatch
 
     # one record whose value is megabytes of zeros: a tiny payload with a large expansion
     records = build_records([Record(0, 0, b"k", bytes(BOMB_EXPANDS_TO), (), timestamp_delta=0, offset_delta=0)])

@@ -50,7 +50,7 @@ from pathlib import Path
 from typing import Callable
 
 from segtool.engine.inventory import store_root
-from segtool.formats.detect import DetectedFile
+from segtool.engine.detect import DetectedFile
 from segtool.formats.json_names import snake_case_keys
 from segtool.ops.verify_rocketmq.store import StoreContext, StoreContexts
 

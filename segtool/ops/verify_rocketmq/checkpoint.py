@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from segtool.errors import TruncatedData
 from segtool.findings import Findings, FindingKind
-from segtool.formats import rocketmq as rmq
-from segtool.formats import rocketmq5 as r5
+from segtool.rocketmq import store_files as rmq
+from segtool.rocketmq import v5 as r5
 from segtool.ops.verify_rocketmq.store import PROBLEMS_PER_KIND, StoreContext
 
 

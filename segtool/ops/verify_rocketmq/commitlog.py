@@ -7,10 +7,10 @@ import os
 
 from segtool.engine.salvage import DamagedRange, body_crc_valid, commitlog_pieces
 from segtool.findings import Findings, FindingKind
-from segtool.formats import rocketmq as rmq
+from segtool.rocketmq import store_files as rmq
 from segtool.ops.render import damaged_range_text
 from segtool.ops.verify_rocketmq.store import DISPATCHED_TRAN_TYPES, PROBLEMS_PER_KIND, StoreContext
-from segtool.formats import rocketmq_names
+from segtool.rocketmq import names as rocketmq_names
 
 
 def verify_commitlog(path: str, deep: bool, ctx: StoreContext) -> dict:

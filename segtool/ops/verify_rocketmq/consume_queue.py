@@ -7,9 +7,9 @@ from pathlib import Path
 
 from segtool.errors import CorruptData
 from segtool.findings import Findings, FindingKind
-from segtool.formats import rocketmq as rmq
+from segtool.rocketmq import store_files as rmq
 from segtool.ops.verify_rocketmq.store import PROBLEMS_PER_KIND, StoreContext, configured_size
-from segtool.formats import rocketmq_names
+from segtool.rocketmq import names as rocketmq_names
 
 
 def verify_consumequeue(path: str, deep: bool, ctx: StoreContext) -> dict:

@@ -8,7 +8,7 @@ import numpy as np
 
 from segtool.errors import CorruptData, SegtoolError, TruncatedData
 from segtool.findings import Findings, FindingKind
-from segtool.formats import rocketmq as rmq
+from segtool.rocketmq import store_files as rmq
 from segtool.ops.verify_rocketmq.store import INDEX_CHECK_LIMIT, PROBLEMS_PER_KIND, StoreContext
 
 

@@ -1,4 +1,4 @@
-"""The RocketMQ 5.x store files (formats/rocketmq5.py), each checked as the 5.x broker's load and
+"""The RocketMQ 5.x store files (rocketmq/v5.py), each checked as the 5.x broker's load and
 recovery read it, and against the files it points into: BatchConsumeQueue units against the CommitLog,
 timer wheel slots against the timer log, DLedger index entries against the data entries, compaction
 queues against their compaction log.  A compaction log holds CommitLog messages and is checked by
@@ -13,12 +13,12 @@ from pathlib import Path
 
 from segtool.errors import SegtoolError
 from segtool.findings import Findings, FindingKind
-from segtool.formats import rocketmq as rmq
-from segtool.formats import rocketmq5 as r5
+from segtool.rocketmq import store_files as rmq
+from segtool.rocketmq import v5 as r5
 from segtool.ops.verify_rocketmq.commitlog import verify_commitlog
 from segtool.ops.verify_rocketmq.store import PROBLEMS_PER_KIND, StoreContext
 from segtool.source import open_buffer
-from segtool.formats import rocketmq_names
+from segtool.rocketmq import names as rocketmq_names
 
 
 def _parts(path: str) -> list[str]:

@@ -8,10 +8,10 @@ from collections import Counter
 from pathlib import Path
 
 
-from segtool.engine import rocketmq_store as rs
+from segtool.rocketmq import store as rs
 from segtool.errors import SegtoolError
-from segtool.formats import rocketmq as rmq
-from segtool.formats import rocketmq_names
+from segtool.rocketmq import store_files as rmq
+from segtool.rocketmq import names as rocketmq_names
 
 
 INDEX_CHECK_LIMIT = 50_000  # index entries checked against the CommitLog per file without --deep

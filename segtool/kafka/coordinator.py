@@ -30,7 +30,7 @@ The share-group state layouts are Kafka 4.1's (int32 ``snapshotEpoch``, ShareSna
 from __future__ import annotations
 
 from segtool.errors import CorruptData
-from segtool.formats.kafka_messages import (
+from segtool.kafka.messages import (
     INT16,
     ApiMessageError,
     Array,
@@ -46,7 +46,7 @@ from segtool.formats.kafka_messages import (
     read_api_message,
     read_message,
 )
-from segtool.formats.kafka_offsets import coordinator_dump_texts
+from segtool.kafka.offsets import coordinator_dump_texts
 
 # transaction-coordinator/src/main/resources/common/message
 

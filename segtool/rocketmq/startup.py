@@ -30,8 +30,8 @@ from typing import Iterable, Iterator
 
 import numpy as np
 
-from segtool.engine.rocketmq_store import DispatchRequest
-from segtool.formats import rocketmq as rmq
+from segtool.rocketmq.store import DispatchRequest
+from segtool.rocketmq import store_files as rmq
 
 UNIT = rmq.CQ_UNIT_SIZE
 QUEUED_TRANSACTION_TYPES = (rmq.TRANSACTION_NOT_TYPE, rmq.TRANSACTION_COMMIT_TYPE)  # reach a ConsumeQueue

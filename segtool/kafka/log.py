@@ -795,7 +795,7 @@ def kraft_control_value(record: Record, name: str) -> tuple[str, dict] | None:
     or None for a control type without a declared value (``KRAFT_CONTROL_VALUES``)."""
     import construct as cs
 
-    from segtool.formats.kafka_schemas import KRAFT_CONTROL_VALUES
+    from segtool.kafka.schemas import KRAFT_CONTROL_VALUES
 
     declared = KRAFT_CONTROL_VALUES.get(name)
     if declared is None:

@@ -2,7 +2,7 @@
 
 Apache Kafka 3.9's DumpLogSegments ``OffsetsMessageParser`` hands each record to the
 group coordinator's record serde (``GroupCoordinatorRecordSerde``, read by
-:func:`~segtool.formats.kafka_messages.decode_coordinator_record`) and prints the result
+:func:`~segtool.kafka.messages.decode_coordinator_record`) and prints the result
 through the JSON converters generated from the message schemas:
 
 * record key   = int16 record type, then the key message read *with the record type
@@ -28,7 +28,7 @@ through the JSON converters generated from the message schemas:
 
 The message layouts are declared below in the form of Kafka's
 ``group-coordinator/src/main/resources/common/message/*.json`` files and compiled by
-:mod:`segtool.formats.kafka_messages`.  The ShareGroup* records (types 9..15) follow the
+:mod:`segtool.kafka.messages`.  The ShareGroup* records (types 9..15) follow the
 group coordinator's sources of late 2024 (Kafka 4.0 development): no real broker file
 is behind them.  The Kafka 4.x layouts (4.1 specs) are declared where 4.x changed them:
 OffsetCommitValue's tagged ``topicId``, the ``metadataHash`` of ConsumerGroupMetadataValue
@@ -41,7 +41,7 @@ StreamsGroupPartitionMetadata) is not declared, as in 4.1, and prints as an unkn
 from __future__ import annotations
 
 from segtool.errors import CorruptData
-from segtool.formats.kafka_messages import (
+from segtool.kafka.messages import (
     INT16,
     Array,
     CoordinatorRecord,
@@ -520,7 +520,7 @@ def _expand_consumer_protocol(data: dict) -> None:
 def decode_offsets_record(key: bytes, value: bytes | None) -> CoordinatorRecord:
     """Decode one record (data as JSON-ready dicts, bytes stay ``bytes``; value None for a
     tombstone), the consumer protocol expanded as DumpLogSegments does.  Raises
-    :class:`~segtool.formats.kafka_messages.CoordinatorRecordError` where Kafka's serde throws."""
+    :class:`~segtool.kafka.messages.CoordinatorRecordError` where Kafka's serde throws."""
     record = decode_coordinator_record(RECORD_TYPES, key, value)
     if record.value is not None and record.type.value is GROUP_METADATA_VALUE:
         _expand_consumer_protocol(record.value)

@@ -6,8 +6,8 @@ import os
 import re
 from dataclasses import dataclass
 
-from segtool.formats import kafka_names
-from segtool.formats import rocketmq_names
+from segtool.kafka import names as kafka_names
+from segtool.rocketmq import names as rocketmq_names
 from segtool.formats.file_kinds import Broker, FileKind
 
 # Kafka renames segment files on deletion, cleaning and swapping
@@ -32,7 +32,7 @@ KAFKA_NAMED_KINDS = {
 }
 NOT_RECOGNISED = "not a recognised Kafka or RocketMQ file"
 _TWENTY_DIGITS = re.compile(r"^\d{20}$")
-# RocketMQ 5.x files named by their place (formats.rocketmq5): (directory names above the file, innermost
+# RocketMQ 5.x files named by their place (rocketmq.v5): (directory names above the file, innermost
 # first, None for any) -> kind, for 20-digit mapped files
 _ROCKETMQ5_MAPPED_FILES = (
     (("timerlog",), FileKind.ROCKETMQ_TIMERLOG),
@@ -44,8 +44,6 @@ _ROCKETMQ5_MAPPED_FILES = (
     (("compacting", None, None, "compactionCq"), FileKind.ROCKETMQ_COMPACTION_CQ),
     (("replicating", None, None, "compactionCq"), FileKind.ROCKETMQ_COMPACTION_CQ),
 )
-# a store root holds one of these (or a dledger-<selfId>/) beside its lock and abort markers
-_STORE_ROOT_ENTRIES = (*rocketmq_names.DATA_DIRS, rocketmq_names.CHECKPOINT, rocketmq_names.TIMERLOG_DIR, rocketmq_names.BATCH_CONSUMEQUEUE_DIR)
 _COMMITLOG_MAGICS = {
     bytes.fromhex("daa320a7"),  # MESSAGE_MAGIC_CODE (v1)
     bytes.fromhex("daa320ab"),  # MESSAGE_MAGIC_CODE_V2
@@ -124,17 +122,9 @@ def _rocketmq5_kind(name: str, directories: list[str]) -> FileKind | None:
         return FileKind.ROCKETMQ_COMPACTION_POSITION
     if name == rocketmq_names.CHECKPOINT and rocketmq_names.is_dledger_dir(parent):
         return FileKind.ROCKETMQ_DLEDGER_CHECKPOINT
-    if name in _STORE_MARKERS and _is_store_root(os.sep.join(directories) or os.sep):
+    if name in _STORE_MARKERS and rocketmq_names.is_store_root(os.sep.join(directories) or os.sep):
         return _STORE_MARKERS[name]
     return None
-
-
-def _is_store_root(directory: str) -> bool:
-    try:
-        entries = os.listdir(directory)
-    except OSError:
-        return False
-    return any(n in _STORE_ROOT_ENTRIES or rocketmq_names.is_dledger_dir(n) for n in entries)
 
 
 def _head(path: str, n: int) -> bytes:

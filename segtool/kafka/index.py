@@ -47,7 +47,7 @@ from segtool.formats.fastdecode import FixedLayout, compiled
 
 if TYPE_CHECKING:
     import numpy as np
-from segtool.formats.kafka_names import INDEX, TIME_INDEX, TXN_INDEX, offset_from_file_name
+from segtool.kafka.names import INDEX, TIME_INDEX, TXN_INDEX, offset_from_file_name
 
 # --------------------------------------------------------------------------
 # Entry schemas
@@ -77,7 +77,7 @@ _LAZY = {
 
 
 def _schemas():
-    from segtool.formats import kafka_schemas
+    from segtool.kafka import schemas as kafka_schemas
 
     return kafka_schemas
 

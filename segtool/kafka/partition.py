@@ -17,10 +17,10 @@ from typing import Iterator
 
 from segtool.source import open_buffer
 from segtool.errors import CorruptData, UnreadableInput
-from segtool.formats import kafka_names
-from segtool.formats.kafka_names import has_offset_name, offset_from_file_name
-from segtool.formats.kafka_index import NO_TIMESTAMP, OffsetIndex, TimeIndex
-from segtool.formats.kafka_log import (
+from segtool.kafka import names as kafka_names
+from segtool.kafka.names import has_offset_name, offset_from_file_name
+from segtool.kafka.index import NO_TIMESTAMP, OffsetIndex, TimeIndex
+from segtool.kafka.log import (
     BatchScan,
     RecordBatch,
     batch_at,
@@ -293,7 +293,7 @@ class PartitionView:
         checkpoint = os.path.join(parent, "log-start-offset-checkpoint")
         topic, partition = kafka_names.topic_partition(self.name)
         if os.path.exists(checkpoint) and partition is not None and kafka_names.renamed_directory_state(self.name) is None:
-            from segtool.formats.kafka_state import read_offset_checkpoint
+            from segtool.kafka.state import read_offset_checkpoint
 
             try:
                 found = read_offset_checkpoint(checkpoint).get((topic, partition))

@@ -15,6 +15,8 @@ import os
 import re
 from pathlib import Path
 
+from segtool.errors import UnreadableInput
+
 COMMITLOG_DIR = "commitlog"
 CONSUMEQUEUE_DIR = "consumequeue"
 INDEX_DIR = "index"
@@ -70,3 +72,45 @@ def holds_store_data(root) -> bool:
     """Does ``root`` hold a store's data directories (``commitlog/``, ``consumequeue/``, ``index/``)?"""
     root = Path(root)
     return any((root / name).is_dir() for name in DATA_DIRS)
+
+
+def store_directory(path) -> Path:
+    """The root of the store with data a directory names: the root itself, or one of its
+    ``commitlog/``, ``consumequeue/`` or ``index/`` directories.  UnreadableInput when it is none."""
+    root = Path(path)
+    if not root.exists():
+        raise UnreadableInput("no such file or directory", str(root))
+    if not root.is_dir():
+        raise UnreadableInput("expected a RocketMQ store directory, not a file", str(root))
+    if root.name in DATA_DIRS and not holds_store_data(root):
+        root = root.parent
+    if not holds_store_data(root):
+        raise UnreadableInput("not a RocketMQ store (no commitlog/, consumequeue/ or index/ inside)", str(root))
+    return root
+
+
+def is_store_directory(path) -> bool:
+    """Does ``path`` name a RocketMQ store with data (its root or one of its data directories)?"""
+    try:
+        store_directory(path)
+    except UnreadableInput:
+        return False
+    return True
+
+
+def is_store_root(path) -> bool:
+    """Is ``path`` a RocketMQ store's root: it holds data directories, a ``checkpoint``, the
+    broker's ``config/`` files, or 5.x's ``timerlog/``, ``batchconsumequeue/`` or ``dledger-<id>/``
+    (a store whose data files were not kept is still one, and its ``lock``/``abort`` markers are)."""
+    root = Path(path)
+    try:
+        entries = {entry.name: entry for entry in os.scandir(root)}
+    except OSError:
+        return False
+    if any(name in entries and entries[name].is_dir() for name in (*DATA_DIRS, TIMERLOG_DIR, BATCH_CONSUMEQUEUE_DIR)):
+        return True
+    if CHECKPOINT in entries or any(is_dledger_dir(name) for name in entries):
+        return True
+    config = root / CONFIG_DIR
+    return config.is_dir() and any((config / name).is_file() or (config / f"{name}.bak").is_file()
+                                   for name in CONFIG_FILES)

@@ -23,21 +23,21 @@ from __future__ import annotations
 import json
 from typing import Callable
 
-from segtool.formats.kafka_coordinator import (
+from segtool.kafka.coordinator import (
     REMOTE_LOG_METADATA_RECORDS,
     decode_remote_log_metadata,
     decode_share_state_record,
     decode_transaction_record,
 )
-from segtool.formats.kafka_messages import (
+from segtool.kafka.messages import (
     ApiMessageError,
     CoordinatorRecord,
     CoordinatorRecordError,
     snake_case_data,
 )
-from segtool.formats.kafka_metadata import decode_metadata_record
-from segtool.formats.kafka_names import METADATA_TOPIC, internal_topic
-from segtool.formats.kafka_offsets import decode_offsets_record
+from segtool.kafka.metadata import decode_metadata_record
+from segtool.kafka.names import METADATA_TOPIC, internal_topic
+from segtool.kafka.offsets import decode_offsets_record
 
 RecordDecoder = Callable[[bytes | None, bytes | None], dict]
 

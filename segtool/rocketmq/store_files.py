@@ -40,7 +40,8 @@ import construct as cs
 import numpy as np
 
 from segtool.errors import CorruptData, LimitExceeded, SegtoolError, TruncatedData, UnreadableInput
-from segtool.formats import compression, rocketmq_names
+from segtool.formats import compression
+from segtool.rocketmq import names as rocketmq_names
 from segtool.formats.fastdecode import FixedLayout, compile_field, compile_fixed
 from segtool.source import release_pages
 

@@ -34,11 +34,10 @@ from typing import Callable, Iterable, Iterator, NamedTuple
 
 import numpy as np
 
-from segtool.engine.inventory import store_directory
 from segtool.errors import SegtoolError
-from segtool.formats import rocketmq as rmq
+from segtool.rocketmq import store_files as rmq
 from segtool.formats.json_names import message_json
-from segtool.formats import rocketmq_names
+from segtool.rocketmq import names as rocketmq_names
 
 MAX_MSGS_NUM_BATCH = 64  # MessageStoreConfig.maxMsgsNumBatch
 LONG_MAX = 2**63 - 1
@@ -349,7 +348,7 @@ class StoreView:
 
     def __init__(self, store_dir, hash_slot_num: int | None = None, index_num: int | None = None, *,
                  recover: bool | None = None, commitlog_dir=None, check_crc_on_recover: bool = True):
-        root = store_directory(store_dir)
+        root = rocketmq_names.store_directory(store_dir)
         if (hash_slot_num is None) != (index_num is None):
             raise ValueError("give both hash_slot_num and index_num, or neither")
         self.root = root

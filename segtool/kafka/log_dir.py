@@ -22,7 +22,7 @@ import re
 from dataclasses import dataclass
 
 from segtool.errors import CorruptData
-from segtool.formats.kafka_state import kafka_uuid_from_string, kafka_uuid_to_string
+from segtool.kafka.state import kafka_uuid_from_string, kafka_uuid_to_string
 
 META_PROPERTIES = "meta.properties"
 QUORUM_STATE = "quorum-state"

@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 
 from segtool.errors import CorruptData
 from segtool.formats.checksums import ChecksumHelper
-from segtool.formats.kafka_index import OFFSET_INDEX_LAYOUT, TIME_INDEX_LAYOUT, TXN_INDEX_LAYOUT
-from segtool.formats.kafka_log import (
+from segtool.kafka.index import OFFSET_INDEX_LAYOUT, TIME_INDEX_LAYOUT, TXN_INDEX_LAYOUT
+from segtool.kafka.log import (
     BATCH_HEADER_V2_FAST,
     BATCH_V2_OVERHEAD,
     MAGIC_AT,
@@ -55,7 +55,7 @@ class ProducerTxnState:
         """Seed from the producer snapshot at a segment's base offset, as log loading does."""
         state = cls()
         if os.path.exists(path):  # imported only when there is a snapshot: construct is slow to import
-            from segtool.formats.kafka_state import read_producer_snapshot
+            from segtool.kafka.state import read_producer_snapshot
 
             for entry in read_producer_snapshot(path).entries:
                 if entry.current_txn_first_offset >= 0:

@@ -24,7 +24,7 @@ Kafka's order (LogManager.loadLogs, then per partition LogLoader.load):
    segment needs (``removeStraySnapshots``) and those past the log end or at or
    below its start (``truncateAndReload``) are deleted.
 
-Segment recovery is ``engine.recovery.recover_segment`` (LogSegment.recover), the
+Segment recovery is ``kafka.recovery.recover_segment`` (LogSegment.recover), the
 code ``verify`` predicts truncation with; segments are those ``PartitionView``
 loads (swaps completed, ``.deleted``/``.cleaned`` left out).
 """
@@ -34,12 +34,12 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from segtool.engine.partition import Segment
-from segtool.engine.recovery import SegmentRecovery, recover_segment
-from segtool.formats.kafka_index import CorruptIndex, TransactionIndex
-from segtool.formats.kafka_log import BatchScan
-from segtool.formats.kafka_names import LOG, file_name
-from segtool.formats.kafka_state import EpochEntry
+from segtool.kafka.partition import Segment
+from segtool.kafka.recovery import SegmentRecovery, recover_segment
+from segtool.kafka.index import CorruptIndex, TransactionIndex
+from segtool.kafka.log import BatchScan
+from segtool.kafka.names import LOG, file_name
+from segtool.kafka.state import EpochEntry
 
 
 # why a segment is recovered

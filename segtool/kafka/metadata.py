@@ -7,7 +7,7 @@ version (1; 0 was 2.8's preview), an unsigned varint record type (the ``apiKey``
 version, then the record itself, read by the generated code of that version; nothing may
 follow it.  Records carry no key.  Snapshots (``<end offset>-<epoch>.checkpoint``) and
 ``bootstrap.checkpoint`` hold the same records in record batches, between the
-SnapshotHeader / SnapshotFooter control records (``formats/kafka_schemas.KRAFT_CONTROL_VALUES``).
+SnapshotHeader / SnapshotFooter control records (``kafka/schemas.KRAFT_CONTROL_VALUES``).
 
 ``kafka-dump-log.sh --cluster-metadata-decoder`` (DumpLogSegments'
 ``ClusterMetadataLogMessageParser``) prints each record as the payload
@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from segtool.formats.kafka_messages import (
+from segtool.kafka.messages import (
     ApiMessageError,
     Array,
     F,

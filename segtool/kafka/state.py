@@ -48,7 +48,7 @@ from segtool.formats.checksums import crc32c
 
 from segtool.errors import TruncatedData, UnreadableInput
 from segtool.formats.fastdecode import FixedLayout, compile_fixed
-from segtool.formats.kafka_index import KafkaReportedError
+from segtool.kafka.index import KafkaReportedError
 
 # --------------------------------------------------------------------------
 # Producer-state snapshot

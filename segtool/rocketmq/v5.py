@@ -4,7 +4,7 @@ Every layout follows RocketMQ 5.x's source (apache/rocketmq ``store/``) and, for
 DLedger CommitLog, openmessaging/dledger 0.3.1.2 (the version RocketMQ 5 depends on);
 docs/formats.md cites the class and method of each.  Big-endian throughout (Java
 ``ByteBuffer``).  The CommitLog message itself (MagicCode V1/V2, the ``__CRC32#``
-property) is read by ``formats.rocketmq``, the one message decoder: a DLedger entry
+property) is read by ``rocketmq.store_files``, the one message decoder: a DLedger entry
 and a compaction log hand their messages to it.
 
 Store layout (``storePathRootDir``) beyond 4.x::
@@ -24,7 +24,7 @@ Store layout (``storePathRootDir``) beyond 4.x::
     compaction/position-checkpoint               CompactionPositionMgr: fastjson text
     lock, abort                                  markers (DefaultMessageStore.start / createTempFile)
 
-As in ``formats.rocketmq``, the construct schemas are the declaration of every layout
+As in ``rocketmq.store_files``, the construct schemas are the declaration of every layout
 and the hot paths use the ``struct`` / numpy layouts ``fastdecode.compile_fixed``
 derives from them; ``tests/test_rocketmq5.py`` checks both against each other and
 against a writer that follows the Java code.
@@ -42,9 +42,9 @@ import construct as cs
 import numpy as np
 
 from segtool.errors import CorruptData, SegtoolError, TruncatedData
-from segtool.formats import rocketmq as rmq
+from segtool.rocketmq import store_files as rmq
 from segtool.formats.fastdecode import compile_fixed
-from segtool.formats import rocketmq_names
+from segtool.rocketmq import names as rocketmq_names
 
 # --------------------------------------------------------------------------
 # StoreCheckpoint (5.x)
