@@ -22,7 +22,7 @@ from typing import Iterable
 
 import numpy as np
 
-from segtool.engine.inventory import inventory
+from segtool.engine.inventory import Partition, inventory
 from segtool.kafka.partition import Segment
 from segtool.kafka.recovery import PARALLEL_MIN_BYTES, ProducerTxnState
 from segtool.errors import CorruptData, SegtoolError
@@ -32,8 +32,7 @@ from segtool.kafka import index as kafka_index
 from segtool.formats.checksums import ChecksumHelper
 from segtool.formats.file_kinds import FileKind
 from segtool.kafka.log import CODEC_NAMES, HeaderScan, batch_at, batch_records, control_record_type
-from segtool.kafka.names import (LOG, PRODUCER_SNAPSHOT, file_name, has_offset_name, offset_from_file_name, sibling,
-                                         topic_partition)
+from segtool.kafka.names import LOG, PRODUCER_SNAPSHOT, file_name, has_offset_name, offset_from_file_name, sibling
 from segtool.ops.file_formats import file_format
 from segtool.ops.output_schema import (
     ReportFigures,
@@ -76,8 +75,7 @@ def report(paths: list[str], deep: bool = False, hash_inputs: bool = True, now_m
     notes: list[str] = []
     partitions = [p for p in found.partitions if p.logs]
     share = max(MIN_PARTITION_POINTS, TIMELINE_POINTS // max(len(partitions), 1))
-    partition_figures = [_KafkaPartition(p.directory, [f.path for f in p.logs], [f.path for f in p.files],
-                                         by_path, share, now_ms).figures() for p in partitions]
+    partition_figures = [_PartitionFigures(p, by_path, share, now_ms).figures() for p in partitions]
     roots = [os.path.join(str(store.root), "") for store in found.stores]
     store_files = [[f.path for f in store.files] for store in found.stores]
     placed = {f.path for p in partitions for f in p.files} | {path for paths in store_files for path in paths}
@@ -206,14 +204,16 @@ def _record_count(batch, path: str) -> int:
         return 0
 
 
-class _KafkaPartition:
-    """One partition's figures, gathered segment by segment in one framing pass each."""
+class _PartitionFigures:
+    """The figures of one partition the inventory found, gathered segment by segment in one framing
+    pass each."""
 
-    def __init__(self, directory: str, logs: list[str], files: list[str], verified: dict, points: int, now_ms: int):
-        self.directory, self.logs, self.files, self.verified = directory, logs, files, verified
+    def __init__(self, partition: Partition, verified: dict, points: int, now_ms: int):
+        self.partition, self.directory, self.verified = partition, partition.directory, verified
+        self.logs, self.files = [f.path for f in partition.logs], [f.path for f in partition.files]
         self.now_ms = now_ms
         self.notes: list[str] = []
-        total = sum(verified.get(path, {}).get("batches") or 0 for path in logs)  # verify framed them already
+        total = sum(verified.get(path, {}).get("batches") or 0 for path in self.logs)  # verify framed them already
         self.per_bucket = max(1, -(-total // points))  # ceil: at most `points` buckets
         if self.per_bucket > 1:
             self.notes.append(f"{total} batches drawn as {-(-total // self.per_bucket)} points of up to "
@@ -225,7 +225,7 @@ class _KafkaPartition:
         self.out_of_order = {"count": 0, "shown": []}
         self.future = {"count": 0, "shown": []}
         self.gaps = {"count": 0, "offsets_missing": 0, "shown": []}
-        first_log = logs[0]
+        first_log = self.logs[0]
         snapshot = os.path.join(os.path.dirname(first_log),
                                 file_name(offset_from_file_name(first_log), PRODUCER_SNAPSHOT)) \
             if has_offset_name(first_log) else ""
@@ -475,8 +475,7 @@ class _KafkaPartition:
 
     def _result(self) -> ReportPartition:
         b = self.buckets
-        name = os.path.basename(os.path.normpath(self.directory))
-        topic, partition = topic_partition(name)
+        topic, partition = self.partition.topic_partition
         create_min = np.array(b["create_min"], dtype=np.int64)
         latest = np.maximum(np.array(b["create_max"], dtype=np.int64), np.array(b["log_append"], dtype=np.int64))
         stamped = create_min[create_min >= 0]
