@@ -41,6 +41,7 @@ from segtool.formats import rocketmq as rmq
 from segtool.formats.kafka_log import RecordBatch, batch_records
 from segtool.formats.kafka_names import INDEX, LOG, TIME_INDEX, TXN_INDEX, file_name
 from segtool.formats.kafka_state import read_leader_epoch_checkpoint, read_partition_metadata
+from segtool.formats.outcomes import WalkEnd
 from segtool.ops.output_schema import SalvageReport
 from segtool.ops.rebuild_rocketmq import index_geometry
 from segtool.ops.verify_rocketmq.store import DISPATCHED_TRAN_TYPES
@@ -403,7 +404,7 @@ def _read_store(store: Store, progress_factory, report: dict) -> dict:
                 if isinstance(piece, DamagedRange):
                     damaged.append(piece.as_dict())
                 elif isinstance(piece, rmq.CommitLogEnd):
-                    if piece.kind == rmq.BLANK:  # the end record RocketMQ's readers step to the next file by
+                    if piece.kind is WalkEnd.BLANK:  # the end record RocketMQ's readers step to the next file by
                         blanks[name] = piece.file_offset
                 elif body_crc_valid(piece):
                     messages.append(piece)
