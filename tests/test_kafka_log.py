@@ -14,6 +14,7 @@ from segtool.errors import CorruptData
 from segtool.formats.compression import decompress
 from segtool.kafka.log import BATCH_V2_OVERHEAD, BatchScan, batch_records
 from segtool.kafka.schemas import BATCH_HEADER_V2, LEGACY_MESSAGE_V0, LEGACY_MESSAGE_V1, RECORD_V2
+from segtool.formats.outcomes import WalkEnd
 from tests.kafka_build import build_batch_v2, build_legacy_message, build_records, make_batch
 from tests.conftest import case_dirs
 
@@ -237,14 +238,14 @@ def _frame_reference(buf, pos, end, most, until):
     until = end if until is None else until
     for _ in range(most):
         if pos + 17 >= end:  # no room for offset, size, epoch and magic
-            return positions, pos, ("truncated" if pos < end else "end")
+            return positions, pos, (WalkEnd.TRUNCATED if pos < end else WalkEnd.END_OF_FILE)
         if pos >= until:
             return positions, pos, None
         size = int.from_bytes(buf[pos + 8:pos + 12], "big", signed=True)
         if size < 14:
-            return positions, pos, "corrupt"
+            return positions, pos, WalkEnd.CORRUPT
         if pos + 12 + size > end:
-            return positions, pos, "truncated"
+            return positions, pos, WalkEnd.TRUNCATED
         positions.append(pos)
         pos += 12 + size
     return positions, pos, None

@@ -24,9 +24,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from segtool.engine.salvage import CRC_MISMATCH, DamagedRange, commitlog_pieces
+from segtool.engine.salvage import DamagedRange, commitlog_pieces
 from segtool.errors import CorruptData, SegtoolError, TruncatedData
 from segtool.rocketmq import store_files as rmq
+from segtool.formats.outcomes import DamageReason, WalkEnd
 from tests.conftest import corpus_path
 
 MAIN_CASES = ["clean-multi", "kill9-abort"]
@@ -81,6 +82,11 @@ def commitlog_walk(store, **decode_options) -> tuple[list[dict], list[dict]]:
     return messages, files
 
 
+def golden_end(kind: str) -> WalkEnd:
+    """A golden's name for how a file ends ("zero-tail"), as the walk's member."""
+    return WalkEnd(kind.replace("-", "_"))
+
+
 @functools.lru_cache(maxsize=None)
 def scanned(case: str):
     """(messages, per-file summaries) of a case's whole commitlog."""
@@ -118,9 +124,9 @@ def test_commitlog_file_ends_match_golden(case):
             assert summary[key] == gold[key], (gold["file"], key)
         end, gold_end = summary["end"], gold["end"]
         assert (end.kind, end.file_offset, end.phy_offset, end.total_size, end.magic) == (
-            gold_end["kind"], gold_end["fileOffset"], gold_end["phyOffset"], gold_end["totalSize"],
+            golden_end(gold_end["kind"]), gold_end["fileOffset"], gold_end["phyOffset"], gold_end["totalSize"],
             gold_end["magic"]), gold["file"]
-        if end.kind == rmq.BLANK:
+        if end.kind == WalkEnd.BLANK:
             assert end.blank_size_matches
         else:
             assert end.non_zero_after is None
@@ -136,7 +142,7 @@ def test_kill9_end_of_data_and_undispatched_message():
     end = [f["end"] for f in files if f["messages"]][-1]
     gold_end = summary["commitlog_end_of_data"]
     assert (end.kind, end.file_offset, end.phy_offset) == (
-        gold_end["kind"], gold_end["fileOffset"], gold_end["phyOffset"])
+        golden_end(gold_end["kind"]), gold_end["fileOffset"], gold_end["phyOffset"])
     last = summary["last_message_phyOffset"]
     assert messages[-1]["phyOffset"] == last
     # the broker died before dispatching it: in the commitlog, in no ConsumeQueue and no IndexFile
@@ -198,15 +204,15 @@ def test_body_crc_corruption_opens_a_damaged_range():
         pieces = list(commitlog_pieces(mf.buf, file_from_offset=int(path.name), file=path.name, path=str(path)))
     (damage,) = [p for p in pieces if isinstance(p, DamagedRange)]
     assert (damage.file, damage.first_byte, damage.reason) == (
-        str(path), corruption["fileOffset_of_message"], CRC_MISMATCH)
+        str(path), corruption["fileOffset_of_message"], DamageReason.CRC_MISMATCH)
     assert damage.physical_offset == corruption["phyOffset"]
     message = pieces[pieces.index(damage) - 1]
     assert (message["phyOffset"], message["bodyCRC"] != message["bodyCRCComputed"]) == (corruption["phyOffset"], True)
 
 
 @pytest.mark.parametrize("case,kind,error", [
-    ("corrupt-truncated-commitlog", rmq.TRUNCATED, TruncatedData),
-    ("corrupt-torn-tail", rmq.TORN, CorruptData),
+    ("corrupt-truncated-commitlog", WalkEnd.TRUNCATED, TruncatedData),
+    ("corrupt-torn-tail", WalkEnd.TORN, CorruptData),
 ])
 def test_cut_commitlog_ends_at_the_cut_message(case, kind, error):
     corruption = case_json(case)["corruption"]
@@ -317,7 +323,7 @@ def test_consumequeue_zero_tail_and_bad_units():
     scan = rmq.ConsumeQueueFileScan(buf, topic="t", queue_id=0, file_from_offset=6000)
     units = list(scan)
     assert [(u["queueOffset"], u["size"]) for u in units] == [(6000 // 20 + 1, 100)]
-    assert scan.end == {"kind": "zero-tail", "fileOffset": 40, "queueOffset": 302, "nonZeroAfter": None}
+    assert scan.end == {"kind": WalkEnd.ZERO_TAIL, "fileOffset": 40, "queueOffset": 302, "nonZeroAfter": None}
     bad = good + unit({"commitLogOffset": -5, "size": 10, "tagsCode": 0})
     with pytest.raises(CorruptData) as info:
         list(rmq.ConsumeQueueFileScan(bad, path="q"))
@@ -659,20 +665,20 @@ def test_walk_ends_and_errors():
     blank = rmq.BLANK_RECORD.build({"totalSize": blank_size, "magicCode": rmq.BLANK_MAGIC_CODE})
     *messages, end = rmq.walk_commitlog(data + blank + bytes(blank_size - len(blank)), file_from_offset=1000)
     assert [m["phyOffset"] for m in messages] == [1000, 1000 + len(first)]
-    assert end == rmq.CommitLogEnd(rmq.BLANK, len(data), 1000 + len(data), blank_size, rmq.BLANK_MAGIC_CODE,
+    assert end == rmq.CommitLogEnd(WalkEnd.BLANK, len(data), 1000 + len(data), blank_size, rmq.BLANK_MAGIC_CODE,
                                    len(data), blank_size_matches=True)
 
     *messages, end = rmq.walk_commitlog(data + bytes(100) + b"x" + bytes(3))
     assert len(messages) == 2
-    assert (end.kind, end.non_zero_after, end.data_end) == (rmq.ZERO_TAIL, len(data) + 100, len(data) + 101)
+    assert (end.kind, end.non_zero_after, end.data_end) == (WalkEnd.ZERO_TAIL, len(data) + 100, len(data) + 101)
 
     *_, end = rmq.walk_commitlog(data + b"\1\2\3", path="f")  # stray bytes after the last record
-    assert (end.kind, end.file_offset, end.non_zero_after, end.error) == (rmq.SHORT_TAIL, len(data), len(data),
+    assert (end.kind, end.file_offset, end.non_zero_after, end.error) == (WalkEnd.SHORT_TAIL, len(data), len(data),
                                                                            None)
     for junk, kind, error in (
-            (struct.pack(">ii", 200, 0x12345678) + bytes(16), rmq.BAD_MAGIC, CorruptData),
-            (struct.pack(">ii", 12, rmq.MESSAGE_MAGIC_CODE) + bytes(16), rmq.CORRUPT, CorruptData),  # bad size
-            (first[:50], rmq.TRUNCATED, TruncatedData)):  # record cut by the end of the file
+            (struct.pack(">ii", 200, 0x12345678) + bytes(16), WalkEnd.BAD_MAGIC, CorruptData),
+            (struct.pack(">ii", 12, rmq.MESSAGE_MAGIC_CODE) + bytes(16), WalkEnd.CORRUPT, CorruptData),  # bad size
+            (first[:50], WalkEnd.TRUNCATED, TruncatedData)):  # record cut by the end of the file
         *_, end = rmq.walk_commitlog(data + junk, path="f")
         assert (end.kind, end.file_offset, end.damaged) == (kind, len(data), True)
         assert isinstance(end.error, error) and (end.error.offset, end.error.path) == (len(data), "f")
@@ -778,10 +784,10 @@ def test_wild_rocketmq_files_match_readme():
                 assert all(m["physicalOffsetField"] == m["phyOffset"] for m in messages)
                 if blank := re.search(r"BLANK magic at (\d+) \(total=(\d+)\)", note):
                     assert (end.kind, end.file_offset, end.total_size) == (
-                        rmq.BLANK, int(blank.group(1)), int(blank.group(2))), rel
+                        WalkEnd.BLANK, int(blank.group(1)), int(blank.group(2))), rel
                 else:
                     zero = re.search(r"zero-fill at (\d+)", note)
-                    assert (end.kind, end.file_offset) == (rmq.ZERO_TAIL, int(zero.group(1))), rel
+                    assert (end.kind, end.file_offset) == (WalkEnd.ZERO_TAIL, int(zero.group(1))), rel
                 del messages
             elif "ConsumeQueue:" in note:
                 units = list(rmq.ConsumeQueueFileScan(buf, file_from_offset=int(path.name), path=str(path)))

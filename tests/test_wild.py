@@ -45,6 +45,7 @@ from segtool.formats.compression import decompress
 from segtool.engine.detect import detect, kafka_suffix
 from segtool.kafka.index import OffsetIndex, TimeIndex
 from segtool.kafka.log import BatchScan, batch_records, control_record_type
+from segtool.formats.outcomes import WalkEnd
 from segtool.ops.dump import dump_paths
 from segtool.ops.kafka_dump_log import KafkaDumpOptions, run_kafka_dump
 from tests.conftest import corpus_path
@@ -303,7 +304,7 @@ def _census(record_sets, path) -> collections.Counter:
             if batch.is_control:
                 for record in records:
                     c[f"control-type={control_record_type(record)[0]}"] += 1
-        if scan.stop_reason == "truncated" and len(data) - scan.valid_bytes >= 12:
+        if scan.stop_reason is WalkEnd.TRUNCATED and len(data) - scan.valid_bytes >= 12:
             # a partial batch whose offset and size are readable (fewer bytes: silently ignored)
             c["truncated-tail"] += 1
     return c
@@ -766,7 +767,7 @@ def test_kafkajs_partial_messages_yield_no_records(wild):
         (9, 0, 325), (3, 0, 314), (6, 0, 292), (0, 0, 263)]
     for p in partitions:
         scan = BatchScan(p["records"], path=str(path))
-        assert list(scan) == [] and scan.stop_reason == "truncated"
+        assert list(scan) == [] and scan.stop_reason is WalkEnd.TRUNCATED
 
 
 def test_ruby_kafka_message_fixture(wild, table):

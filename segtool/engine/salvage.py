@@ -22,12 +22,7 @@ from segtool.errors import CorruptData
 from segtool.rocketmq import store_files as rmq
 from segtool.engine.carving import KAFKA, ROCKETMQ, next_find
 from segtool.kafka.log import BatchScan, RecordBatch, batch_at
-
-# why a range is damaged (``DamagedRange.reason``)
-CRC_MISMATCH = "crc_mismatch"  # framing intact, checksum wrong: the bytes were changed after they were written
-CORRUPT_FRAMING = "corrupt_framing"  # a size, magic or length that no batch or message can have
-TRUNCATED = "truncated"  # a batch or message runs past the end of the file (or of what follows it)
-ZERO_FILLED = "zero_filled"  # zero bytes where data should be (a torn write, a zeroed block)
+from segtool.formats.outcomes import DamageReason, WalkEnd
 
 
 @dataclass(frozen=True)
@@ -44,7 +39,7 @@ class DamagedRange:
     file: str
     first_byte: int
     end_byte: int
-    reason: str
+    reason: DamageReason
     message: str
     first_offset: int | None = None
     last_offset: int | None = None
@@ -104,23 +99,24 @@ def kafka_pieces(buf, path: str, base_offset: int | None = None, next_base_offse
             for batch in scan:
                 yield batch
                 if not batch.crc_valid:
-                    damage = batch.position, CRC_MISMATCH, (
+                    damage = batch.position, DamageReason.CRC_MISMATCH, (
                         f"CRC stored {batch.crc} but computed {batch.computed_crc()} for the batch of offsets "
                         f"{batch.base_offset}..{batch.last_offset}")
                     break
                 previous_last = batch.last_offset
         except CorruptData as exc:
-            damage = scan.valid_bytes, CORRUPT_FRAMING, exc.message
+            damage = scan.valid_bytes, DamageReason.CORRUPT_FRAMING, exc.message
         if damage is None:
             if scan.valid_bytes >= end:
                 return
-            damage = scan.valid_bytes, TRUNCATED, f"{end - scan.valid_bytes} bytes after the last whole batch"
+            damage = (scan.valid_bytes, DamageReason.TRUNCATED,
+                      f"{end - scan.valid_bytes} bytes after the last whole batch")
         first, reason, message = damage
         found = next_find(buf, first + 1, end, KAFKA)
         stop = end if found is None else found.position
         following = None if found is None else batch_at(buf, found.position, path).base_offset
-        if reason != CRC_MISMATCH and _all_zero(buf, first, stop):
-            reason, message = ZERO_FILLED, f"{stop - first} zero bytes"
+        if reason is not DamageReason.CRC_MISMATCH and _all_zero(buf, first, stop):
+            reason, message = DamageReason.ZERO_FILLED, f"{stop - first} zero bytes"
         last_lost = (following if following is not None else next_base_offset)
         yield DamagedRange(path, first, stop, reason, message,
                            None if previous_last is None else previous_last + 1,
@@ -160,19 +156,21 @@ def commitlog_pieces(buf, *, file_from_offset: int = 0, file: str | None = None,
                 yield step
                 if not body_crc_valid(step):
                     damaged = step
-                    damage = step["fileOffset"], CRC_MISMATCH, (
+                    damage = step["fileOffset"], DamageReason.CRC_MISMATCH, (
                         f"body CRC stored {step['bodyCRC']} but computed {step['bodyCRCComputed']} for the message "
                         f"of {step['topic']} queue {step['queueId']} offset {step['queueOffset']}")
                     break
                 previous = step
                 continue
             if step.damaged:
-                reason = TRUNCATED if step.kind in (rmq.TRUNCATED, rmq.TORN) else CORRUPT_FRAMING
+                reason = DamageReason.TRUNCATED if step.kind in (WalkEnd.TRUNCATED, WalkEnd.TORN) \
+                    else DamageReason.CORRUPT_FRAMING
                 damage = step.file_offset, reason, step.error.message if step.error else step.kind
-            elif step.kind == rmq.ZERO_TAIL and step.non_zero_after is not None:
-                damage = step.file_offset, ZERO_FILLED, "zero bytes, then data"
-            elif step.kind == rmq.SHORT_TAIL and step.non_zero_after is not None:
-                damage = step.file_offset, TRUNCATED, f"{len(buf) - step.file_offset} stray bytes at the end"
+            elif step.kind is WalkEnd.ZERO_TAIL and step.non_zero_after is not None:
+                damage = step.file_offset, DamageReason.ZERO_FILLED, "zero bytes, then data"
+            elif step.kind is WalkEnd.SHORT_TAIL and step.non_zero_after is not None:
+                damage = (step.file_offset, DamageReason.TRUNCATED,
+                          f"{len(buf) - step.file_offset} stray bytes at the end")
             else:
                 yield step
                 return
@@ -183,13 +181,13 @@ def commitlog_pieces(buf, *, file_from_offset: int = 0, file: str | None = None,
         if found is not None:
             following = rmq.decode_message(buf, found.position, file_from_offset=file_from_offset, digests=False,
                                            decompress=False)
-        if reason != CRC_MISMATCH and _all_zero(buf, first, stop):
-            reason, message = ZERO_FILLED, f"{stop - first} zero bytes"
+        if reason is not DamageReason.CRC_MISMATCH and _all_zero(buf, first, stop):
+            reason, message = DamageReason.ZERO_FILLED, f"{stop - first} zero bytes"
         yield _commitlog_range(label, first, stop, reason, message, file_from_offset, previous, damaged, following)
         if found is None:
             last = rmq.last_nonzero(buf, first, len(buf))
             data_end = first if last is None else last + 1
-            yield rmq.CommitLogEnd(rmq.END_OF_FILE, len(buf), file_from_offset + len(buf), 0, 0, data_end)
+            yield rmq.CommitLogEnd(WalkEnd.END_OF_FILE, len(buf), file_from_offset + len(buf), 0, 0, data_end)
             return
         pos = found.position
 
@@ -198,7 +196,8 @@ def _commitlog_range(label, first, stop, reason, message, file_from_offset, prev
                      following) -> DamagedRange:
     """The range, with the queue offsets it lost: the damaged message's own, or those between neighbours of one queue."""
     topic = queue_id = first_offset = last_offset = None
-    if reason == CRC_MISMATCH and damaged is not None and damaged["fileOffset"] + damaged["totalSize"] == stop:
+    if (reason is DamageReason.CRC_MISMATCH and damaged is not None
+            and damaged["fileOffset"] + damaged["totalSize"] == stop):
         # the range is that one message: its header (outside the body the CRC covers) says where it belonged
         topic, queue_id = damaged["topic"], damaged["queueId"]
         first_offset = last_offset = damaged["queueOffset"]

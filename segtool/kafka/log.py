@@ -25,6 +25,7 @@ from zlib import crc32
 from segtool.errors import CorruptData, SegtoolError, TruncatedData
 from segtool.source import release_pages
 from segtool.formats.fastdecode import compiled
+from segtool.formats.outcomes import WalkEnd
 
 # --------------------------------------------------------------------------
 # Layouts
@@ -221,7 +222,8 @@ class BatchScan:
     """Iterates the batches of a buffer the way FileLogInputStream does.
 
     After iteration ``valid_bytes`` is the end of the last whole batch and
-    ``stop_reason`` says why iteration ended (``None`` for a clean end).
+    ``stop_reason`` says why iteration ended (``WalkEnd.TRUNCATED`` or ``WalkEnd.CORRUPT``;
+    ``None`` for a clean end).
     """
 
     def __init__(self, buffer, start: int = 0, end: int | None = None, path: str | None = None):
@@ -233,7 +235,7 @@ class BatchScan:
         self.end = len(buffer) if end is None else min(end, len(buffer))
         self.path = path
         self.valid_bytes = start
-        self.stop_reason: str | None = None
+        self.stop_reason: WalkEnd | None = None
 
     def seek_offset(self, target: int) -> "BatchScan":
         """Start at the first batch whose last offset >= ``target`` (``seek_offset_position``).
@@ -259,8 +261,8 @@ class BatchScan:
                     released = release_pages(buf, released, pos)
             pos = next_pos
             if stop is not None:
-                self.stop_reason = _STOP_REASONS[stop]
-                if stop == "corrupt":  # Kafka's reader throws here
+                self.stop_reason = _stop_reason(stop)
+                if stop is WalkEnd.CORRUPT:  # Kafka's reader throws here
                     raise undersized_batch(buf, pos, self.path)
                 return
             most = min(most * 2, 4096)
@@ -285,13 +287,15 @@ class BatchScan:
                     released = release_pages(buf, released, next_pos)
             pos = next_pos
             if stop is not None:
-                self.stop_reason = _STOP_REASONS[stop]
-                if stop == "corrupt":
+                self.stop_reason = _stop_reason(stop)
+                if stop is WalkEnd.CORRUPT:
                     raise undersized_batch(buf, pos, self.path)
                 return
 
 
-_STOP_REASONS = {"end": None, "truncated": "truncated", "corrupt": "corrupt"}
+def _stop_reason(stop: WalkEnd) -> WalkEnd | None:
+    """Why framing stopped, as scanners report it: nothing for a clean end."""
+    return None if stop is WalkEnd.END_OF_FILE else stop
 
 
 def seek_offset_position(buf, pos: int, end: int, target: int) -> tuple[int, bool]:
@@ -359,14 +363,15 @@ def batch_at(buf, pos: int, path=None) -> RecordBatch:
 _UNPACK_V2 = BATCH_HEADER_V2_FAST.unpack_from
 
 
-def frame_batches(buf, pos: int, end: int, most: int, until: int | None = None) -> tuple[list[int], int, str | None]:
+def frame_batches(buf, pos: int, end: int, most: int,
+                  until: int | None = None) -> tuple[list[int], int, WalkEnd | None]:
     """FileLogInputStream's framing: the start positions of up to ``most`` whole batches from ``pos``
     (and none starting at or after ``until``).
 
     Returns (positions, the position after them, stop): stop is None when
-    ``most`` batches (or ``until``) were reached, else "end" (a clean end),
-    "truncated" (a batch runs past ``end``) or "corrupt" (a size field below
-    the minimum).
+    ``most`` batches (or ``until``) were reached, else END_OF_FILE (a clean end
+    at ``end``), TRUNCATED (a batch runs past ``end``) or CORRUPT (a size field
+    below the minimum).
     """
     positions = []
     append = positions.append
@@ -379,12 +384,12 @@ def frame_batches(buf, pos: int, end: int, most: int, until: int | None = None) 
     for _ in range(most):
         if pos >= bound:
             if pos >= header_room:
-                return positions, pos, ("truncated" if pos < end else "end")
+                return positions, pos, (WalkEnd.TRUNCATED if pos < end else WalkEnd.END_OF_FILE)
             break  # reached ``until``
         size = unpack_size(buf, pos + size_at)[0]
         after = pos + overhead + size
         if size < smallest or after > end:
-            return positions, pos, ("corrupt" if size < smallest else "truncated")
+            return positions, pos, (WalkEnd.CORRUPT if size < smallest else WalkEnd.TRUNCATED)
         append(pos)
         pos = after
     return positions, pos, None
@@ -464,8 +469,8 @@ class HeaderScan:
         self.buffer, self.path = buffer, path
         self.helper = helper  # when given, it checksums every other chunk while we do the next one
         self.valid_bytes = 0
-        self.stop_reason: str | None = None
-        self._stop = self._stop_at = None  # framing's own word for why it stopped, and where
+        self.stop_reason: WalkEnd | None = None
+        self._stop = self._stop_at = None  # why framing stopped (END_OF_FILE included), and where
 
     def __iter__(self):
         buf, path, helper = self.buffer, self.path, self.helper
@@ -484,7 +489,7 @@ class HeaderScan:
                 released = release_pages(buf, released, chunk.end)
         if handed_over is not None:
             yield self._emit(BatchHeaders(buf, path, *handed_over, checksums=helper.result()))
-        if self._stop == "corrupt":
+        if self._stop is WalkEnd.CORRUPT:
             raise undersized_batch(buf, self._stop_at, path)
 
     def _emit(self, chunk: BatchHeaders) -> BatchHeaders:
@@ -499,7 +504,7 @@ class HeaderScan:
             if positions:
                 yield positions, pos
             if stop is not None:
-                self._stop, self._stop_at, self.stop_reason = stop, pos, _STOP_REASONS[stop]
+                self._stop, self._stop_at, self.stop_reason = stop, pos, _stop_reason(stop)
                 return
 
 

@@ -22,6 +22,7 @@ import bisect
 import os
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
+from enum import StrEnum
 
 from segtool.errors import CorruptData
 from segtool.formats.checksums import ChecksumHelper
@@ -38,6 +39,7 @@ from segtool.kafka.log import (
     batch_records,
     control_record_type,
 )
+from segtool.formats.outcomes import WalkEnd
 
 DEFAULT_INDEX_INTERVAL_BYTES = 4096
 PARALLEL_MIN_BYTES = 64 * 1024 * 1024  # below this, starting a helper process costs more than it saves
@@ -68,6 +70,15 @@ class ProducerTxnState:
         return min(others) if others else last_offset + 1
 
 
+class RecoveryStop(StrEnum):
+    """Why recovery keeps less than the whole file (``SegmentRecovery.stop_reason``)."""
+
+    INVALID_BATCH = "invalid_batch"  # ensureValid refuses the batch (too short a v2 header, or its CRC)
+    OFFSET_OUT_OF_RANGE = "offset_out_of_range"  # beyond 32 bits from the base (LogSegmentOffsetOverflowException)
+    TRUNCATED = "truncated"  # the last batch is cut short by the end of the file
+    CORRUPT_FRAMING = "corrupt_framing"  # a size field below the smallest batch
+
+
 @dataclass
 class SegmentRecovery:
     """What recovering one segment yields."""
@@ -79,7 +90,7 @@ class SegmentRecovery:
     offset_entries: list[tuple[int, int]]  # (relative offset, position)
     time_entries: list[tuple[int, int]]  # (timestamp, relative offset)
     aborted_txns: list[tuple[int, int, int, int]]  # (producer id, first, last, last stable offset)
-    stop_reason: str | None  # None when the whole file is valid
+    stop_reason: RecoveryStop | None  # None when the whole file is valid
     stop_message: str | None
     batches: int = 0
     records: int = 0
@@ -181,10 +192,10 @@ class _Recoverer:
         """One batch, exactly as the broker's loop handles it."""
         problem = ensure_valid(batch)
         if problem is not None:
-            self.stop_reason, self.stop_message = "invalid_batch", problem
+            self.stop_reason, self.stop_message = RecoveryStop.INVALID_BATCH, problem
             return
         if batch.last_offset - self.base_offset > _INT32_MAX or batch.last_offset < self.base_offset:
-            self.stop_reason = "offset_out_of_range"
+            self.stop_reason = RecoveryStop.OFFSET_OUT_OF_RANGE
             self.stop_message = (f"batch last offset {batch.last_offset} does not fit the segment's "
                                  f"32-bit relative offsets from base {self.base_offset}")
             return
@@ -307,13 +318,13 @@ def _recover(buf, log_path, base_offset, index_interval_bytes, txn_state, count_
             if progress is not None:
                 progress(state.valid_bytes)
         else:
-            if scan.stop_reason == "truncated" and state.stop_reason is None:
-                state.stop_reason = "truncated"
+            if scan.stop_reason is WalkEnd.TRUNCATED and state.stop_reason is None:
+                state.stop_reason = RecoveryStop.TRUNCATED
                 state.stop_message = "the last batch is cut short by the end of the file"
     except CorruptData as exc:
         framing_error = exc
         if state.stop_reason is None:
-            state.stop_reason, state.stop_message = "corrupt_framing", exc.message
+            state.stop_reason, state.stop_message = RecoveryStop.CORRUPT_FRAMING, exc.message
     # the closing entry of a normally closed segment
     time_entries = state.time_entries
     if state.max_ts > state.last_time_entry:
@@ -368,6 +379,6 @@ def records_after(buf, position: int, path: str, cap: int = 256 * 1024 * 1024) -
         pass
     torn = 0
     end = scan.valid_bytes
-    if scan.stop_reason == "truncated" and len(buf) - end >= BATCH_V2_OVERHEAD and buf[end + MAGIC_AT] == 2:
+    if scan.stop_reason is WalkEnd.TRUNCATED and len(buf) - end >= BATCH_V2_OVERHEAD and buf[end + MAGIC_AT] == 2:
         torn = BATCH_HEADER_V2_FAST.as_dict(buf, end)["record_count"]
     return count, max(torn, 0)

@@ -35,7 +35,7 @@ import os
 from dataclasses import dataclass, field
 
 from segtool.kafka.partition import Segment
-from segtool.kafka.recovery import SegmentRecovery, recover_segment
+from segtool.kafka.recovery import RecoveryStop, SegmentRecovery, recover_segment
 from segtool.kafka.index import CorruptIndex, TransactionIndex
 from segtool.kafka.log import BatchScan
 from segtool.kafka.names import LOG, file_name
@@ -48,7 +48,6 @@ MISSING_OFFSET_INDEX = "missing_offset_index"
 CORRUPT_TXN_INDEX = "corrupt_txn_index"
 SPLIT_FROM_OVERFLOWED_SEGMENT = "split_from_overflowed_segment"
 
-_OFFSET_OUT_OF_RANGE = "offset_out_of_range"  # recover_segment's stop: LogSegmentOffsetOverflowException
 _INT32_MAX = 2**31 - 1
 
 
@@ -159,7 +158,7 @@ def _split_overflowed(segment) -> tuple[list[SplitPiece], str | None]:
 
 def _overflowed(steps: list[SegmentStep]) -> int | None:
     for i, step in enumerate(steps):
-        if step.recovery is not None and step.recovery.stop_reason == _OFFSET_OUT_OF_RANGE:
+        if step.recovery is not None and step.recovery.stop_reason is RecoveryStop.OFFSET_OUT_OF_RANGE:
             return i
     return None
 
@@ -208,7 +207,7 @@ def _load_and_recover(segments: list, clean_shutdown: bool, recovery_point: int,
         reason = _load_time_recovery(segment)
         if reason is not None:
             _recover(step, segment, *reason)
-            if step.recovery.stop_reason == _OFFSET_OUT_OF_RANGE:
+            if step.recovery.stop_reason is RecoveryStop.OFFSET_OUT_OF_RANGE:
                 return steps, None
     truncated = None
     if not clean_shutdown and not for_deletion:
@@ -218,7 +217,7 @@ def _load_and_recover(segments: list, clean_shutdown: bool, recovery_point: int,
                 _recover(step, segments[i], UNCLEAN_SHUTDOWN, f"at or after the recovery point {recovery_point}")
             elif step.recovered_because != UNCLEAN_SHUTDOWN:
                 continue  # already truncated at load: recovering it again truncates nothing
-            if step.recovery.stop_reason == _OFFSET_OUT_OF_RANGE:
+            if step.recovery.stop_reason is RecoveryStop.OFFSET_OUT_OF_RANGE:
                 return steps, None
             if step.recovery.bytes_lost:
                 truncated = step

@@ -13,6 +13,7 @@ from segtool.engine.salvage import DamagedRange, body_crc_valid, commitlog_piece
 from segtool.rocketmq import v5 as rocketmq5
 from segtool.rocketmq import store_files as rocketmq
 from segtool.formats.json_names import message_item, snake_case_keys
+from segtool.formats.outcomes import WalkEnd
 from segtool.ops.runs import MessageRun
 from segtool.ops.dump_errors import errors_as_items
 from segtool.rocketmq import names as rocketmq_names
@@ -33,9 +34,9 @@ def _start_offset(path: str) -> int:
 
 
 def _end_item(end: rocketmq.CommitLogEnd) -> Iterator[dict]:
-    if end.kind in (rocketmq.BLANK, rocketmq.ZERO_TAIL) or (end.kind == rocketmq.SHORT_TAIL
-                                                             and end.non_zero_after is None):
-        kind = "blank_end" if end.kind == rocketmq.BLANK else "zero_tail"
+    if end.kind in (WalkEnd.BLANK, WalkEnd.ZERO_TAIL) or (end.kind is WalkEnd.SHORT_TAIL
+                                                           and end.non_zero_after is None):
+        kind = "blank_end" if end.kind is WalkEnd.BLANK else "zero_tail"
         yield {"kind": kind, "byte_offset": end.file_offset, "phy_offset": end.phy_offset}
 
 
@@ -105,7 +106,7 @@ def consumequeue(path: str) -> Iterator[dict]:
                                          file_from_offset=_start_offset(path), path=path)
     for unit in scan:
         yield {"kind": "cq_unit", **unit}
-    if scan.end and scan.end.get("kind") == "zero-tail":
+    if scan.end and scan.end["kind"] is WalkEnd.ZERO_TAIL:
         yield {"kind": "zero_tail", "byte_offset": scan.end["fileOffset"]}
 
 
@@ -146,15 +147,15 @@ def batch_queue(path: str) -> Iterator[dict]:
     units, end = rocketmq5.scan_batch_cq(open_buffer(path), file_from_offset=_start_offset(path), sparse=sparse)
     for unit in units:
         yield {"kind": "bcq_unit", "topic": topic, "queueId": queue_id, "byteOffset": unit.pop("fileOffset"), **unit}
-    if end.kind == "end-position":
+    if end.kind is WalkEnd.END_POSITION:
         yield {"kind": "end_position", "byte_offset": end.file_offset}
-    elif end.kind == "zero-tail" and end.non_zero_after is None:
+    elif end.kind is WalkEnd.ZERO_TAIL and end.non_zero_after is None:
         yield {"kind": "zero_tail", "byte_offset": end.file_offset}
     elif end.unit is not None:
         raise CorruptData(f"a unit recovery refuses (commitLogOffset {end.unit['commitLogOffset']}, size "
                           f"{end.unit['size']}, msgBaseOffset {end.unit['msgBaseOffset']}, batchSize "
                           f"{end.unit['batchSize']})", path, end.file_offset)
-    elif end.kind != "end-of-file":
+    elif end.kind is not WalkEnd.END_OF_FILE:
         raise CorruptData(f"data after the last unit (which ends at byte {end.file_offset})", path,
                           end.non_zero_after if end.non_zero_after is not None else end.file_offset)
 
@@ -163,11 +164,11 @@ def batch_queue(path: str) -> Iterator[dict]:
 def timer_log(path: str) -> Iterator[dict]:
     for step in rocketmq5.walk_timer_log(open_buffer(path), file_from_offset=_start_offset(path)):
         if isinstance(step, rocketmq5.TimerLogEnd):
-            if step.kind == "blank":
+            if step.kind is WalkEnd.BLANK:
                 yield {"kind": "blank_end", "byte_offset": step.file_offset, "length": step.size}
-            elif step.kind in ("zero-tail", "short-tail") and step.non_zero_after is None:
+            elif step.kind in (WalkEnd.ZERO_TAIL, WalkEnd.SHORT_TAIL) and step.non_zero_after is None:
                 yield {"kind": "zero_tail", "byte_offset": step.file_offset}
-            elif step.kind != "end-of-file":
+            elif step.kind is not WalkEnd.END_OF_FILE:
                 raise CorruptData(f"timer log unit of size {step.size}, magic {step.magic} where a unit should "
                                   "start (recovery truncates the timer log here)", path, step.file_offset)
             return
@@ -205,11 +206,11 @@ def _dledger_entries(path: str, for_text: bool) -> Iterator[dict]:
     for step in rocketmq5.walk_dledger_data(open_buffer(path), file_from_offset=_start_offset(path), path=path,
                                             file=os.path.basename(path), **decoding):
         if isinstance(step, rocketmq5.DLedgerEnd):
-            if step.kind == "blank" and step.reason is None:
+            if step.kind is WalkEnd.BLANK and step.reason is None:
                 yield {"kind": "blank_end", "byte_offset": step.file_offset}
-            elif step.kind in ("zero", "short-tail") and step.non_zero_after is None:
+            elif step.kind in (WalkEnd.ZERO_TAIL, WalkEnd.SHORT_TAIL) and step.non_zero_after is None:
                 yield {"kind": "zero_tail", "byte_offset": step.file_offset}
-            elif step.kind != "end-of-file":
+            elif step.kind is not WalkEnd.END_OF_FILE:
                 yield {"kind": "error", "byte_offset": step.file_offset,
                        "message": f"DLedger entry refused by recovery: {step.reason or 'data after the end'}"}
             return

@@ -24,6 +24,7 @@ from segtool.rocketmq import names as rocketmq_names
 from segtool.errors import SegtoolError, UnreadableInput
 from segtool.findings import FindingKind, finding
 from segtool.rocketmq import store_files as rmq
+from segtool.formats.outcomes import WalkEnd
 from segtool.ops.output_schema import (
     CommitLogRecoveryPlan,
     InspectedCommitLog,
@@ -150,7 +151,7 @@ def _commitlog(ctx: StoreContext, problems: list[dict]) -> InspectedCommitLog | 
         summary: InspectedCommitLogFile = {
             "name": path.name, "start_offset": start, "size": size, "messages": 0, "first_phy_offset": None,
             "last_phy_offset": None, "first_store_timestamp": None, "last_store_timestamp": None,
-            "end_kind": rmq.END_OF_FILE, "end_file_offset": 0, "data_end": 0}
+            "end_kind": WalkEnd.END_OF_FILE, "end_file_offset": 0, "data_end": 0}
         with rmq.MappedFile(path) as mf:
             for step in rmq.walk_commitlog(mf.buf, file_from_offset=start, file=path.name, path=str(path),
                                            digests=False, decompress=False):
@@ -554,7 +555,7 @@ def _truncation(commitlog: InspectedCommitLog, cut: int) -> dict | None:
         dropped_bytes += max(start + f["data_end"] - max(cut, start), 0)
         if f["messages"] and f["last_phy_offset"] >= cut:
             dropped_messages += f["messages"] if f["first_phy_offset"] >= cut else _messages_from(commitlog, f, cut)
-        if f["end_kind"] in rmq.DAMAGED_ENDS and start + f["end_file_offset"] >= cut:
+        if f["end_kind"].damaged and start + f["end_file_offset"] >= cut:
             dropped_messages += 1
     if not dropped_bytes:
         return None

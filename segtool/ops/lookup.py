@@ -206,7 +206,7 @@ def _mark_index_states(store, answer: dict, topic: str, key: str, begin: int, en
 
     All of it comes from the files: the abort marker, the checkpoint, the IndexFile headers and
     where the (simulated) abnormal recovery started and stopped."""
-    from segtool.rocketmq.store import _message_view, carries_key
+    from segtool.rocketmq.store import FeedStop, _message_view, carries_key
 
     recovery = store.recovery
     ends: list[dict] = []
@@ -227,7 +227,7 @@ def _mark_index_states(store, answer: dict, topic: str, key: str, begin: int, en
         dropped = set(recovery["droppedIndexFiles"])
         start_file = recovery["commitlogRecoveryStartFile"]
         stopped = recovery["commitlogStopped"] or {}
-        cut = stopped.get("phyOffset") if stopped.get("kind") != "last-file" else None
+        cut = stopped.get("phyOffset") if stopped.get("kind") is not FeedStop.LAST_FILE else None
         cut_reason = (f"CommitLog.recoverAbnormally stops at physical offset {cut} "
                       f"({stopped.get('reason') or stopped.get('kind')}) and truncates the CommitLog there "
                       "(MappedFileQueue.truncateDirtyFiles): the broker no longer has it")

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Literal, NotRequired, TypedDict, Union, get_args, get_origin, get_type_hints, is_typeddict
 
 from segtool.findings import FindingKind, Severity
+from segtool.formats.outcomes import DamageReason, WalkEnd
 
 SNAKE_CASE = "^[a-z][a-z0-9_]*$"
 
@@ -28,6 +29,9 @@ SNAKE_CASE = "^[a-z][a-z0-9_]*$"
 # every finding kind (segtool.findings.FindingKind), so the schemas list them
 FindingCode = Literal[tuple(kind.code for kind in FindingKind)]  # type: ignore[valid-type]
 SeverityName = Literal[tuple(severity.value for severity in Severity)]  # type: ignore[valid-type]
+# how a walk of a file ends and why a range is damaged (segtool.formats.outcomes)
+WalkEndName = Literal[tuple(end.value for end in WalkEnd)]  # type: ignore[valid-type]
+DamageReasonName = Literal[tuple(reason.value for reason in DamageReason)]  # type: ignore[valid-type]
 
 
 class Problem(TypedDict):
@@ -257,7 +261,7 @@ class DamagedRangeItem(TypedDict):
     first_byte: int
     last_byte: int
     length: int
-    reason: Literal["crc_mismatch", "corrupt_framing", "truncated", "zero_filled"]
+    reason: DamageReasonName
     message: str
     first_offset: int | None
     last_offset: int | None
@@ -853,7 +857,7 @@ class InspectedCommitLogFile(TypedDict):
     last_phy_offset: int | None
     first_store_timestamp: int | None
     last_store_timestamp: int | None
-    end_kind: str  # how the walk of the file ended: end-of-file, blank, zero-tail, or the damage
+    end_kind: WalkEndName  # how the walk of the file ended: end_of_file, blank, zero_tail, or the damage
     end_file_offset: int
     data_end: int  # one past the last byte holding data in the file
 

@@ -38,10 +38,11 @@ from segtool.engine.safe_write import plan_outputs, write_atomically
 from segtool.engine.salvage import DamagedRange, body_crc_valid, commitlog_pieces, kafka_pieces
 from segtool.errors import CorruptData, NothingFound, SegtoolError, UnreadableInput
 from segtool.rocketmq import store_files as rmq
-from segtool.formats.file_kinds import FileKind
 from segtool.kafka.log import RecordBatch, batch_records
 from segtool.kafka.names import INDEX, LOG, TIME_INDEX, TXN_INDEX, file_name
 from segtool.kafka.state import read_leader_epoch_checkpoint, read_partition_metadata
+from segtool.formats.file_kinds import FileKind
+from segtool.formats.outcomes import WalkEnd
 from segtool.ops.file_formats import file_format
 from segtool.ops.output_schema import SalvageReport
 from segtool.ops.rebuild_rocketmq import index_geometry
@@ -395,7 +396,7 @@ def _read_store(store: Store, progress_factory, report: dict) -> dict:
                 if isinstance(piece, DamagedRange):
                     damaged.append(piece.as_dict())
                 elif isinstance(piece, rmq.CommitLogEnd):
-                    if piece.kind == rmq.BLANK:  # the end record RocketMQ's readers step to the next file by
+                    if piece.kind is WalkEnd.BLANK:  # the end record RocketMQ's readers step to the next file by
                         blanks[name] = piece.file_offset
                 elif body_crc_valid(piece):
                     messages.append(piece)

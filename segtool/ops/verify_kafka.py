@@ -15,7 +15,7 @@ import os
 from typing import Callable
 
 from segtool.kafka.partition import PartitionView
-from segtool.kafka.recovery import SegmentObserver, recover_segment, records_after
+from segtool.kafka.recovery import RecoveryStop, SegmentObserver, recover_segment, records_after
 from segtool.source import open_buffer
 from segtool.errors import CorruptData, SegtoolError, UnreadableInput
 from segtool.findings import FindingKind, finding
@@ -156,10 +156,10 @@ def verify_log(path: str, deep: bool = False, progress: Callable[[int], None] | 
                                 offset=first_base))
     # an offset outside the base's 32-bit range is not cut: LogLoader splits the segment there and
     # loads again (LocalLog.splitOverflowedSegment; `inspect` shows the split)
-    splits = recovery.stop_reason == "offset_out_of_range"
+    splits = recovery.stop_reason is RecoveryStop.OFFSET_OUT_OF_RANGE
     lost_records, torn_records = records_after(buf, recovery.valid_bytes, path) \
         if recovery.bytes_lost and not splits else (0, 0)
-    if recovery.bytes_lost and recovery.stop_reason == "invalid_batch":
+    if recovery.bytes_lost and recovery.stop_reason is RecoveryStop.INVALID_BATCH:
         problems.append(finding(FindingKind.RECOVERY_TRUNCATION, recovery.valid_bytes,
                                 f"Kafka's recovery stops here: {recovery.stop_message}"))
     salvage = None

@@ -28,6 +28,7 @@ from segtool.kafka.log import (
     batch_records,
     control_record_type,
 )
+from segtool.formats.outcomes import WalkEnd
 from segtool.pipeline import storage
 from segtool.ops.render import damaged_range_text
 from segtool.pipeline.schema import FILE_SCHEMA, HEADER_TYPE, KAFKA, ROCKETMQ
@@ -334,7 +335,7 @@ def rocketmq_rows(task: dict, stats: dict, with_values: bool = False, chunk_rows
                   chunk_bytes: int = DEFAULT_CHUNK_BYTES):
     """((topic, queue id), record batch) of every message of one CommitLog split, read past damage;
     fills ``stats``."""
-    from segtool.rocketmq.store_files import BLANK, ZERO_TAIL, CommitLogEnd
+    from segtool.rocketmq.store_files import CommitLogEnd
 
     path = task["path"]
     start, end = task["start"], task["end"]
@@ -353,11 +354,11 @@ def rocketmq_rows(task: dict, stats: dict, with_values: bool = False, chunk_rows
                                     "message": damaged_range_text(damage)})
         elif isinstance(piece, CommitLogEnd):
             stats["scanned_to"] = start + piece.file_offset
-            if piece.kind == BLANK and not piece.blank_size_matches and end is None:
+            if piece.kind is WalkEnd.BLANK and not piece.blank_size_matches and end is None:
                 stats["errors"].append({"kind": "blank_size", "byte_offset": start + piece.file_offset,
                                         "message": "blank end-of-file record whose size does not reach the file end"})
-            elif piece.kind in (BLANK, ZERO_TAIL) and end is not None:
-                stats["stop_reason"] = piece.kind.replace("-", "_")  # a middle split should run to its end
+            elif piece.kind in (WalkEnd.BLANK, WalkEnd.ZERO_TAIL) and end is not None:
+                stats["stop_reason"] = piece.kind  # a middle split should run to its end
         else:
             messages += 1
             pending.append(piece)

@@ -161,10 +161,7 @@ def _problems(tasks: list[dict], results: list[dict]) -> list[dict]:
         if stats["crc_invalid"]:
             add(FindingKind.CRC_MISMATCH, stats, None,
                 f"{stats['crc_invalid']} batch(es) whose stored CRC does not match (rows flagged crc_valid=false)")
-        if last and stats["stop_reason"] == "truncated":
-            add(FindingKind.TRAILING_BYTES, stats, stats["scanned_to"],
-                "the last batch is cut short by the end of the file; its records are not in the dataset")
-        if not last and (stats["scanned_to"] != task["end"] or stats["stop_reason"] not in (None, "corrupt")):
+        if not last and (stats["scanned_to"] != task["end"] or stats["stop_reason"] is not None):
             add(FindingKind.SPLIT_BOUNDARY, stats, stats["scanned_to"],
                 f"split {task['split']} read to byte {stats['scanned_to']} but the next split starts at {task['end']}: "
                 "the offset index pointed at a batch that is not on the chain of batches")

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, NamedTuple
 
@@ -37,6 +38,7 @@ import numpy as np
 from segtool.errors import SegtoolError
 from segtool.rocketmq import store_files as rmq
 from segtool.formats.json_names import message_json
+from segtool.formats.outcomes import WalkEnd
 from segtool.rocketmq import names as rocketmq_names
 
 MAX_MSGS_NUM_BATCH = 64  # MessageStoreConfig.maxMsgsNumBatch
@@ -63,6 +65,18 @@ class DispatchRequest(NamedTuple):
     queue_offset: int = -1
 
 
+class FeedStop(StrEnum):
+    """Where a CommitLog feed stops reading (``DispatchFeed.stopped`` and ``skipped`` kinds)."""
+
+    END_OF_FILE = "end_of_file"  # the file's last message ends at its end (or only a few bytes follow)
+    BLANK = "blank"  # the BLANK record: the feed goes on in the next file
+    ZERO_TAIL = "zero_tail"  # zeros where a message should start ("illegal magic code 0x0")
+    CORRUPT = "corrupt"  # a record the walk cannot read
+    FAILED = "failed"  # a message checkMessageAndReturnSize refuses (body CRC, properties)
+    LAST_FILE = "last_file"  # the feed read on to the end of the last file
+    NO_COMMITLOG = "no_commitlog"  # no CommitLog file to recover
+
+
 @dataclass
 class DispatchFeed:
     """Where a CommitLog feed stopped, filled while it is iterated."""
@@ -70,7 +84,7 @@ class DispatchFeed:
     mode: str
     start_file: str | None = None
     dispatched: int = 0
-    stopped: dict | None = None  # {"kind", "phyOffset", "file", "reason"}
+    stopped: dict | None = None  # {"kind": FeedStop, "phyOffset", "file", "reason"}
     skipped: list = field(default_factory=list)  # reput mode: data skipped after an error
 
 
@@ -89,25 +103,25 @@ def _dispatch_from(msg: dict, check_crc: bool) -> tuple[DispatchRequest | None, 
                            d["keys"], d["uniqKey"], msg["totalSize"], msg["queueId"], msg["queueOffset"]), None
 
 
-# how a walk's end reads to the dispatch feeds (their "stopped"/"skipped" kinds)
-_FEED_END_KINDS = {rmq.END_OF_FILE: "end-of-file", rmq.SHORT_TAIL: "end-of-file", rmq.BLANK: "blank",
-                   rmq.ZERO_TAIL: "zero"}
+# how a walk's end reads to the dispatch feeds (any other end is damage: CORRUPT)
+_FEED_END_KINDS = {WalkEnd.END_OF_FILE: FeedStop.END_OF_FILE, WalkEnd.SHORT_TAIL: FeedStop.END_OF_FILE,
+                   WalkEnd.BLANK: FeedStop.BLANK, WalkEnd.ZERO_TAIL: FeedStop.ZERO_TAIL}
 
 
 def _file_dispatches(buf, start: int, name: str, path: str, check_crc: bool) -> Iterator[tuple]:
     """("msg", DispatchRequest) per message of one CommitLog file, then one
-    ("end", kind, pos, reason) with kind blank / zero / end-of-file / corrupt / failed."""
+    ("end", FeedStop, pos, reason): the walk's end, or FAILED at a message the dispatcher refuses."""
     for step in rmq.walk_commitlog(buf, file_from_offset=start, file=name, path=path, digests=False,
                                    decompress=False):
         if isinstance(step, rmq.CommitLogEnd):
-            kind = _FEED_END_KINDS.get(step.kind, "corrupt")
+            kind = _FEED_END_KINDS.get(step.kind, FeedStop.CORRUPT)
             reason = step.error.message if step.error is not None else (
-                "illegal magic code 0x0" if kind == "zero" else None)
+                "illegal magic code 0x0" if kind is FeedStop.ZERO_TAIL else None)
             yield ("end", kind, step.file_offset, reason)
             return
         request, reason = _dispatch_from(step, check_crc)
         if request is None:
-            yield ("end", "failed", step["fileOffset"], reason)
+            yield ("end", FeedStop.FAILED, step["fileOffset"], reason)
             return
         yield ("msg", request)
 
@@ -128,7 +142,7 @@ def commitlog_recovery(commitlog, checkpoint: dict | None, *, abnormal: bool = T
     feed = feed if feed is not None else DispatchFeed("recover")
     files = rmq.list_mapped_files(commitlog) if Path(commitlog).exists() else []
     if not files:
-        feed.stopped = {"kind": "no-commitlog", "phyOffset": None, "file": None, "fileOffset": None,
+        feed.stopped = {"kind": FeedStop.NO_COMMITLOG, "phyOffset": None, "file": None, "fileOffset": None,
                         "reason": None}
         return
     index = max(len(files) - 3, 0)
@@ -152,13 +166,13 @@ def commitlog_recovery(commitlog, checkpoint: dict | None, *, abnormal: bool = T
                     continue
                 _, kind, pos, reason = item
                 cut = start + pos
-                if kind != "blank":
+                if kind is not FeedStop.BLANK:
                     feed.stopped = {"kind": kind, "phyOffset": cut, "file": file_path.name, "fileOffset": pos,
                                     "reason": reason}
                     return
                 break
     # a BLANK record in the last file: recovery ends there
-    feed.stopped = {"kind": "last-file", "phyOffset": cut, "file": files[-1][1].name,
+    feed.stopped = {"kind": FeedStop.LAST_FILE, "phyOffset": cut, "file": files[-1][1].name,
                     "fileOffset": cut - files[-1][0], "reason": None}
 
 
@@ -197,17 +211,17 @@ def reput_dispatches(commitlog, from_offset: int | None = None, *,
                         yield item[1]
                         continue
                     _, kind, pos, reason = item
-                    if kind in ("corrupt", "failed"):
+                    if kind in (FeedStop.CORRUPT, FeedStop.FAILED):
                         feed.skipped.append({"kind": kind, "phyOffset": start + skip + pos,
                                              "file": file_path.name, "reason": reason})
-                    elif kind == "zero":
+                    elif kind is FeedStop.ZERO_TAIL:
                         feed.stopped = {"kind": kind, "phyOffset": start + skip + pos, "file": file_path.name,
                                         "reason": reason}
             finally:
                 if skip:
                     view.release()
     if feed.stopped is None:
-        feed.stopped = {"kind": "last-file", "phyOffset": None, "file": files[-1][1].name if files else None,
+        feed.stopped = {"kind": FeedStop.LAST_FILE, "phyOffset": None, "file": files[-1][1].name if files else None,
                         "reason": None}
 
 

@@ -43,6 +43,7 @@ from segtool.errors import CorruptData, LimitExceeded, SegtoolError, TruncatedDa
 from segtool.formats import compression
 from segtool.rocketmq import names as rocketmq_names
 from segtool.formats.fastdecode import FixedLayout, compile_field, compile_fixed
+from segtool.formats.outcomes import WalkEnd
 from segtool.source import release_pages
 
 # --------------------------------------------------------------------------
@@ -554,29 +555,19 @@ def last_nonzero(buf, start: int, end: int, chunk: int = 1 << 22) -> int | None:
     return None
 
 
-# How a walk of one CommitLog file ended (CommitLogEnd.kind).
-END_OF_FILE = "end-of-file"  # the last message ends exactly at the end of the buffer
-SHORT_TAIL = "short-tail"  # fewer than 8 bytes after the last message (zeros or not: see non_zero_after)
-BLANK = "blank"  # the BLANK end-of-file record
-ZERO_TAIL = "zero-tail"  # totalSize 0 and magic 0: preallocated space never written
-BAD_MAGIC = "bad-magic"  # neither a message nor a BLANK magic code where a record should start
-TRUNCATED = "truncated"  # the record's totalSize runs past the end of the buffer
-TORN = "torn"  # the record does not add up and its bytes are zero from some point to the end (torn write)
-CORRUPT = "corrupt"  # the record's fields do not add up
-DAMAGED_ENDS = frozenset({BAD_MAGIC, TRUNCATED, TORN, CORRUPT})
-
-
 @dataclass(frozen=True)
 class CommitLogEnd:
     """Where and why a walk of one CommitLog file stopped.
 
-    ``data_end`` is one past the last byte that holds data (the BLANK record
-    and an all-zero tail hold none); ``non_zero_after`` is the first non-zero
-    byte at or after ``file_offset`` in a zero or short tail; ``error`` is the
-    decoder's exception for a damaged record.
+    ``kind`` is END_OF_FILE, SHORT_TAIL (fewer than 8 bytes after the last message), BLANK,
+    ZERO_TAIL (totalSize 0 and magic 0), or the damage: BAD_MAGIC, TRUNCATED, TORN (the record
+    is zero from some byte to the end of the file) or CORRUPT.  ``data_end`` is one past the
+    last byte that holds data (the BLANK record and an all-zero tail hold none);
+    ``non_zero_after`` is the first non-zero byte at or after ``file_offset`` in a zero or
+    short tail; ``error`` is the decoder's exception for a damaged record.
     """
 
-    kind: str
+    kind: WalkEnd
     file_offset: int
     phy_offset: int
     total_size: int
@@ -588,7 +579,7 @@ class CommitLogEnd:
 
     @property
     def damaged(self) -> bool:
-        return self.kind in DAMAGED_ENDS
+        return self.kind.damaged
 
 
 def walk_commitlog(buf, *, file_from_offset: int = 0, file: str | None = None, path: str | None = None,
@@ -610,22 +601,22 @@ def walk_commitlog(buf, *, file_from_offset: int = 0, file: str | None = None, p
             released = release_pages(buf, released, pos)
         left = size - pos
         if left == 0:
-            yield CommitLogEnd(END_OF_FILE, pos, file_from_offset + pos, 0, 0, pos)
+            yield CommitLogEnd(WalkEnd.END_OF_FILE, pos, file_from_offset + pos, 0, 0, pos)
             return
         if left < BLANK_RECORD_FAST.size:
             after = first_nonzero(buf, pos, size)
             data_end = pos if after is None else last_nonzero(buf, pos, size) + 1
-            yield CommitLogEnd(SHORT_TAIL, pos, file_from_offset + pos, 0, 0, data_end, non_zero_after=after)
+            yield CommitLogEnd(WalkEnd.SHORT_TAIL, pos, file_from_offset + pos, 0, 0, data_end, non_zero_after=after)
             return
         total_size, magic = unpack_head(buf, pos)
         if magic == BLANK_MAGIC_CODE:
-            yield CommitLogEnd(BLANK, pos, file_from_offset + pos, total_size, magic, pos,
+            yield CommitLogEnd(WalkEnd.BLANK, pos, file_from_offset + pos, total_size, magic, pos,
                                blank_size_matches=total_size == left)
             return
         if magic == 0 and total_size == 0:
             after = first_nonzero(buf, pos, size)
             data_end = pos if after is None else last_nonzero(buf, after, size) + 1
-            yield CommitLogEnd(ZERO_TAIL, pos, file_from_offset + pos, 0, 0, data_end, non_zero_after=after)
+            yield CommitLogEnd(WalkEnd.ZERO_TAIL, pos, file_from_offset + pos, 0, 0, data_end, non_zero_after=after)
             return
         try:
             msg = decode_message(buf, pos, end=size, file_from_offset=file_from_offset, file=file, path=path,
@@ -634,13 +625,13 @@ def walk_commitlog(buf, *, file_from_offset: int = 0, file: str | None = None, p
             last = last_nonzero(buf, pos, size)
             data_end = (last if last is not None else pos) + 1
             if magic not in MESSAGE_VERSIONS:
-                kind = BAD_MAGIC
+                kind = WalkEnd.BAD_MAGIC
             elif isinstance(exc, TruncatedData):
-                kind = TRUNCATED
+                kind = WalkEnd.TRUNCATED
             elif total_size >= MIN_MESSAGE_SIZE and last is not None and last < pos + total_size <= size:
-                kind = TORN
+                kind = WalkEnd.TORN
             else:
-                kind = CORRUPT
+                kind = WalkEnd.CORRUPT
             yield CommitLogEnd(kind, pos, file_from_offset + pos, total_size, magic, data_end, error=exc)
             return
         yield msg
@@ -920,9 +911,9 @@ class ConsumeQueueFileScan:
     A unit is valid when commitLogOffset >= 0 and size > 0.  ``fillPreBlank``
     filler units (0, Integer.MAX_VALUE, 0) are skipped unless ``include_blank``.
     The first all-zero unit ends the file (unwritten tail); afterwards ``end`` is
-    ``{"kind": "zero-tail" | "end-of-file", "fileOffset", "queueOffset",
+    ``{"kind": WalkEnd.ZERO_TAIL | WalkEnd.END_OF_FILE, "fileOffset", "queueOffset",
     "nonZeroAfter"}``.  Any other invalid unit, or a partial unit at the end,
-    raises CorruptData / TruncatedData at its file offset.
+    raises CorruptData / TruncatedData at its file offset (``end``'s kind is then WalkEnd.CORRUPT).
     """
 
     def __init__(self, buf, *, topic: str | None = None, queue_id: int | None = None,
@@ -953,21 +944,21 @@ class ConsumeQueueFileScan:
         if stop < len(units):
             offset, size, code = units[stop].tolist()
             if offset or size or code:
-                self.end = {"kind": "corrupt", "fileOffset": pos, "queueOffset": base + stop}
+                self.end = {"kind": WalkEnd.CORRUPT, "fileOffset": pos, "queueOffset": base + stop}
                 raise CorruptData(
                     f"invalid ConsumeQueue unit (commitLogOffset={offset}, size={size}, tagsCode={code})",
                     self.path, pos)
-            self.end = {"kind": "zero-tail", "fileOffset": pos, "queueOffset": base + stop,
+            self.end = {"kind": WalkEnd.ZERO_TAIL, "fileOffset": pos, "queueOffset": base + stop,
                         "nonZeroAfter": first_nonzero(buf, pos, len(buf))}
             return
         if len(buf) % CQ_UNIT_SIZE:
             if first_nonzero(buf, pos, len(buf)) is None:
-                self.end = {"kind": "zero-tail", "fileOffset": pos, "queueOffset": base + stop,
+                self.end = {"kind": WalkEnd.ZERO_TAIL, "fileOffset": pos, "queueOffset": base + stop,
                             "nonZeroAfter": None}
                 return
-            self.end = {"kind": "corrupt", "fileOffset": pos, "queueOffset": base + stop}
+            self.end = {"kind": WalkEnd.CORRUPT, "fileOffset": pos, "queueOffset": base + stop}
             raise TruncatedData(f"file ends inside a ConsumeQueue unit ({len(buf) - pos} bytes)", self.path, pos)
-        self.end = {"kind": "end-of-file", "fileOffset": pos, "queueOffset": base + stop, "nonZeroAfter": None}
+        self.end = {"kind": WalkEnd.END_OF_FILE, "fileOffset": pos, "queueOffset": base + stop, "nonZeroAfter": None}
 
 
 def list_consume_queues(path) -> list[tuple[str, int, Path]]:

@@ -44,6 +44,7 @@ import numpy as np
 from segtool.errors import CorruptData, SegtoolError, TruncatedData
 from segtool.rocketmq import store_files as rmq
 from segtool.formats.fastdecode import compile_fixed
+from segtool.formats.outcomes import WalkEnd
 from segtool.rocketmq import names as rocketmq_names
 
 # --------------------------------------------------------------------------
@@ -102,11 +103,11 @@ def _unit_accepted(units: np.ndarray) -> np.ndarray:
 
 @dataclass
 class BatchQueueEnd:
-    """How the accepted units of one batch queue file end: ``kind`` is "end-of-file", "zero-tail",
-    "end-position" (a sparse queue's end marker) or "invalid" (a unit recovery refuses, not zeros);
+    """How the accepted units of one batch queue file end: ``kind`` is END_OF_FILE, ZERO_TAIL,
+    END_POSITION (a sparse queue's end marker) or INVALID (a unit recovery refuses, not zeros);
     ``file_offset`` is where; ``non_zero_after`` the first non-zero byte after a zero tail."""
 
-    kind: str
+    kind: WalkEnd
     file_offset: int
     unit: dict | None = None
     non_zero_after: int | None = None
@@ -126,14 +127,14 @@ def scan_batch_cq(buf, *, file_from_offset: int = 0, sparse: bool = False) -> tu
         values = tuple(units[stop].tolist())
         unit = {"fileOffset": pos, **dict(zip(names, values))}
         if sparse and values == SPARSE_END_POSITION:
-            return rows, BatchQueueEnd("end-position", pos, unit)
+            return rows, BatchQueueEnd(WalkEnd.END_POSITION, pos, unit)
         if not any(values):
-            return rows, BatchQueueEnd("zero-tail", pos, None, rmq.first_nonzero(buf, pos, len(buf)))
-        return rows, BatchQueueEnd("invalid", pos, unit)
+            return rows, BatchQueueEnd(WalkEnd.ZERO_TAIL, pos, None, rmq.first_nonzero(buf, pos, len(buf)))
+        return rows, BatchQueueEnd(WalkEnd.INVALID, pos, unit)
     if pos < len(buf):
         after = rmq.first_nonzero(buf, pos, len(buf))
-        return rows, BatchQueueEnd("zero-tail" if after is None else "invalid", pos, None, after)
-    return rows, BatchQueueEnd("end-of-file", pos)
+        return rows, BatchQueueEnd(WalkEnd.ZERO_TAIL if after is None else WalkEnd.INVALID, pos, None, after)
+    return rows, BatchQueueEnd(WalkEnd.END_OF_FILE, pos)
 
 
 # --------------------------------------------------------------------------
@@ -209,11 +210,11 @@ def timer_magic_flags(magic: int) -> str:
 
 @dataclass
 class TimerLogEnd:
-    """How a walk of one timer log file ended: "blank" (the BLANK record), "zero-tail", "end-of-file",
-    "bad-unit" (a size or magic ``recoverAndRevise`` refuses; it truncates the timer log there) or
-    "short-tail" (bytes too few for a unit)."""
+    """How a walk of one timer log file ended: BLANK (the BLANK record), ZERO_TAIL, END_OF_FILE,
+    BAD_UNIT (a size or magic ``recoverAndRevise`` refuses; it truncates the timer log there) or
+    SHORT_TAIL (bytes too few for a unit)."""
 
-    kind: str
+    kind: WalkEnd
     file_offset: int
     size: int = 0
     magic: int = 0
@@ -230,20 +231,20 @@ def walk_timer_log(buf, *, file_from_offset: int = 0) -> Iterator[dict | TimerLo
     names = TIMER_LOG_UNIT_FAST.names
     while True:
         if pos == size:
-            yield TimerLogEnd("end-of-file", pos)
+            yield TimerLogEnd(WalkEnd.END_OF_FILE, pos)
             return
         if size - pos < TIMER_LOG_BLANK_FAST.size:
-            yield TimerLogEnd("short-tail", pos, non_zero_after=rmq.first_nonzero(buf, pos, size))
+            yield TimerLogEnd(WalkEnd.SHORT_TAIL, pos, non_zero_after=rmq.first_nonzero(buf, pos, size))
             return
         unit_size, _, magic = TIMER_LOG_BLANK_FAST.unpack_from(buf, pos)
         if magic == TIMER_LOG_BLANK_MAGIC:
-            yield TimerLogEnd("blank", pos, unit_size, magic, blank_size_matches=unit_size == size - pos)
+            yield TimerLogEnd(WalkEnd.BLANK, pos, unit_size, magic, blank_size_matches=unit_size == size - pos)
             return
         if unit_size == 0 and magic == 0:
-            yield TimerLogEnd("zero-tail", pos, non_zero_after=rmq.first_nonzero(buf, pos, size))
+            yield TimerLogEnd(WalkEnd.ZERO_TAIL, pos, non_zero_after=rmq.first_nonzero(buf, pos, size))
             return
         if not timer_magic_ok(magic) or unit_size != TIMER_LOG_UNIT_SIZE or size - pos < TIMER_LOG_UNIT_SIZE:
-            yield TimerLogEnd("bad-unit", pos, unit_size, magic)
+            yield TimerLogEnd(WalkEnd.BAD_UNIT, pos, unit_size, magic)
             return
         unit = dict(zip(names, unpack(buf, pos)))
         unit["fileOffset"] = pos
@@ -365,11 +366,11 @@ DLEDGER_INDEX_DTYPE = DLEDGER_INDEX_ENTRY_FAST.numpy_dtype()
 
 @dataclass
 class DLedgerEnd:
-    """How a walk of one DLedger data file ended: "blank" (MmapFileList's BLANK), "zero" (size 0: the
-    end of the data), "end-of-file", "short-tail", or "bad-entry" (a header ``recover`` refuses:
+    """How a walk of one DLedger data file ended: BLANK (MmapFileList's BLANK), ZERO_TAIL (size 0:
+    the end of the data), END_OF_FILE, SHORT_TAIL, or BAD_ENTRY (a header ``recover`` refuses:
     ``reason`` says which check; the data is truncated there)."""
 
-    kind: str
+    kind: WalkEnd
     file_offset: int
     reason: str | None = None
     non_zero_after: int | None = None
@@ -404,21 +405,21 @@ def walk_dledger_data(buf, *, file_from_offset: int = 0, previous: dict | None =
     names = DLEDGER_ENTRY_HEADER_FAST.names
     while True:
         if pos == size:
-            yield DLedgerEnd("end-of-file", pos)
+            yield DLedgerEnd(WalkEnd.END_OF_FILE, pos)
             return
         if size - pos < DLEDGER_BLANK_FAST.size:
-            yield DLedgerEnd("short-tail", pos, non_zero_after=rmq.first_nonzero(buf, pos, size))
+            yield DLedgerEnd(WalkEnd.SHORT_TAIL, pos, non_zero_after=rmq.first_nonzero(buf, pos, size))
             return
         magic, entry_size = DLEDGER_BLANK_FAST.unpack_from(buf, pos)
         if magic == DLEDGER_BLANK_MAGIC:
-            yield DLedgerEnd("blank", pos, None if entry_size == size - pos else
+            yield DLedgerEnd(WalkEnd.BLANK, pos, None if entry_size == size - pos else
                              f"BLANK says {entry_size} bytes are left but {size - pos} are")
             return
         if entry_size == 0:
-            yield DLedgerEnd("zero", pos, non_zero_after=rmq.first_nonzero(buf, pos, size))
+            yield DLedgerEnd(WalkEnd.ZERO_TAIL, pos, non_zero_after=rmq.first_nonzero(buf, pos, size))
             return
         if size - pos < DLEDGER_BODY_OFFSET:
-            yield DLedgerEnd("bad-entry", pos, f"entry header cut off: {size - pos} bytes left")
+            yield DLedgerEnd(WalkEnd.BAD_ENTRY, pos, f"entry header cut off: {size - pos} bytes left")
             return
         header = dict(zip(names, DLEDGER_ENTRY_HEADER_FAST.unpack_from(buf, pos)))
         header["fileOffset"] = pos
@@ -426,7 +427,7 @@ def walk_dledger_data(buf, *, file_from_offset: int = 0, previous: dict | None =
         if problem is None and pos + header["size"] > size:
             problem = f"entry of size {header['size']} runs past the end of the file ({size - pos} bytes left)"
         if problem is not None:
-            yield DLedgerEnd("bad-entry", pos, problem)
+            yield DLedgerEnd(WalkEnd.BAD_ENTRY, pos, problem)
             return
         try:
             message = rmq.decode_message(buf, pos + DLEDGER_BODY_OFFSET, end=pos + header["size"],

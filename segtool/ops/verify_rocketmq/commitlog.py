@@ -8,6 +8,7 @@ import os
 from segtool.engine.salvage import DamagedRange, body_crc_valid, commitlog_pieces
 from segtool.findings import Findings, FindingKind
 from segtool.rocketmq import store_files as rmq
+from segtool.formats.outcomes import WalkEnd
 from segtool.ops.render import damaged_range_text
 from segtool.ops.verify_rocketmq.store import DISPATCHED_TRAN_TYPES, PROBLEMS_PER_KIND, StoreContext
 from segtool.rocketmq import names as rocketmq_names
@@ -145,22 +146,22 @@ def _walk_end(step: rmq.CommitLogEnd, size: int, problems: Findings) -> tuple[di
     walk's end; adds the problem the end is."""
     pos, total, phy = step.file_offset, step.total_size, step.phy_offset
     kind = step.kind
-    if kind == rmq.END_OF_FILE:
-        return {"kind": "end-of-file", "fileOffset": pos}, size, None
-    if kind == rmq.SHORT_TAIL and step.non_zero_after is None:
-        return {"kind": "zero-tail", "fileOffset": pos}, pos, None
-    if kind == rmq.SHORT_TAIL:
+    if kind is WalkEnd.END_OF_FILE:
+        return {"kind": kind, "fileOffset": pos}, size, None
+    if kind is WalkEnd.SHORT_TAIL and step.non_zero_after is None:
+        return {"kind": WalkEnd.ZERO_TAIL, "fileOffset": pos}, pos, None
+    if kind is WalkEnd.SHORT_TAIL:
         problems.add(FindingKind.TRAILING_BYTES, pos, f"{size - pos} stray bytes at the end of the file")
-        return {"kind": "corrupt", "fileOffset": pos}, size, pos
-    if kind == rmq.BLANK:
+        return {"kind": WalkEnd.CORRUPT, "fileOffset": pos}, size, pos
+    if kind is WalkEnd.BLANK:
         if not step.blank_size_matches:
             problems.add(FindingKind.BLANK_SIZE, pos, f"BLANK end-of-file record says {total} bytes are left but "
                                                       f"{size - pos} are")
         # the BLANK record marks the end; it holds no message bytes
-        return {"kind": "blank", "fileOffset": pos, "totalSize": total}, pos, None
-    if kind == rmq.ZERO_TAIL:
+        return {"kind": kind, "fileOffset": pos, "totalSize": total}, pos, None
+    if kind is WalkEnd.ZERO_TAIL:
         after = step.non_zero_after
-        end = {"kind": "zero-tail", "fileOffset": pos, "nonZeroAfter": after}
+        end = {"kind": kind, "fileOffset": pos, "nonZeroAfter": after}
         if after is not None:
             problems.add(FindingKind.DATA_AFTER_ZEROS, after, f"zero bytes from {pos} but data again at {after}: "
                                                               "a hole in the file (lost or torn write); RocketMQ "
@@ -172,33 +173,33 @@ def _walk_end(step: rmq.CommitLogEnd, size: int, problems: Findings) -> tuple[di
             problems.add(FindingKind.ZERO_TAIL, pos, f"{size - pos} zero bytes after the last message (preallocated "
                                                      "space not written yet; no BLANK end record)", info=True)
         return end, pos, None
-    if kind == rmq.BAD_MAGIC:
+    if kind is WalkEnd.BAD_MAGIC:
         problems.add(FindingKind.BAD_MAGIC, pos,
                      f"illegal magic code 0x{step.magic & 0xFFFFFFFF:08x} where a message "
                      f"should start (phyOffset {phy}); RocketMQ stops reading here", offset=phy)
-        return {"kind": "corrupt", "fileOffset": pos}, step.data_end, pos
-    if kind == rmq.TRUNCATED:
+        return {"kind": WalkEnd.CORRUPT, "fileOffset": pos}, step.data_end, pos
+    if kind is WalkEnd.TRUNCATED:
         problems.add(FindingKind.TRUNCATED_MESSAGE, pos, f"message of totalSize {total} (phyOffset {phy}) is cut off: "
                                                          f"only {size - pos} bytes left in the file", offset=phy)
-        return {"kind": "truncated", "fileOffset": pos, "totalSize": total}, step.data_end, pos
-    if kind == rmq.TORN:
+        return {"kind": kind, "fileOffset": pos, "totalSize": total}, step.data_end, pos
+    if kind is WalkEnd.TORN:
         problems.add(FindingKind.TORN_MESSAGE, pos, f"message of totalSize {total} (phyOffset {phy}) is zero from "
                                                     f"byte {step.data_end} to the end of the file (torn write): "
                                                     f"{step.error.message}", offset=phy)
-        return {"kind": "torn", "fileOffset": pos, "totalSize": total}, step.data_end, pos
+        return {"kind": kind, "fileOffset": pos, "totalSize": total}, step.data_end, pos
     problems.add(FindingKind.CORRUPT_MESSAGE, pos, f"message at phyOffset {phy}: {step.error.message}", offset=phy)
-    return {"kind": "corrupt", "fileOffset": pos, "totalSize": total}, step.data_end, pos
+    return {"kind": WalkEnd.CORRUPT, "fileOffset": pos, "totalSize": total}, step.data_end, pos
 
 
 def _file_recovery(buf, size, start, name, scan: dict, ctx: StoreContext | None) -> dict:
     """What RocketMQ's recovery keeps of this file (see the module docstring)."""
     end = scan["end"]
-    torn_at_end = end.get("kind") in ("truncated", "torn", "corrupt") and end.get("fileOffset") is not None
+    torn_at_end = end["kind"] in (WalkEnd.TRUNCATED, WalkEnd.TORN, WalkEnd.CORRUPT)
     if ctx is None:
         # a loose file: recovery as if it were the only file
         cut_pos = scan["cut_problem"] if scan["cut_problem"] is not None else (
-            scan["end"]["fileOffset"] if scan["end"].get("kind") in ("blank", "zero-tail") else size)
-        info = {"mode": "file alone", "stop_reason": scan["end"].get("kind"),
+            scan["end"]["fileOffset"] if scan["end"]["kind"] in (WalkEnd.BLANK, WalkEnd.ZERO_TAIL) else size)
+        info = {"mode": "file alone", "stop_reason": scan["end"]["kind"],
                 "stop_message": f"stops at file offset {cut_pos}"}
         deleted = False
         checked = True
@@ -220,8 +221,8 @@ def _file_recovery(buf, size, start, name, scan: dict, ctx: StoreContext | None)
         elif start <= cut < start + max(size, 1) and checked:
             cut_pos = cut - start
         else:
-            cut_pos = size if scan["end"].get("kind") in ("blank", "end-of-file") or not checked else \
-                scan["end"].get("fileOffset", size)
+            cut_pos = size if scan["end"]["kind"] in (WalkEnd.BLANK, WalkEnd.END_OF_FILE) or not checked else \
+                scan["end"]["fileOffset"]
     positions = scan["positions"]
     lost_whole = sum(1 for p in positions if p >= cut_pos)
     torn = 1 if torn_at_end and scan["end"]["fileOffset"] >= cut_pos else 0

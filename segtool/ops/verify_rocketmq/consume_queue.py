@@ -8,6 +8,7 @@ from pathlib import Path
 from segtool.errors import CorruptData
 from segtool.findings import Findings, FindingKind
 from segtool.rocketmq import store_files as rmq
+from segtool.formats.outcomes import WalkEnd
 from segtool.ops.verify_rocketmq.store import PROBLEMS_PER_KIND, StoreContext, configured_size
 from segtool.rocketmq import names as rocketmq_names
 
@@ -41,12 +42,12 @@ def verify_consumequeue(path: str, deep: bool, ctx: StoreContext) -> dict:
         checked = fillers = 0
         previous = None
         beyond_cut: list[int] = []
-        end_kind = "end-of-file"
+        end_kind = WalkEnd.END_OF_FILE
         for i, (offset, usize, code) in enumerate(rows):
             upos = i * rmq.CQ_UNIT_SIZE
             if offset == 0 and usize == 0 and code == 0:
                 after = rmq.first_nonzero(buf, upos, size)
-                end_kind = "zero-tail"
+                end_kind = WalkEnd.ZERO_TAIL
                 if after is not None:
                     problems.add(FindingKind.DATA_AFTER_ZEROS, after,
                                  f"unit {base + i} is all zeros but data follows at byte "
@@ -63,7 +64,7 @@ def verify_consumequeue(path: str, deep: bool, ctx: StoreContext) -> dict:
                 problems.add(FindingKind.INVALID_UNIT, upos,
                              f"unit {base + i}: commitLogOffset {offset}, size {usize}, "
                              f"tagsCode {code}; ConsumeQueue recovery stops here")
-                end_kind = "corrupt"
+                end_kind = WalkEnd.CORRUPT
                 break
             if usize == rmq.CQ_BLANK_UNIT_SIZE and offset == 0 and code == 0:
                 fillers += 1

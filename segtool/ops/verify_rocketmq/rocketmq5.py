@@ -15,6 +15,7 @@ from segtool.errors import SegtoolError
 from segtool.findings import Findings, FindingKind
 from segtool.rocketmq import store_files as rmq
 from segtool.rocketmq import v5 as r5
+from segtool.formats.outcomes import WalkEnd
 from segtool.ops.verify_rocketmq.commitlog import verify_commitlog
 from segtool.ops.verify_rocketmq.store import PROBLEMS_PER_KIND, StoreContext
 from segtool.source import open_buffer
@@ -59,20 +60,20 @@ def verify_batch_queue(path: str, deep: bool, ctx: StoreContext) -> dict:
     is_last = not siblings or siblings[-1][1].name == Path(path).name
     buf = open_buffer(path)
     units, end = r5.scan_batch_cq(buf, file_from_offset=_start(path), sparse=sparse)
-    if end.kind == "invalid" and end.unit is not None:
+    if end.kind is WalkEnd.INVALID and end.unit is not None:
         problems.add(FindingKind.BATCH_UNIT_INVALID, end.file_offset,
                      f"unit at logic offset {_start(path) + end.file_offset}: commitLogOffset "
                      f"{end.unit['commitLogOffset']}, size {end.unit['size']}, msgBaseOffset {end.unit['msgBaseOffset']}, "
                      f"batchSize {end.unit['batchSize']}; recovery stops here and truncates the queue")
-    elif end.kind in ("invalid", "zero-tail") and end.non_zero_after is not None:
+    elif end.kind in (WalkEnd.INVALID, WalkEnd.ZERO_TAIL) and end.non_zero_after is not None:
         problems.add(FindingKind.BATCH_UNIT_INVALID, end.non_zero_after,
                      f"data at byte {end.non_zero_after} after the units end at {end.file_offset}: recovery "
                      "never reads it")
-    elif end.kind == "zero-tail" and not is_last and not sparse:
+    elif end.kind is WalkEnd.ZERO_TAIL and not is_last and not sparse:
         problems.add(FindingKind.BATCH_UNIT_INVALID, end.file_offset,
                      f"zero units from byte {end.file_offset} in a file that is not the queue's last: recovery "
                      "stops here and the later files are truncated")
-    elif end.kind == "zero-tail" and end.file_offset:
+    elif end.kind is WalkEnd.ZERO_TAIL and end.file_offset:
         problems.add(FindingKind.ZERO_TAIL, end.file_offset, "unwritten units (preallocated)", info=True)
     log = rmq.CommitLog(log_dir) if log_dir.is_dir() else None
     checked = 0
@@ -147,17 +148,17 @@ def verify_timer_log(path: str, deep: bool, ctx: StoreContext) -> dict:
             units += 1
             continue
         end = step
-    if end.kind == "blank" and not end.blank_size_matches:
+    if end.kind is WalkEnd.BLANK and not end.blank_size_matches:
         problems.add(FindingKind.TIMER_LOG_UNIT, end.file_offset, f"BLANK record says {end.size} bytes are left but "
                                                                   f"{len(buf) - end.file_offset} are")
-    elif end.kind == "bad-unit":
+    elif end.kind is WalkEnd.BAD_UNIT:
         problems.add(FindingKind.TIMER_LOG_UNIT, end.file_offset,
                      f"size {end.size}, magic {end.magic} where a unit should start: recoverAndRevise stops here and "
                      "truncates the timer log")
-    elif end.kind in ("zero-tail", "short-tail") and end.non_zero_after is not None:
+    elif end.kind in (WalkEnd.ZERO_TAIL, WalkEnd.SHORT_TAIL) and end.non_zero_after is not None:
         problems.add(FindingKind.TIMER_LOG_UNIT, end.non_zero_after,
                      f"data at byte {end.non_zero_after} after the units end at {end.file_offset}")
-    elif end.kind == "zero-tail" and end.file_offset:
+    elif end.kind is WalkEnd.ZERO_TAIL and end.file_offset:
         problems.add(FindingKind.ZERO_TAIL, end.file_offset, "unwritten space (preallocated)", info=True)
     return {"units": units, "end": end.kind, "problems": problems.result()}
 
@@ -301,15 +302,15 @@ def verify_dledger_data(path: str, deep: bool, ctx: StoreContext) -> dict:
                          f"{where}: body CRC stored {message['bodyCRC']} but computed {message['bodyCRCComputed']}",
                          offset=body_pos)
         _check_property_crc(message, header["fileOffset"], where, problems)
-    if end.kind == "bad-entry":
+    if end.kind is WalkEnd.BAD_ENTRY:
         problems.add(FindingKind.DLEDGER_ENTRY, end.file_offset,
                      f"{end.reason}: DLedgerMmapFileStore.recover stops here and truncates the data")
-    elif end.kind == "blank" and end.reason is not None:
+    elif end.kind is WalkEnd.BLANK and end.reason is not None:
         problems.add(FindingKind.DLEDGER_ENTRY, end.file_offset, end.reason)
-    elif end.kind in ("zero", "short-tail") and end.non_zero_after is not None:
+    elif end.kind in (WalkEnd.ZERO_TAIL, WalkEnd.SHORT_TAIL) and end.non_zero_after is not None:
         problems.add(FindingKind.DLEDGER_ENTRY, end.non_zero_after,
                      f"data at byte {end.non_zero_after} after the entries end at {end.file_offset}")
-    elif end.kind == "zero" and end.file_offset:
+    elif end.kind is WalkEnd.ZERO_TAIL and end.file_offset:
         problems.add(FindingKind.ZERO_TAIL, end.file_offset, "unwritten space (preallocated)", info=True)
     return {"entries": entries, "messages": messages, "first_index": first_index, "last_index": last_index,
             "end": end.kind, "problems": problems.result()}
