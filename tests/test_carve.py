@@ -20,7 +20,8 @@ from jsonschema import Draft202012Validator
 
 from segtool.engine.carving import KAFKA, ROCKETMQ
 from segtool.formats.json_names import message_json
-from segtool.kafka.log import CRC_V2_START, MAGIC_AT, BatchScan, batch_records
+from segtool.kafka.log import CRC_V2_START, MAGIC_AT, BatchScan
+from segtool.kafka.records import batch_records
 from segtool.rocketmq.store_files import decode_message, walk_commitlog
 from segtool.ops.carve import FINDS_JSONL, KAFKA_RECORDS, REPORT, ROCKETMQ_MESSAGES, carve
 from segtool.ops.dump_kafka_log import record_item

@@ -13,7 +13,9 @@ import pytest
 
 from segtool.errors import CorruptData
 from segtool.formats.compression import compress
-from segtool.kafka.log import BatchHeaders, BatchScan, Record, RecordBatch, batch_records, chunk_records
+from segtool.kafka.log import BatchHeaders, BatchScan, Record, RecordBatch
+from segtool.kafka.record_columns import chunk_records
+from segtool.kafka.records import batch_records
 from segtool.ops.kafka_dump_log import KafkaDumpLog, KafkaDumpOptions, _plain_parser, batch_line
 from segtool.source import open_buffer
 from tests.kafka_build import build_batch_v2, build_legacy_message, build_records, make_batch

@@ -276,7 +276,8 @@ def test_command_line_exit_codes_and_json(tmp_path):
 
 def _topic_records(metadata_dir: Path) -> dict[str, str]:
     """Each topic's id from the metadata log's TopicRecords, read with kafka-dump-log's decoder (last one wins)."""
-    from segtool.kafka.log import BatchScan, batch_records
+    from segtool.kafka.log import BatchScan
+    from segtool.kafka.records import batch_records
     from segtool.kafka.metadata import decode_metadata_record
 
     ids = {}

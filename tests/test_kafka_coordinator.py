@@ -28,7 +28,8 @@ from segtool.kafka.coordinator import (
     share_group_state_texts,
     transaction_log_texts,
 )
-from segtool.kafka.log import BatchScan, batch_records
+from segtool.kafka.log import BatchScan
+from segtool.kafka.records import batch_records
 from segtool.kafka.names import remote_segment_id
 from segtool.kafka.offsets import RECORD_TYPES, parse_offsets_record
 from segtool.source import open_buffer

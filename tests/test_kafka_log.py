@@ -12,7 +12,8 @@ from hypothesis import given, settings, strategies as st
 from segtool.source import open_buffer
 from segtool.errors import CorruptData
 from segtool.formats.compression import decompress
-from segtool.kafka.log import BATCH_V2_OVERHEAD, BatchScan, batch_records
+from segtool.kafka.log import BATCH_V2_OVERHEAD, BatchScan
+from segtool.kafka.records import batch_records
 from segtool.kafka.schemas import BATCH_HEADER_V2, LEGACY_MESSAGE_V0, LEGACY_MESSAGE_V1, RECORD_V2
 from segtool.formats.outcomes import WalkEnd
 from tests.kafka_build import build_batch_v2, build_legacy_message, build_records, make_batch
@@ -126,7 +127,7 @@ def test_zigzag_schema_is_kafkas_varint():
 
 @pytest.mark.parametrize("log", SEGMENTS)
 def test_columnar_decoder_matches_the_record_decoder(log):
-    from segtool.kafka.log import batch_columns
+    from segtool.kafka.record_columns import batch_columns
 
     buf = open_buffer(log)
     try:
@@ -150,7 +151,7 @@ def test_columnar_decoder_matches_the_record_decoder(log):
 
 
 def test_columnar_decoder_declines_malformed_sections():
-    from segtool.kafka.log import record_columns
+    from segtool.kafka.record_columns import record_columns
 
     data = make_batch(0, [(b"k", b"v" * 10)] * 4, 1_700_000_000_000)
     (batch,) = list(BatchScan(data))
@@ -177,7 +178,8 @@ def _record_fields(record):
 def test_lookup_shortcuts_match_full_decoding(log):
     """first_record_where (length-prefix hops) and seek_offset (headers only) give
     what decoding every record and every batch gives, on every corpus batch."""
-    from segtool.kafka.log import first_record_where, seek_offset_position, seek_timestamp_position
+    from segtool.kafka.log import seek_offset_position, seek_timestamp_position
+    from segtool.kafka.records import first_record_where
 
     buf, batches = _framed(log)
     for batch in batches:
@@ -209,7 +211,7 @@ def test_lookup_shortcuts_match_full_decoding(log):
 def test_lookup_shortcut_walks_records_of_every_length_size():
     """Records whose length varint takes 1, 2, 3 and 4 bytes: the two-byte hop table covers
     only the first two, and a walk that meets a longer one is done again in full."""
-    from segtool.kafka.log import first_record_where
+    from segtool.kafka.records import first_record_where
 
     sizes = [3, 50, 200, 9000, 70000, 5, 3_000_000, 100, 8190, 8200, 1]
     data = make_batch(500, [(b"k%d" % i, b"v" * size) for i, size in enumerate(sizes)], 1_795_000_000_000)

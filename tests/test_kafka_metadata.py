@@ -14,7 +14,8 @@ import pytest
 
 from segtool.kafka import state as kafka_state
 from segtool.kafka.internal_topics import decode_metadata_item, decoded_text, record_decoder
-from segtool.kafka.log import BatchScan, batch_records
+from segtool.kafka.log import BatchScan
+from segtool.kafka.records import batch_records
 from segtool.kafka.messages import compile_message, read_message
 from segtool.kafka.metadata import METADATA_RECORDS, cluster_metadata_payload, decode_metadata_record
 from segtool.source import open_buffer

@@ -18,7 +18,8 @@ CASE = ("kafka", "c10-consumer-offsets")
 
 def _walk_records(buf: bytes):
     """Yield (offset, key, value) for every record, read through segtool's batch reader."""
-    from segtool.kafka.log import BatchScan, batch_records
+    from segtool.kafka.log import BatchScan
+    from segtool.kafka.records import batch_records
 
     for batch in BatchScan(buf):
         for record in batch_records(batch):

@@ -9,7 +9,8 @@ import shutil
 import pytest
 
 from segtool.errors import SegtoolError
-from segtool.kafka.log import BatchScan, batch_records
+from segtool.kafka.log import BatchScan
+from segtool.kafka.records import batch_records
 from segtool.source import open_buffer
 from segtool.ops.keyindex import index_keys, key_index_dir, lookup_kafka_key
 from tests.conftest import case_dirs

@@ -44,7 +44,8 @@ from segtool.rocketmq import store_files as rocketmq
 from segtool.formats.compression import decompress
 from segtool.engine.detect import detect, kafka_suffix
 from segtool.kafka.index import OffsetIndex, TimeIndex
-from segtool.kafka.log import BatchScan, batch_records, control_record_type
+from segtool.kafka.log import BatchScan
+from segtool.kafka.records import batch_records, control_record_type
 from segtool.formats.outcomes import WalkEnd
 from segtool.ops.dump import dump_paths
 from segtool.ops.kafka_dump_log import KafkaDumpOptions, run_kafka_dump

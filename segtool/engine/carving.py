@@ -32,10 +32,7 @@ import numpy as np
 
 from segtool.errors import SegtoolError
 from segtool.formats.checksums import crc32c
-from segtool.kafka.log import (
-    BATCH_HEADER_V2_FAST, BATCH_V2_OVERHEAD, CRC_V2_START, LEGACY_HEADER_V0_FAST, LEGACY_HEADER_V1_FAST,
-    LOG_ENTRY_HEADER_FAST, LOG_OVERHEAD, MAGIC_AT, RECORD_OVERHEAD_V0,
-)
+from segtool.kafka.log import BATCH_HEADER_V2_FAST, BATCH_V2_OVERHEAD, CRC_V2_START, LEGACY_HEADER_V0_FAST, LEGACY_HEADER_V1_FAST, LOG_ENTRY_HEADER_FAST, LOG_OVERHEAD, MAGIC_AT, RECORD_OVERHEAD_V0
 from segtool.formats.fastdecode import compiled
 from segtool.rocketmq.store_files import (
     BLANK_RECORD_FAST, MESSAGE_MAGIC_BYTES, MESSAGE_VERSIONS, MIN_MESSAGE_SIZE,

@@ -27,18 +27,8 @@ from enum import StrEnum
 from segtool.errors import CorruptData
 from segtool.formats.checksums import ChecksumHelper
 from segtool.kafka.index import OFFSET_INDEX_LAYOUT, TIME_INDEX_LAYOUT, TXN_INDEX_LAYOUT
-from segtool.kafka.log import (
-    BATCH_HEADER_V2_FAST,
-    BATCH_V2_OVERHEAD,
-    MAGIC_AT,
-    NO_TIMESTAMP,
-    BatchHeaders,
-    BatchScan,
-    HeaderScan,
-    RecordBatch,
-    batch_records,
-    control_record_type,
-)
+from segtool.kafka.log import BATCH_HEADER_V2_FAST, BATCH_V2_OVERHEAD, MAGIC_AT, NO_TIMESTAMP, BatchHeaders, BatchScan, HeaderScan, RecordBatch
+from segtool.kafka.records import batch_records, control_record_type
 from segtool.formats.outcomes import WalkEnd
 
 DEFAULT_INDEX_INTERVAL_BYTES = 4096

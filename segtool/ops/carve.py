@@ -34,7 +34,8 @@ from segtool.engine.safe_write import plan_outputs, staged, write_atomically
 from segtool.errors import SegtoolError
 from segtool.engine.carving import KAFKA, ROCKETMQ, Find, SearchCounts, find
 from segtool.formats.json_names import message_json
-from segtool.kafka.log import RecordBatch, batch_at, batch_records, increment_sequence
+from segtool.kafka.log import RecordBatch, batch_at, increment_sequence
+from segtool.kafka.records import batch_records
 from segtool.rocketmq.store_files import decode_message, message_header
 from segtool.ops.dump_kafka_log import batch_item, record_item
 from segtool.ops.output_schema import CarveReport

@@ -26,7 +26,8 @@ from segtool.kafka.partition import PartitionView, Segment
 from segtool.kafka.recovery import ensure_valid
 from segtool.errors import CorruptData, UnreadableInput
 from segtool.findings import FindingKind, finding
-from segtool.kafka.log import RecordBatch, control_record_type
+from segtool.kafka.log import RecordBatch
+from segtool.kafka.records import control_record_type
 from segtool.kafka.messages import CoordinatorRecordError
 from segtool.kafka.names import renamed_directory_state
 from segtool.kafka.offsets import decode_offsets_record

@@ -23,19 +23,9 @@ from segtool.kafka import state as kafka_state
 from segtool.kafka import index as kafka_index
 from segtool.kafka.names import (BOOTSTRAP_CHECKPOINT, INDEX, KRAFT_SNAPSHOT, LOG, PRODUCER_SNAPSHOT, TIME_INDEX,
                                          TXN_INDEX, kraft_snapshot_id, offset_from_file_name, sibling)
-from segtool.kafka.log import (
-    NO_TIMESTAMP,
-    TIMESTAMP_TYPES,
-    BatchHeaders,
-    BatchScan,
-    RecordBatch,
-    batch_records,
-    chunk_records,
-    control_record_type,
-    end_txn_marker,
-    increment_sequences,
-    kraft_control_value,
-)
+from segtool.kafka.log import NO_TIMESTAMP, TIMESTAMP_TYPES, BatchHeaders, BatchScan, RecordBatch, increment_sequences
+from segtool.kafka.record_columns import chunk_records
+from segtool.kafka.records import batch_records, control_record_type, end_txn_marker, kraft_control_value
 
 INT_MAX = 2**31 - 1
 

@@ -25,7 +25,9 @@ from segtool.kafka.partition import PartitionView
 from segtool.engine.safe_write import plan_outputs, refuse_inside_inputs, write_atomically
 from segtool.errors import UnreadableInput
 from segtool.rocketmq import store_files as rmq
-from segtool.kafka.log import BatchHeaders, BatchScan, batch_records, chunk_records, first_record_where
+from segtool.kafka.log import BatchHeaders, BatchScan
+from segtool.kafka.record_columns import chunk_records
+from segtool.kafka.records import batch_records, first_record_where
 from segtool.ops.dump_kafka_log import record_item
 from segtool.ops.output_schema import IndexKeysReport
 

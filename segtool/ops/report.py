@@ -31,7 +31,8 @@ from segtool.rocketmq import names as rocketmq_names
 from segtool.kafka import index as kafka_index
 from segtool.formats.checksums import ChecksumHelper
 from segtool.formats.file_kinds import FileKind
-from segtool.kafka.log import CODEC_NAMES, HeaderScan, batch_at, batch_records, control_record_type
+from segtool.kafka.log import CODEC_NAMES, HeaderScan, batch_at
+from segtool.kafka.records import batch_records, control_record_type
 from segtool.kafka.names import LOG, PRODUCER_SNAPSHOT, file_name, has_offset_name, offset_from_file_name, sibling
 from segtool.ops.file_formats import file_format
 from segtool.ops.output_schema import (

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from segtool.kafka.log import ChunkRecords
+    from segtool.kafka.record_columns import ChunkRecords
     from segtool.rocketmq.store_files import MessageColumns
 
 

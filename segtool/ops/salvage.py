@@ -38,7 +38,8 @@ from segtool.engine.safe_write import plan_outputs, write_atomically
 from segtool.engine.salvage import DamagedRange, body_crc_valid, commitlog_pieces, kafka_pieces
 from segtool.errors import CorruptData, NothingFound, SegtoolError, UnreadableInput
 from segtool.rocketmq import store_files as rmq
-from segtool.kafka.log import RecordBatch, batch_records
+from segtool.kafka.log import RecordBatch
+from segtool.kafka.records import batch_records
 from segtool.kafka.names import INDEX, LOG, TIME_INDEX, TXN_INDEX, file_name
 from segtool.kafka.state import read_leader_epoch_checkpoint, read_partition_metadata
 from segtool.formats.file_kinds import FileKind

@@ -21,7 +21,9 @@ from segtool.errors import CorruptData, SegtoolError, UnreadableInput
 from segtool.findings import FindingKind, finding
 from segtool.kafka import index as kafka_index
 from segtool.kafka.names import INDEX, KRAFT_SNAPSHOT, LOG, offset_from_file_name, sibling
-from segtool.kafka.log import BatchScan, batch_records, chunk_records
+from segtool.kafka.log import BatchScan
+from segtool.kafka.record_columns import chunk_records
+from segtool.kafka.records import batch_records
 from segtool.ops.render import damaged_range_text
 
 _INT32_MAX = 2**31 - 1

@@ -22,12 +22,9 @@ import pyarrow as pa
 
 from segtool.errors import CorruptData
 from segtool.engine.salvage import DamagedRange, commitlog_pieces, kafka_pieces
-from segtool.kafka.log import (
-    RecordBatch,
-    batch_columns,
-    batch_records,
-    control_record_type,
-)
+from segtool.kafka.log import RecordBatch
+from segtool.kafka.record_columns import batch_columns
+from segtool.kafka.records import batch_records, control_record_type
 from segtool.formats.outcomes import WalkEnd
 from segtool.pipeline import storage
 from segtool.ops.render import damaged_range_text

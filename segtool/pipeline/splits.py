@@ -33,14 +33,7 @@ from segtool.errors import CorruptData, SegtoolError
 from segtool.kafka.index import OFFSET_INDEX_DTYPE
 from segtool.rocketmq import names as rocketmq_names
 from segtool.kafka.names import INDEX, offset_from_file_name, sibling
-from segtool.kafka.log import (
-    BATCH_V2_OVERHEAD,
-    LOG_ENTRY_HEADER_FAST,
-    LOG_OVERHEAD,
-    RECORD_OVERHEAD_V0,
-    BatchScan,
-    frame_batches,
-)
+from segtool.kafka.log import BATCH_V2_OVERHEAD, LOG_ENTRY_HEADER_FAST, LOG_OVERHEAD, RECORD_OVERHEAD_V0, BatchScan, frame_batches
 from segtool.pipeline import storage
 from segtool.pipeline.inputs import Inputs
 
