@@ -14,7 +14,7 @@ from typing import List, Optional
 import typer
 
 from segtool.errors import NothingFound, SegtoolError
-from segtool.findings import Severity, errors_first
+from segtool.findings import Finding, Severity, errors_first, json_default
 
 app = typer.Typer(
     add_completion=True,
@@ -304,7 +304,7 @@ def dump(
 
 
 def _print_json(obj) -> None:
-    sys.stdout.write(json.dumps(obj, ensure_ascii=False) + "\n")
+    sys.stdout.write(json.dumps(obj, ensure_ascii=False, default=json_default) + "\n")
 
 
 def _print_answer(answer: dict, as_json: bool, full: bool) -> None:
@@ -452,10 +452,10 @@ def _print_shaped_answer(answer: dict, full: bool) -> None:
     sys.stdout.write("\n".join(lines) + "\n")
 
 
-def _say_problems(say, problems: list[dict], indent: str = "") -> None:
+def _say_problems(say, problems: list[Finding], indent: str = "") -> None:
     for problem in errors_first(problems):
-        error = problem["severity"] == Severity.ERROR.value
-        say(f"{indent}{problem['severity']:5} {problem['kind']}: {problem['message']}", "red" if error else None)
+        error = problem.severity is Severity.ERROR
+        say(f"{indent}{problem.severity.value:5} {problem.kind.code}: {problem.message}", "red" if error else None)
 
 
 def _render_groups(report: dict) -> None:
@@ -758,12 +758,12 @@ def _render_verify(report: dict) -> None:
         say(head(item), colours[item["status"]])
         problems = item.get("problems", [])
         ordered = errors_first(problems)
-        errors = [p for p in ordered if p["severity"] == Severity.ERROR.value]
+        errors = [p for p in ordered if p.severity is Severity.ERROR]
         infos = ordered[len(errors):]
         for problem in errors + infos[:20]:
-            where = "" if problem["byte_offset"] is None else f" at byte {problem['byte_offset']}"
-            say(f"  {problem['severity']:5} {problem['kind']}{where}: {problem['message']}",
-                "red" if problem["severity"] == Severity.ERROR.value else None)
+            where = "" if problem.byte_offset is None else f" at byte {problem.byte_offset}"
+            say(f"  {problem.severity.value:5} {problem.kind.code}{where}: {problem.message}",
+                "red" if problem.severity is Severity.ERROR else None)
         if len(infos) > 20:
             say(f"  info  … {len(infos) - 20} more notes (see --json)")
         recovery = item.get("recovery")
@@ -781,8 +781,8 @@ def _render_verify(report: dict) -> None:
         if item["status"] == "skipped":
             say(f"{'SKIPPED':10} {item['path']}: {item.get('reason', 'not checked')}", "dim")
             continue
-        notes = [p for p in item.get("problems", []) if p["severity"] != Severity.ERROR.value]
-        say(head(item) + (f"  {len(notes)} note(s): {notes[0]['message']}" if notes else ""), colours["ok"])
+        notes = [p for p in item.get("problems", []) if p.severity is not Severity.ERROR]
+        say(head(item) + (f"  {len(notes)} note(s): {notes[0].message}" if notes else ""), colours["ok"])
 
 
 @app.command()
@@ -945,12 +945,6 @@ def report(
 def _render_inspect(report: dict) -> None:
     """Per log dir: its files, then each partition with its startup plan; problems in red."""
     say = _Styled()
-
-    def problems(items: list[dict], indent: str) -> None:
-        for problem in errors_first(items):
-            error = problem["severity"] == Severity.ERROR.value
-            say(f"{indent}{problem['severity']:5} {problem['kind']}: {problem['message']}", "red" if error else None)
-
     for log_dir in report["log_dirs"]:
         meta = log_dir["meta_properties"]
         marker = log_dir["clean_shutdown"]
@@ -969,7 +963,7 @@ def _render_inspect(report: dict) -> None:
             say(f"  other file: {path}", "dim")
         for item in log_dir["unreadable"]:
             say(f"  UNREADABLE {item['path']}: {item['reason']}", "red")
-        problems(log_dir["problems"], "  ")
+        _say_problems(say, log_dir["problems"], "  ")
         for partition in log_dir["partitions"]:
             plan = partition["plan"]
             say("")
@@ -1000,7 +994,7 @@ def _render_inspect(report: dict) -> None:
                 f"log start {plan['new_log_start_offset']}")
             for note in plan["notes"]:
                 say(f"    note: {note}", "dim")
-            problems(partition["problems"], "    ")
+            _say_problems(say, partition["problems"], "    ")
     summary = report["summary"]
     say("")
     say(f"{summary['partitions']} partitions: {summary['partitions_recovered']} recovered at start-up, "

@@ -4,9 +4,9 @@ One module per store file (``commitlog``, ``consume_queue``, ``index_file``,
 ``checkpoint``); ``store`` holds what they share.
 
 ``verify_rocketmq_file(detected, deep)`` returns ``{"problems": [...], ...}``
-like the Kafka checks in ``segtool.ops.verify`` (a problem is ``{"kind",
-"severity", "byte_offset", "message"}``; "error" makes the file's status
-"problems", "info" does not).
+like the Kafka checks in ``segtool.ops.verify`` (a problem is a
+``segtool.findings.Finding``; "error" makes the file's status "problems", "info"
+does not).
 
 Each file is checked on its own and, when it sits in a store
 (``<root>/commitlog/<20 digits>``, ``<root>/consumequeue/<topic>/<queueId>/<20

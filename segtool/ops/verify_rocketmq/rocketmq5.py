@@ -7,10 +7,11 @@ queues against their compaction log.  A compaction log holds CommitLog messages 
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from pathlib import Path
 
 from segtool.errors import SegtoolError
-from segtool.findings import Findings, FindingKind
+from segtool.findings import Findings, FindingKind, Severity
 from segtool.formats import rocketmq as rmq
 from segtool.formats import rocketmq5 as r5
 from segtool.formats.outcomes import WalkEnd
@@ -376,11 +377,10 @@ def _compaction_log(path: str, deep: bool) -> dict:
     topic, queue_name = parts[queue_at], parts[queue_at + 1]
     queue_id = int(queue_name) if queue_name.isdigit() else None
     result = verify_commitlog(path, deep, StoreContext(None))  # as recovery reads a CommitLog file alone
-    for problem in result["problems"]:
-        if problem["kind"] == FindingKind.PROPERTY_CRC_MISMATCH.code:
-            # CompactionAppendMessageCallback rewrites PHYSICALOFFSET of a copy whose __CRC32# covers the old one
-            problem.update(severity="info", message=problem["message"] + " (expected in a compaction log: "
-                           "its PHYSICALOFFSET was rewritten after the CRC was computed)")
+    # CompactionAppendMessageCallback rewrites PHYSICALOFFSET of a copy whose __CRC32# covers the old one
+    result["problems"] = [replace(p, severity=Severity.INFO, message=p.message + " (expected in a compaction log: "
+                                  "its PHYSICALOFFSET was rewritten after the CRC was computed)")
+                          if p.kind is FindingKind.PROPERTY_CRC_MISMATCH else p for p in result["problems"]]
     problems = Findings(PROBLEMS_PER_KIND)
     previous = None
     with rmq.MappedFile(path) as mf:
