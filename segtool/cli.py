@@ -16,6 +16,7 @@ import typer
 
 from segtool import startup
 from segtool.errors import NothingFound, SegtoolError
+from segtool.findings import json_default
 
 app = typer.Typer(
     add_completion=True,
@@ -236,7 +237,7 @@ class _DumpOutput:
 
 
 def _print_json(obj) -> None:
-    sys.stdout.write(json.dumps(obj, ensure_ascii=False) + "\n")
+    sys.stdout.write(json.dumps(obj, ensure_ascii=False, default=json_default) + "\n")
 
 
 @app.command()

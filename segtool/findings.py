@@ -1,4 +1,4 @@
-"""Findings: what `verify` and `scan` report about a file, as typed values.
+"""Findings: what `verify`, `scan`, `inspect` and the other reports say about a file, as typed values.
 
 A finding's kind comes from ``FindingKind``: each kind carries its severity
 ("error" makes a file's status "problems" and the exit code 1; "info" is a
@@ -8,13 +8,18 @@ are errors in one place and notes in another (a zero tail is damage in a Kafka
 the case in ``info_when`` and only they may be reported as "info".
 docs/formats.md's table of kinds is generated from this enum
 (``python -m segtool.findings``).
+
+Reports carry ``Finding`` objects; they become their output form (``as_dict``)
+only where the report is printed or written (``json_default``, the text
+renderers).
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import Enum
+from typing import Iterable
 
 
 class Severity(str, Enum):
@@ -516,23 +521,31 @@ class Finding:
             raise ValueError(f"{self.kind.code} is always {self.kind.severity.value}")
 
     def as_dict(self) -> dict:
+        """The output form (docs/schemas: Problem)."""
         return {"kind": self.kind.code, "severity": self.severity.value, "byte_offset": self.byte_offset,
                 "offset": self.offset, "message": self.message}
 
 
 def finding(kind: FindingKind, byte_offset: int | None, message: str, *, info: bool = False,
-            offset: int | None = None) -> dict:
-    """A finding in its output form; ``info`` reports a kind that allows it as a note."""
-    return Finding(kind, byte_offset, message, Severity.INFO if info else None, offset).as_dict()
+            offset: int | None = None) -> Finding:
+    """A finding; ``info`` reports a kind that allows it as a note."""
+    return Finding(kind, byte_offset, message, Severity.INFO if info else None, offset)
 
 
-def has_errors(problems: list[dict]) -> bool:
-    return any(p["severity"] == Severity.ERROR.value for p in problems)
+def json_default(value) -> dict:
+    """``json.dumps``'s ``default`` for a report: a Finding in its output form."""
+    if isinstance(value, Finding):
+        return value.as_dict()
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
 
 
-def errors_first(problems: list[dict]) -> list[dict]:
+def has_errors(problems: Iterable[Finding]) -> bool:
+    return any(p.severity is Severity.ERROR for p in problems)
+
+
+def errors_first(problems: Iterable[Finding]) -> list[Finding]:
     """Errors, then notes, each in the order found (the problems-first view)."""
-    return sorted(problems, key=lambda p: p["severity"] != Severity.ERROR.value)
+    return sorted(problems, key=lambda p: p.severity is not Severity.ERROR)
 
 
 class Findings:
@@ -541,9 +554,9 @@ class Findings:
 
     def __init__(self, per_kind: int = 10):
         self.per_kind = per_kind
-        self.items: list[dict] = []
+        self.items: list[Finding] = []
         self._counts: Counter = Counter()
-        self._first_hidden: dict[str, dict] = {}
+        self._first_hidden: dict[FindingKind, Finding] = {}
 
     def add(self, kind: FindingKind, byte_offset: int | None, message: str, *, info: bool = False,
             offset: int | None = None) -> None:
@@ -554,12 +567,12 @@ class Findings:
         else:
             self._first_hidden.setdefault(kind, item)
 
-    def result(self) -> list[dict]:
+    def result(self) -> list[Finding]:
         out = list(self.items)
         for kind, first in self._first_hidden.items():
             hidden = self._counts[kind] - self.per_kind
-            out.append({**first, "message": f"{hidden} more {kind.code} problems not listed (the first at byte "
-                                            f"{first['byte_offset']}: {first['message']})"})
+            out.append(replace(first, message=f"{hidden} more {kind.code} problems not listed (the first at byte "
+                                              f"{first.byte_offset}: {first.message})"))
         return out
 
 

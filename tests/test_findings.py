@@ -3,10 +3,12 @@ report carries, and the docs table of kinds is the enum's."""
 
 from __future__ import annotations
 
+import json
 
 import pytest
 
-from segtool.findings import TABLE_END, TABLE_START, FindingKind, Findings, Severity, finding, markdown_table
+from segtool.findings import (TABLE_END, TABLE_START, FindingKind, Findings, Severity, finding, json_default,
+                              markdown_table)
 from segtool.ops.verify import verify
 
 from tests.conftest import CORPUS, REPO
@@ -21,11 +23,17 @@ def test_docs_table_is_the_enum():
 
 
 def test_a_kind_fixes_its_severity():
-    assert finding(FindingKind.BAD_MAGIC, 0, "x")["severity"] == "error"
-    assert finding(FindingKind.OFFSET_GAP, 0, "x")["severity"] == "info"
-    assert finding(FindingKind.ZERO_TAIL, 0, "x", info=True)["severity"] == "info"  # a kind that allows notes
+    assert finding(FindingKind.BAD_MAGIC, 0, "x").severity is Severity.ERROR
+    assert finding(FindingKind.OFFSET_GAP, 0, "x").severity is Severity.INFO
+    assert finding(FindingKind.ZERO_TAIL, 0, "x", info=True).severity is Severity.INFO  # a kind that allows notes
     with pytest.raises(ValueError):
         finding(FindingKind.BAD_MAGIC, 0, "x", info=True)
+
+
+def test_a_finding_is_printed_as_its_output_form():
+    found = finding(FindingKind.ZERO_TAIL, 7, "x", info=True, offset=3)
+    assert json.dumps({"problems": [found]}, default=json_default) == json.dumps({"problems": [
+        {"kind": "zero_tail", "severity": "info", "byte_offset": 7, "offset": 3, "message": "x"}]})
 
 
 def test_findings_list_ten_per_kind_and_count_the_rest():
@@ -33,7 +41,7 @@ def test_findings_list_ten_per_kind_and_count_the_rest():
     for i in range(13):
         findings.add(FindingKind.ENTRY_POINTS_NOWHERE, i, f"entry {i}")
     out = findings.result()
-    assert len(out) == 11 and out[-1]["byte_offset"] == 10 and out[-1]["message"].startswith("3 more")
+    assert len(out) == 11 and out[-1].byte_offset == 10 and out[-1].message.startswith("3 more")
 
 
 def _corpus_paths() -> list[str]:
@@ -52,10 +60,9 @@ def test_every_reported_problem_is_a_declared_kind_with_its_severity():
     for item in report["files"]:
         errors = False
         for problem in item.get("problems", []):
-            kind = FindingKind[problem["kind"].upper()]
+            kind, severity = problem.kind, problem.severity
             seen.add(kind)
-            severity = Severity(problem["severity"])
-            assert severity == kind.severity or kind.info_when is not None, (item["path"], problem)
+            assert severity is kind.severity or kind.info_when is not None, (item["path"], problem)
             errors |= severity is Severity.ERROR
         if item["status"] in ("ok", "problems"):
             assert item["status"] == ("problems" if errors else "ok"), item["path"]
@@ -68,8 +75,9 @@ def test_every_reported_problem_is_a_declared_kind_with_its_severity():
 def test_index_findings_carry_the_offset_they_concern():
     """An index-versus-log finding names the indexed offset as a value, not only in its message."""
     report = verify(_corpus_paths(), hash_inputs=False)
-    index_kinds = {"index_offset_mismatch", "indexed_offset_not_found", "indexed_offset_inside_batch"}
-    found = [p for item in report["files"] for p in item.get("problems", []) if p["kind"] in index_kinds]
+    index_kinds = {FindingKind.INDEX_OFFSET_MISMATCH, FindingKind.INDEXED_OFFSET_NOT_FOUND,
+                   FindingKind.INDEXED_OFFSET_INSIDE_BATCH}
+    found = [p for item in report["files"] for p in item.get("problems", []) if p.kind in index_kinds]
     assert found, "the corpus has index damage cases"
     for problem in found:
-        assert isinstance(problem["offset"], int) and str(problem["offset"]) in problem["message"]
+        assert isinstance(problem.offset, int) and str(problem.offset) in problem.message

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from segtool.findings import Finding, FindingKind
 from segtool.kafka.names import file_name, kraft_snapshot_id, offset_from_file_name
 from segtool.ops.inspect import exit_code, inspect
 from tests.conftest import corpus_path, segtool
@@ -24,8 +25,8 @@ def _only_partition(report: dict) -> dict:
     return partition
 
 
-def _kinds(problems: list[dict]) -> set[str]:
-    return {p["kind"] for p in problems}
+def _kinds(problems: list[Finding]) -> set[FindingKind]:
+    return {p.kind for p in problems}
 
 
 @pytest.mark.parametrize("case", RECOVERED_CASES)
@@ -106,7 +107,7 @@ def test_every_wild_log_dir_inspects_without_error():
                 # KafkaMetadataLog recovers the metadata log at every start
                 assert partition["plan"]["loaded_by"] == "KafkaMetadataLog"
                 assert not partition["plan"]["clean_shutdown"]
-                assert "kraft_snapshot_mismatch" not in _kinds(partition["problems"]), partition["problems"]
+                assert FindingKind.KRAFT_SNAPSHOT_MISMATCH not in _kinds(partition["problems"]), partition["problems"]
             elif inspected["clean_shutdown"]["marker_present"]:
                 assert all(s["because"] != "unclean_shutdown" for s in partition["plan"]["recovered_segments"])
 
@@ -171,7 +172,7 @@ def test_unclean_shutdown_recovers_from_the_segment_holding_the_recovery_point(l
     assert [s["base_offset"] for s in plan["recovered_segments"]] == bases[2:]
     assert {s["because"] for s in plan["recovered_segments"]} == {"unclean_shutdown"}
     assert plan["new_recovery_point"] == recovery_point
-    assert "no_clean_shutdown_marker" in _kinds(report["log_dirs"][0]["problems"])
+    assert FindingKind.NO_CLEAN_SHUTDOWN_MARKER in _kinds(report["log_dirs"][0]["problems"])
 
 
 def test_damage_in_a_middle_segment_truncates_it_and_deletes_the_later_ones(log_dir):
@@ -197,8 +198,8 @@ def test_checkpoints_beyond_the_log_end(log_dir):
     for name in ("recovery-point-offset-checkpoint", "replication-offset-checkpoint"):
         _checkpoint(log_dir, name, [("c01-plain", 0, end + 100)])
     partition = _only_partition(inspect([str(log_dir)]))
-    beyond = [p for p in partition["problems"] if p["kind"] == "checkpoint_beyond_log_end"]
-    assert len(beyond) == 2 and all(p["offset"] == end + 100 for p in beyond)
+    beyond = [p for p in partition["problems"] if p.kind is FindingKind.CHECKPOINT_BEYOND_LOG_END]
+    assert len(beyond) == 2 and all(p.offset == end + 100 for p in beyond)
     assert partition["plan"]["new_recovery_point"] == end
 
 
@@ -208,15 +209,15 @@ def test_log_start_beyond_the_log_end_deletes_every_segment(log_dir):
     partition = _only_partition(inspect([str(log_dir)]))
     assert partition["plan"]["deletes_every_segment"]
     assert partition["plan"]["log_end_offset"] == partition["plan"]["new_log_start_offset"] == end + 100
-    assert "checkpoint_beyond_log_end" in _kinds(partition["problems"])
+    assert FindingKind.CHECKPOINT_BEYOND_LOG_END in _kinds(partition["problems"])
 
 
 def test_checkpoint_entries_without_a_directory_and_directories_without_an_entry(log_dir):
     _checkpoint(log_dir, "replication-offset-checkpoint", [("gone", 3, 42)])
     report = inspect([str(log_dir)])
     (log_dir_report,) = report["log_dirs"]
-    assert "checkpoint_without_partition" in _kinds(log_dir_report["problems"])
-    assert "partition_without_checkpoint" in _kinds(_only_partition(report)["problems"])
+    assert FindingKind.CHECKPOINT_WITHOUT_PARTITION in _kinds(log_dir_report["problems"])
+    assert FindingKind.PARTITION_WITHOUT_CHECKPOINT in _kinds(_only_partition(report)["problems"])
     assert exit_code(report) == 1
 
 
@@ -226,7 +227,7 @@ def test_topic_ids_must_agree_between_a_topics_partitions(log_dir):
     (log_dir / "c01-plain-1" / "partition.metadata").write_text(f"version: 0\ntopic_id: {other}")
     report = inspect([str(log_dir)])
     for partition in report["log_dirs"][0]["partitions"]:
-        assert "topic_id_mismatch" in _kinds(partition["problems"])
+        assert FindingKind.TOPIC_ID_MISMATCH in _kinds(partition["problems"])
 
 
 def test_a_missing_offset_index_is_rebuilt_even_after_a_clean_shutdown(log_dir):
@@ -247,7 +248,7 @@ def test_renamed_and_foreign_directories(log_dir):
     deleted = next(p for p in log_dir_report["partitions"] if p["state"] == "delete")
     assert deleted["plan"]["recovery_skipped_for_deletion"]
     assert deleted["plan"]["recovered_segments"] == []
-    assert "not_a_partition_directory" in _kinds(log_dir_report["problems"])
+    assert FindingKind.NOT_A_PARTITION_DIRECTORY in _kinds(log_dir_report["problems"])
 
 
 def test_a_kraft_snapshot_named_for_another_epoch(tmp_path):
@@ -260,7 +261,7 @@ def test_a_kraft_snapshot_named_for_another_epoch(tmp_path):
     offset, _epoch = kraft_snapshot_id(snapshot)
     shutil.copyfile(snapshot, directory / f"{offset:020d}-{99:010d}.checkpoint")
     metadata = _only_partition(inspect([str(tmp_path / "logs")]))
-    assert "kraft_snapshot_mismatch" in _kinds(metadata["problems"])
+    assert FindingKind.KRAFT_SNAPSHOT_MISMATCH in _kinds(metadata["problems"])
 
 
 def test_command_line_exit_codes_and_json(tmp_path):
@@ -296,7 +297,7 @@ def test_partition_metadata_topic_ids_are_checked_against_the_metadata_log(tmp_p
     report = inspect([str(source)])
     live = [p for p in report["log_dirs"][0]["partitions"] if p["topic_id"] is not None and p["topic"] in ids]
     assert live and all(p["topic_id"] == ids[p["topic"]] for p in live)
-    assert not any(x["kind"] == "topic_id_mismatch" for p in live for x in p["problems"])
+    assert not any(x.kind is FindingKind.TOPIC_ID_MISMATCH for p in live for x in p["problems"])
 
     # a copy whose partition.metadata names another topic's id
     root = tmp_path / "data"
@@ -308,8 +309,8 @@ def test_partition_metadata_topic_ids_are_checked_against_the_metadata_log(tmp_p
     (copied / "partition.metadata").write_text(f"version: 0\ntopic_id: {other}")
     (root / ".kafka_cleanshutdown").write_text("")
     (partition,) = [p for p in inspect([str(root)])["log_dirs"][0]["partitions"] if p["topic"] == victim["topic"]]
-    (problem,) = [x for x in partition["problems"] if x["kind"] == "topic_id_mismatch"]
-    assert other in problem["message"] and ids[victim["topic"]] in problem["message"]
+    (problem,) = [x for x in partition["problems"] if x.kind is FindingKind.TOPIC_ID_MISMATCH]
+    assert other in problem.message and ids[victim["topic"]] in problem.message
 
 
 def test_offsets_beyond_a_segments_relative_range_split_it(log_dir):

@@ -11,6 +11,7 @@ import struct
 import pytest
 from jsonschema import Draft202012Validator
 
+from segtool.findings import FindingKind
 from segtool.ops.inspect_rocketmq import inspect_stores
 from segtool.ops.verify import verify
 from tests.conftest import REPO, case_dirs, segtool
@@ -160,7 +161,7 @@ def test_kill9_abort_is_an_abnormal_shutdown(reports):
     assert report["shutdown"]["last_exit"] == "abnormal"
     assert report["plan"]["last_exit"] == "abnormal"
     assert report["plan"]["commitlog"]["method"] == "recoverAbnormally"
-    assert "unclean_shutdown" in {p["kind"] for p in report["problems"]}
+    assert FindingKind.UNCLEAN_SHUTDOWN in {p.kind for p in report["problems"]}
     recovery = summary["recovery"]
     assert report["plan"]["index"]["destroyed"] == sorted(set(recovery["indexFilesBeforeLoad"])
                                                           - set(recovery["indexFilesAfterLoad"]))

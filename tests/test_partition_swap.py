@@ -72,8 +72,8 @@ def test_verify_says_what_kafka_makes_of_a_pending_swap(partitions):
     by_name = {Path(f["path"]).name: f for f in report["files"]}
     swap = by_name[logs[0].name + ".swap"]
     assert swap["status"] == "ok"  # a well-formed segment; the swap itself is information
-    assert [p["kind"] for p in swap["problems"]] == ["pending_swap"]
-    assert swap["problems"][0]["message"] == PartitionView(str(swapped)).notes[0]
+    assert [p.kind.code for p in swap["problems"]] == ["pending_swap"]
+    assert swap["problems"][0].message == PartitionView(str(swapped)).notes[0]
     others = [f for name, f in by_name.items() if name != logs[0].name + ".swap"]
-    assert not [p for f in others for p in f["problems"] if p["kind"] == "pending_swap"]
+    assert not [p for f in others for p in f["problems"] if p.kind.code == "pending_swap"]
 

@@ -228,4 +228,4 @@ def test_dump_and_verify_read_past_a_damaged_batch(tmp_path):
     assert result["recovery"]["salvage"] == {
         "batches": len(after), "records": sum(b.record_count for b in after),
         "first_offset": after[0].base_offset, "last_offset": after[-1].last_offset}
-    assert [p["byte_offset"] for p in result["problems"] if p["kind"] == "damaged_range"] == [victim.position]
+    assert [p.byte_offset for p in result["problems"] if p.kind.code == "damaged_range"] == [victim.position]

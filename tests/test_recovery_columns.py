@@ -85,7 +85,7 @@ def test_columns_and_batches_agree_on_generated_segments(tmp_path, damage, chunk
     monkeypatch.setattr(kafka_log.HeaderScan, "CHUNK", chunk)
     columns = [_answers(log, interval) for interval in (0, 1, 700, 4096, 100_000)]
     assert columns[3][0]["offset_entries"], "the segment is large enough to be indexed"
-    kinds = {problem["kind"] for problem in columns[0][3]["problems"]}
+    kinds = {problem.kind.code for problem in columns[0][3]["problems"]}
     assert "offset_gap" in kinds and ("crc_mismatch" in kinds) == damage
     assert (columns[0][0]["stop_reason"] == "invalid_batch") == damage
     _batch_by_batch(monkeypatch)

@@ -20,6 +20,7 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from segtool.errors import SegtoolError
+from segtool.findings import Severity
 from segtool.rocketmq import store_files as rmq
 from segtool.rocketmq import v5 as r5
 from segtool.engine.detect import detect
@@ -254,7 +255,8 @@ def _flip(path: Path, at: int, value: int | None = None) -> None:
 
 
 def _kinds(report_file: dict) -> set[str]:
-    return {p["kind"] for p in report_file["problems"] if p["severity"] == "error"}
+    """The codes of the errors of a verify_file result."""
+    return {p.kind.code for p in report_file["problems"] if p.severity is Severity.ERROR}
 
 
 def test_a_bad_property_crc_is_a_typed_finding(store, tmp_path):
@@ -265,7 +267,8 @@ def test_a_bad_property_crc_is_a_typed_finding(store, tmp_path):
     _flip(path, born_timestamp_at)
     run = segtool("verify", "--json", "--no-hash", path)
     report = json.loads(run.stdout)["files"][0]
-    assert run.returncode == 1 and _kinds(report) == {"property_crc_mismatch"}
+    assert run.returncode == 1 and {p["kind"] for p in report["problems"] if p["severity"] == "error"} == {
+        "property_crc_mismatch"}
     (problem,) = [p for p in report["problems"] if p["kind"] == "property_crc_mismatch"]
     assert (problem["byte_offset"], problem["offset"]) == (record["offset"] % 4096, record["offset"])
     message = next(m for m in _messages([path]) if m["phyOffset"] == record["offset"])
@@ -386,8 +389,8 @@ def test_compaction_log_and_queue_round_trip(store):
         assert report["status"] == "ok", report["problems"]
     # the copies' __CRC32# was computed at their CommitLog offset, which the copy replaces
     notes = [p for path in log_paths for p in verify_file(str(path), hash_input=False)["problems"]
-             if p["kind"] == "property_crc_mismatch"]
-    assert len(notes) == len(messages) and {p["severity"] for p in notes} == {"info"}
+             if p.kind.code == "property_crc_mismatch"]
+    assert len(notes) == len(messages) and {p.severity for p in notes} == {Severity.INFO}
     (position,) = _dump(store.root / "compaction" / "position-checkpoint")
     assert (position["topic"], position["queue_id"], position["offset"]) == (COMPACT_TOPIC, 0, 9)
 
@@ -397,7 +400,7 @@ def test_lock_and_abort_markers_written_and_real(store):
     (abort,) = _dump(store.root / "abort")
     assert lock["content"] == "lock" and abort["pid"] == PID
     report = verify_file(str(store.root / "abort"), hash_input=False)
-    assert report["status"] == "ok" and [p["kind"] for p in report["problems"]] == ["unclean_shutdown"]
+    assert report["status"] == "ok" and [p.kind.code for p in report["problems"]] == ["unclean_shutdown"]
     real = corpus_path("rocketmq", "kill9-abort", "store")  # written by RocketMQ 4.9.8
     (real_abort,) = _dump(real / "abort")
     (real_lock,) = _dump(real / "lock")

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from jsonschema import Draft202012Validator
 
+from segtool.findings import Severity
 from segtool.ops.rocketmq_groups import exit_code, rocketmq_groups
 from tests.conftest import CORPUS, REPO, corpus_path, segtool
 
@@ -129,7 +130,7 @@ def test_groups_and_delay_levels_are_what_the_files_say(store):
     assert _reported_groups(report) == _expected_groups(store)
     assert {d["delay_level"]: (d["offset"], d["min_offset"], d["max_offset"], d["pending"])
             for d in report["delay_levels"]} == _expected_delay_levels(store)
-    assert not [p for p in report["problems"] if p["severity"] == "error"]
+    assert not [p for p in report["problems"] if p.severity is Severity.ERROR]
     assert exit_code(report) == (0 if report["groups"] else 1)
 
 
@@ -182,7 +183,7 @@ def test_committed_offsets_against_real_queues_lag_and_last_consumed_time(tmp_pa
     assert [queues[q]["lag"] for q in range(4)] == [0, audit[1][1] - committed[1], audit[2][1] - 1, audit[3][1]]
     assert all(queues[q]["last_consumed_timestamp"] is not None for q in (0, 1, 2))
     assert queues[3]["committed_offset"] is None and queues[3]["last_consumed_timestamp"] is None
-    kinds = [p["kind"] for p in report["problems"]]
+    kinds = [p.kind.code for p in report["problems"]]
     assert kinds.count("committed_beyond_queue") == 1
     assert exit_code(report) == 1  # the stale group's offset is beyond its queue
     assert exit_code(rocketmq_groups(str(store), group="audit-consumers")) == 0
@@ -192,8 +193,8 @@ def test_a_broken_offsets_file_is_a_problem_and_the_bak_is_used(tmp_path):
     store = _store_with_offsets(tmp_path, '{\n\t"offsetTable":{\n\t\t"AuditTopic@g":{0:3,')
     (store / "config" / "consumerOffset.json.bak").write_text('{"offsetTable":{"AuditTopic@g":{0:2}}}')
     report = rocketmq_groups(str(store))
-    problem = next(p for p in report["problems"] if p["kind"] == "config_syntax")
-    assert problem["byte_offset"] == len((store / "config" / "consumerOffset.json").read_bytes())
+    problem = next(p for p in report["problems"] if p.kind.code == "config_syntax")
+    assert problem.byte_offset == len((store / "config" / "consumerOffset.json").read_bytes())
     read = next(c for c in report["config_files"] if c["name"] == "consumerOffset.json")
     assert read["loaded_from"] == "backup" and read["error"]
     assert _reported_groups(report)["g"]["AuditTopic"][0][0] == 2
@@ -208,7 +209,7 @@ def test_a_delay_offset_beyond_its_queue_is_corrected(tmp_path):
     report = rocketmq_groups(str(store))
     item = next(d for d in report["delay_levels"] if d["delay_level"] == level)
     assert item["corrected_offset"] == item["max_offset"] and item["pending"] == -5
-    assert "delay_offset_out_of_range" in [p["kind"] for p in report["problems"]]
+    assert "delay_offset_out_of_range" in [p.kind.code for p in report["problems"]]
 
 
 @_needs_corpus

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from segtool.findings import Severity
 from segtool.ops.verify import verify
 from tests.conftest import case_dirs
 
@@ -70,7 +71,7 @@ def test_recovery_prediction_matches_kafkas_recovery(case):
     before = _deep_records(case, "data", part, name)
     after = _deep_records(case, "kafka-recovery", recovered_dir.name, name)
     assert log["recovery"]["records_lost"] == before - after
-    first_error = min(p["byte_offset"] for p in log["problems"] if p["severity"] == "error")
+    first_error = min(p.byte_offset for p in log["problems"] if p.severity is Severity.ERROR)
     assert first_error == meta["recovery"]["log_size_after"]
 
 
@@ -79,7 +80,8 @@ def test_index_corruptions_are_found():
     for case in case_dirs("kafka"):
         if case.name in ("c11d-index-entries-swapped", "c11e-timeindex-ts-decreased", "c11f-index-pos-mid-batch"):
             report = verify([str(case / "data")])
-            found[case.name] = {p["kind"] for f in report["files"] for p in f["problems"] if p["severity"] == "error"}
+            found[case.name] = {p.kind.code for f in report["files"] for p in f["problems"]
+                                if p.severity is Severity.ERROR}
     if not found:
         pytest.skip("index corruption cases need ../shared/corpus")
     assert "entries_out_of_order" in found["c11d-index-entries-swapped"]
@@ -92,7 +94,7 @@ def test_kafka_sanity_check_wording_on_hot_copies():
     if not cases:
         pytest.skip("c02 needs ../shared/corpus")
     report = verify([str(cases[0] / "data")])
-    messages = [p["message"] for f in report["files"] for p in f["problems"] if p["kind"] == "sanity_check"]
+    messages = [p.message for f in report["files"] for p in f["problems"] if p.kind.code == "sanity_check"]
     goldens = sorted((cases[0] / "expected" / "dump" / "data").glob("*/*.index-sanity-check.stderr"))
     expected = [g.read_text().splitlines()[0].split(": ", 1)[1] for g in goldens if g.read_text()]
     assert expected and len(messages) == len(expected)
@@ -135,7 +137,7 @@ def test_leader_epoch_checkpoint_against_the_batches(tmp_path, monkeypatch):
     checkpoint.write_text("0\n2\n0 0\n5 100\n")
     (item,) = verify([str(checkpoint)])["files"]
     assert item["status"] == "problems"
-    assert [p["message"] for p in item["problems"]] == [
+    assert [p.message for p in item["problems"]] == [
         "the checkpoint gives offsets from 100 to epoch 5, but the batch at offset 100 carries leader epoch 0"]
     checkpoint.write_text("0\n2\n0 0\n5 100000\n")  # an epoch that starts past the last batch: nothing to contradict
     assert verify([str(checkpoint)])["files"][0]["problems"] == []
@@ -159,8 +161,8 @@ def test_segments_that_overlap_are_reported(tmp_path):
     with open(first, "ab") as out:
         out.write(second.read_bytes()[:head.size])
     report = verify([str(partition)], hash_inputs=False)
-    flagged = {f["path"]: [p for p in f["problems"] if p["kind"] == "segments_overlap"] for f in report["files"]}
+    flagged = {f["path"]: [p for p in f["problems"] if p.kind.code == "segments_overlap"] for f in report["files"]}
     assert [path for path, found in flagged.items() if found] == [str(second)]
     (problem,) = flagged[str(second)]
-    assert problem["severity"] == "error" and f"last offset {head.last_offset} of {first.name}" in problem["message"]
+    assert problem.severity is Severity.ERROR and f"last offset {head.last_offset} of {first.name}" in problem.message
     assert {f["path"]: f["status"] for f in report["files"]} == {**clean, str(second): "problems"}

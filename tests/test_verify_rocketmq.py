@@ -20,6 +20,7 @@ import pytest
 
 from segtool.rocketmq import store as rs
 from segtool.errors import SegtoolError
+from segtool.findings import Finding, Severity
 from segtool.rocketmq import store_files as rmq
 from segtool.engine.detect import detect
 from segtool.formats.json_names import snake_case_keys
@@ -96,8 +97,8 @@ def _files(report: dict, kind: str | None = None) -> dict[str, dict]:
     return out
 
 
-def _errors(item: dict) -> list[dict]:
-    return [p for p in item["problems"] if p["severity"] == "error"]
+def _errors(item: dict) -> list[Finding]:
+    return [p for p in item["problems"] if p.severity is Severity.ERROR]
 
 
 def _clean_multi() -> Path:
@@ -183,7 +184,7 @@ def test_unclean_shutdown_is_described(case):
     before, after = recovery["indexFilesBeforeLoad"], recovery["indexFilesAfterLoad"]
     assert predicted["kept_index_files"] == [n for n in before if n in after]
     assert predicted["dropped_index_files"] == [n for n in before if n not in after]
-    kinds = {p["kind"] for p in checkpoint["problems"]}
+    kinds = {p.kind.code for p in checkpoint["problems"]}
     assert {"unclean_shutdown", "stale_checkpoint"} <= kinds
 
     # the commitlog: where the data ends, the message the broker never dispatched, the empty file
@@ -195,23 +196,23 @@ def test_unclean_shutdown_is_described(case):
                   and not commitlog[f"commitlog/{name}"]["recovery"]["deleted"])
     item = commitlog[f"commitlog/{holder}"]
     assert item["recovery"]["valid_bytes"] == end["fileOffset"] and item["recovery"]["bytes_lost"] == 0
-    assert any(p["kind"] == "zero_tail" and p["byte_offset"] == end["fileOffset"] for p in item["problems"])
+    assert any(p.kind.code == "zero_tail" and p.byte_offset == end["fileOffset"] for p in item["problems"])
     last = summary["last_message_phyOffset"]
     for kind in ("not_in_consumequeue", "not_indexed"):
-        (problem,) = [p for p in item["problems"] if p["kind"] == kind]
-        assert problem["severity"] == "info" and problem["byte_offset"] == last - int(holder)
+        (problem,) = [p for p in item["problems"] if p.kind.code == kind]
+        assert problem.severity is Severity.INFO and problem.byte_offset == last - int(holder)
     after_names = {f.split(":")[0] for f in recovery["commitlogFilesAfterLoad"]}
     for name in files:
         deleted = commitlog[f"commitlog/{name}"]["recovery"]["deleted"]
         assert deleted == (name not in after_names)
         if deleted:
             assert commitlog[f"commitlog/{name}"]["recovery"]["records_lost"] == 0
-            kinds = {p["kind"] for p in commitlog[f"commitlog/{name}"]["problems"]}
+            kinds = {p.kind.code for p in commitlog[f"commitlog/{name}"]["problems"]}
             assert {"empty_file", "deleted_by_recovery"} <= kinds
 
     # the index file abnormal recovery deletes and rebuilds
     for name, item in _files(report, "rocketmq-indexfile").items():
-        dropped = any(p["kind"] == "dropped_by_recovery" for p in item["problems"])
+        dropped = any(p.kind.code == "dropped_by_recovery" for p in item["problems"])
         assert dropped == (name.split("/")[-1] not in after)
 
 
@@ -243,8 +244,8 @@ def test_commitlog_corruption_found_where_rocketmq_stops(case):
     assert affected["file"] == corruption["file"] and item["size"] == affected["fileLength"]
     offset = affected["fileOffset"]
     assert offset == corruption.get("fileOffset_of_message", corruption.get("cutMessageFileOffset"))
-    first = min(_errors(item), key=lambda p: p["byte_offset"] if p["byte_offset"] is not None else 1 << 62)
-    assert (first["kind"], first["byte_offset"]) == (_expected_kind(corruption), offset)
+    first = min(_errors(item), key=lambda p: p.byte_offset if p.byte_offset is not None else 1 << 62)
+    assert (first.kind.code, first.byte_offset) == (_expected_kind(corruption), offset)
 
     start = int(affected["file"])
     rec = item["recovery"]
@@ -253,7 +254,7 @@ def test_commitlog_corruption_found_where_rocketmq_stops(case):
     if recovery["loadResult"]:
         assert rec["valid_bytes"] == recovery["maxPhyOffset"] - start
     else:
-        assert any(p["kind"] == "file_size" for p in _errors(item))
+        assert any(p.kind.code == "file_size" for p in _errors(item))
         sizes = dict(f.split(":") for f in recovery["commitlogFilesBeforeLoad"])
         assert item["size"] == int(sizes[affected["file"]]) == corruption["truncatedToLength"]
 
@@ -277,7 +278,7 @@ def test_commitlog_corruption_found_where_rocketmq_stops(case):
         if name not in after:
             lost = sum(1 for m in clean if int(name) <= m["phyOffset"] < int(name) + other["size"])
             assert other["recovery"]["records_lost"] == lost > 0
-            assert [p["kind"] for p in _errors(other)] == ["deleted_by_recovery"]
+            assert [p.kind.code for p in _errors(other)] == ["deleted_by_recovery"]
         elif name != affected["file"]:
             assert not _errors(other) and other["recovery"]["bytes_lost"] == 0
 
@@ -313,7 +314,7 @@ def test_index_corruption_found(case, with_commitlog):
         result = _check_store_file(detect(str(path)), commitlog_dir=commitlog)
         assert (result["geometry"]["hash_slot_num"], result["geometry"]["index_num"]) == (
             geometry["hashSlotNum"], geometry["indexNum"])
-        found = {(p["kind"], p["byte_offset"]) for p in _errors(result)}
+        found = {(p.kind.code, p.byte_offset) for p in _errors(result)}
         want = expected.get(path.name, set())
         assert want <= found, (path.name, found)
         if not want:
@@ -331,8 +332,8 @@ def test_index_cycle_detection_is_bounded():
         pytest.skip("needs corrupt-index-prev-loop")
     (item,) = [i for i in _corruption_items(cases[0]) if i.get("probeKey")]
     result = _check_store_file(detect(str(cases[0] / "store" / "index" / item["file"])))
-    (problem,) = [p for p in result["problems"] if p["kind"] == "prev_cycle"]
-    assert f"slot {item['slot']}" in problem["message"] and "never returns" in problem["message"]
+    (problem,) = [p for p in result["problems"] if p.kind.code == "prev_cycle"]
+    assert f"slot {item['slot']}" in problem.message and "never returns" in problem.message
 
 
 # --------------------------------------------------------------------------
@@ -400,7 +401,7 @@ def test_loose_commitlog_file_outside_a_store(tmp_path):
     result = _check_store_file(detected)
     at = corruption["fileOffset_of_message"]
     # the flipped message, and the range reading past it skips: that message's bytes exactly
-    assert [(p["kind"], p["byte_offset"]) for p in _errors(result)] == [("crc_mismatch", at), ("damaged_range", at)]
+    assert [(p.kind.code, p.byte_offset) for p in _errors(result)] == [("crc_mismatch", at), ("damaged_range", at)]
     assert result["recovery"]["valid_bytes"] == at
     after = [m for m in rmq.walk_commitlog(loose.read_bytes(), file_from_offset=int(corruption["file"]))
              if isinstance(m, dict) and m["fileOffset"] > at]
@@ -548,6 +549,6 @@ def test_index_geometry_from_the_stores_other_files(tmp_path):
         assert (result["geometry"]["hash_slot_num"], result["geometry"]["index_num"]) == (10, 30)
         assert not _errors(result), result["problems"]
         if path.name == "20270101000000000":
-            assert result["entries"] == 0 and any(p["kind"] == "geometry" for p in result["problems"])
+            assert result["entries"] == 0 and any(p.kind.code == "geometry" for p in result["problems"])
         else:
             assert result["entries_checked"] == result["entries"] > 0

@@ -17,11 +17,10 @@ from segtool.engine.inventory import Partition, inventory
 from segtool.kafka.partition import PartitionView, Segment
 from segtool.kafka.startup import PartitionPlan, plan_partition
 from segtool.errors import CorruptData, UnreadableInput
-from segtool.findings import FindingKind, finding
+from segtool.findings import Finding, FindingKind, Severity, finding
 from segtool.kafka import log_dir as kafka_log_dir
 from segtool.kafka import state as kafka_state
-from segtool.kafka.log import BatchScan
-from segtool.kafka.records import batch_records, control_record_type
+from segtool.kafka.log import BatchScan, batch_records, control_record_type
 from segtool.kafka.messages import ApiMessageError
 from segtool.kafka.metadata import decode_metadata_record
 from segtool.kafka.names import (
@@ -75,8 +74,8 @@ def inspect(paths: list[str]) -> InspectReport:
             "partitions": len(partitions),
             "partitions_recovered": sum(1 for p in partitions if p["plan"]["recovered_segments"]),
             "partitions_truncated": sum(1 for p in partitions if p["plan"]["truncated_at"] is not None),
-            "errors": sum(1 for p in problems if p["severity"] == "error"),
-            "notes": sum(1 for p in problems if p["severity"] != "error"),
+            "errors": sum(1 for p in problems if p.severity is Severity.ERROR),
+            "notes": sum(1 for p in problems if p.severity is not Severity.ERROR),
             "unreadable": sum(len(d["unreadable"]) for d in log_dirs),
         },
     }
@@ -105,7 +104,7 @@ def inspect_log_dir(path: str) -> InspectedLogDir:
     found = inventory([root])
     by_directory: dict[str, Partition] = {os.path.normpath(p.directory): p for p in found.partitions}
     top_files = [f for f in found.files if os.path.dirname(os.path.normpath(f.path)) == root]
-    problems: list[dict] = []
+    problems: list[Finding] = []
     meta = _meta_properties(root, problems)
     marker = os.path.join(root, kafka_log_dir.CLEAN_SHUTDOWN)
     clean = os.path.isfile(marker)
@@ -146,7 +145,7 @@ def inspect_log_dir(path: str) -> InspectedLogDir:
     }
 
 
-def _meta_properties(root: str, problems: list[dict]) -> dict | None:
+def _meta_properties(root: str, problems: list[Finding]) -> dict | None:
     path = os.path.join(root, kafka_log_dir.META_PROPERTIES)
     if not os.path.isfile(path):
         return None
@@ -160,7 +159,7 @@ def _meta_properties(root: str, problems: list[dict]) -> dict | None:
             "other": [{"key": key, "value": value} for key, value in meta.other.items()]}
 
 
-def _checkpoints(root: str, problems: list[dict]) -> tuple[list[dict], dict[str, dict[tuple[str, int], int]]]:
+def _checkpoints(root: str, problems: list[Finding]) -> tuple[list[dict], dict[str, dict[tuple[str, int], int]]]:
     """Every offset checkpoint of the log dir with its entries; an unreadable one is a finding and
     counts as empty, as LogManager resets to 0 on a read error."""
     reports, offsets = [], {}
@@ -199,7 +198,7 @@ def _segment_summary(segment: Segment) -> InspectedSegment:
 
 def _inspect_partition(directory: str, topic: str, number: int, files: Partition | None, clean: bool,
                        offsets_by_file: dict) -> InspectedPartition:
-    problems: list[dict] = []
+    problems: list[Finding] = []
     paths = sorted(f.path for f in files.files) if files is not None else []
     state = renamed_directory_state(os.path.basename(directory))
     is_metadata = topic == METADATA_TOPIC
@@ -370,7 +369,7 @@ def _kraft_snapshot(path: str, end_offset: int, epoch: int, epochs) -> tuple[Kra
 
 
 def _cross_check_checkpoints(partitions: list[InspectedPartition], offsets_by_file: dict,
-                             problems: list[dict]) -> None:
+                             problems: list[Finding]) -> None:
     """Checkpoint entries against the partitions: beyond the log end, without a directory, missing."""
     present = {(p["topic"], p["partition"]) for p in partitions}
     for name, offsets in offsets_by_file.items():

@@ -22,7 +22,7 @@ from segtool.rocketmq import store as rs
 from segtool.engine.inventory import inventory
 from segtool.rocketmq import names as rocketmq_names
 from segtool.errors import SegtoolError, UnreadableInput
-from segtool.findings import FindingKind, finding
+from segtool.findings import Finding, FindingKind, Severity, finding
 from segtool.rocketmq import store_files as rmq
 from segtool.formats.outcomes import WalkEnd
 from segtool.ops.output_schema import (
@@ -54,8 +54,8 @@ def inspect_stores(paths: list[str]) -> RocketMQInspectReport:
             "commitlogs_truncated": sum(1 for s in stores if plan_truncates(s["plan"])),
             "consume_queue_units_dropped": sum(s["plan"]["consume_queue_units_dropped"] for s in stores),
             "index_files_destroyed": sum(len(s["plan"]["index"]["destroyed"]) for s in stores),
-            "errors": sum(1 for p in problems if p["severity"] == "error"),
-            "notes": sum(1 for p in problems if p["severity"] != "error"),
+            "errors": sum(1 for p in problems if p.severity is Severity.ERROR),
+            "notes": sum(1 for p in problems if p.severity is not Severity.ERROR),
             "unreadable": sum(len(s["unreadable"]) for s in stores),
         },
     }
@@ -94,7 +94,7 @@ def _root(path: str) -> Path:
 
 def inspect_store(path: str) -> InspectedStore:
     root = _root(path)
-    problems: list[dict] = []
+    problems: list[Finding] = []
     ctx = StoreContext(root)
     try:
         commitlog = _commitlog(ctx, problems)
@@ -141,7 +141,7 @@ def _lock_content(lock: Path) -> str | None:
     return data.decode("ascii", "backslashreplace") if data.isascii() else data.hex()
 
 
-def _commitlog(ctx: StoreContext, problems: list[dict]) -> InspectedCommitLog | None:
+def _commitlog(ctx: StoreContext, problems: list[Finding]) -> InspectedCommitLog | None:
     if ctx.commitlog_dir is None:
         return None
     files: list[InspectedCommitLogFile] = []
@@ -191,7 +191,7 @@ def _commitlog(ctx: StoreContext, problems: list[dict]) -> InspectedCommitLog | 
             "last_message": last_message}
 
 
-def _consume_queues(root: Path, problems: list[dict]) -> tuple[list[startup.QueuePlan], int | None]:
+def _consume_queues(root: Path, problems: list[Finding]) -> tuple[list[startup.QueuePlan], int | None]:
     """Every queue as ``ConsumeQueue.recover`` leaves it, and the store's ConsumeQueue file size."""
     cq_root = root / rocketmq_names.CONSUMEQUEUE_DIR
     if not cq_root.is_dir():
@@ -222,7 +222,7 @@ def _consume_queues(root: Path, problems: list[dict]) -> tuple[list[startup.Queu
     return queues, file_size
 
 
-def _index_files(root: Path, problems: list[dict]) -> tuple[list[InspectedIndexFile], list[rmq.IndexFile]]:
+def _index_files(root: Path, problems: list[Finding]) -> tuple[list[InspectedIndexFile], list[rmq.IndexFile]]:
     index_dir = root / rocketmq_names.INDEX_DIR
     if not index_dir.is_dir():
         return [], []

@@ -35,6 +35,7 @@ DamageReasonName = Literal[tuple(reason.value for reason in DamageReason)]  # ty
 
 
 class Problem(TypedDict):
+    # a segtool.findings.Finding as it is printed (Finding.as_dict): reports carry the Finding itself
     kind: FindingCode
     severity: SeverityName
     byte_offset: int | None

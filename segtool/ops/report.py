@@ -26,7 +26,7 @@ from segtool.engine.inventory import Partition, inventory
 from segtool.kafka.partition import Segment
 from segtool.kafka.recovery import PARALLEL_MIN_BYTES, ProducerTxnState
 from segtool.errors import CorruptData, SegtoolError
-from segtool.findings import Severity
+from segtool.findings import Finding, Severity
 from segtool.rocketmq import names as rocketmq_names
 from segtool.kafka import index as kafka_index
 from segtool.formats.checksums import ChecksumHelper
@@ -114,7 +114,7 @@ def _file_figures(item: dict) -> dict:
         "batches": item.get("batches"), "records": item.get("records"),
         "first_offset": item.get("first_offset"), "last_offset": item.get("last_offset"),
         "recovery": item.get("recovery"), "problems": len(problems),
-        "errors": sum(1 for p in problems if p["severity"] == Severity.ERROR.value),
+        "errors": sum(1 for p in problems if p.severity is Severity.ERROR),
     }
 
 
@@ -125,15 +125,13 @@ def _findings(items: Iterable[dict], place) -> ReportFindings:
     by_kind: dict[str, int] = {}
     for item in items:
         for problem in item.get("problems", []):
-            by_kind[problem["kind"]] = by_kind.get(problem["kind"], 0) + 1
+            by_kind[problem.kind.code] = by_kind.get(problem.kind.code, 0) + 1
             found.append((item, problem))
-    found.sort(key=lambda entry: entry[1]["severity"] != Severity.ERROR.value)
+    found.sort(key=lambda entry: entry[1].severity is not Severity.ERROR)
     shown = []
     for item, problem in found[:FINDINGS_SHOWN]:
         placed_at, placed_by = place(item, problem) if place is not None else (None, "none")
-        shown.append({"file": item["path"], "kind": problem["kind"], "severity": problem["severity"],
-                      "byte_offset": problem["byte_offset"], "offset": problem["offset"],
-                      "message": problem["message"], "placed_at": placed_at, "placed_by": placed_by})
+        shown.append({"file": item["path"], **problem.as_dict(), "placed_at": placed_at, "placed_by": placed_by})
     return {"total": len(found), "by_kind": by_kind, "shown": shown}
 
 
@@ -582,25 +580,25 @@ class _PartitionFigures:
             by_segment.setdefault(number, []).append(i)
         stems = {sibling(path, ""): path for path in self.logs if path.endswith(LOG)}
 
-        def place(item: dict, problem: dict) -> tuple[int | None, str]:
-            if problem["offset"] is not None:
-                return problem["offset"], "offset"
+        def place(item: dict, problem: Finding) -> tuple[int | None, str]:
+            if problem.offset is not None:
+                return problem.offset, "offset"
             path = item["path"]
             number = segment_of.get(path)
-            if number is not None and problem["byte_offset"] is not None:
+            if number is not None and problem.byte_offset is not None:
                 for damage in self.damaged:  # damage where framing ends: the first offset it lost
-                    if damage["file"] == path and damage["first_byte"] == problem["byte_offset"] \
+                    if damage["file"] == path and damage["first_byte"] == problem.byte_offset \
                             and damage["first_offset"] is not None:
                         return damage["first_offset"], "byte_offset"
                 buckets = by_segment.get(number, [])
                 positions = [b["first_position"][i] for i in buckets]
-                k = bisect.bisect_right(positions, problem["byte_offset"]) - 1
+                k = bisect.bisect_right(positions, problem.byte_offset) - 1
                 if k >= 0:
                     return b["first_offset"][buckets[k]], "byte_offset"
-            if problem["byte_offset"] is not None and file_format(item.get("kind", FileKind.UNKNOWN)).index_view is not None:
+            if problem.byte_offset is not None and file_format(item.get("kind", FileKind.UNKNOWN)).index_view is not None:
                 try:
                     index = kafka_index.open_index(path)
-                    slot = problem["byte_offset"] // index.entry_size
+                    slot = problem.byte_offset // index.entry_size
                     if 0 <= slot < index.entries:
                         return int(index.entry(slot).offset), "byte_offset"
                 except (SegtoolError, OSError, ValueError):
@@ -702,7 +700,7 @@ def _store_figures(root: str, commitlogs: list[str], files: list[str], verified:
     all_stamps = [q["first_timestamp"] for q in ordered] + [q["last_timestamp"] for q in ordered]
     progress = _consumer_progress(root, ordered, notes)
 
-    def place(item: dict, problem: dict) -> tuple[int | None, str]:
+    def place(item: dict, problem: Finding) -> tuple[int | None, str]:
         return _store_place(item, problem, truncation)
 
     return {
@@ -753,19 +751,19 @@ def _store_truncation(commitlogs: list[str], verified: dict) -> dict | None:
     return None
 
 
-def _store_place(item: dict, problem: dict, truncation: dict | None) -> tuple[int | None, str]:
+def _store_place(item: dict, problem: Finding, truncation: dict | None) -> tuple[int | None, str]:
     """A store finding's physical offset: its own, its CommitLog byte, its ConsumeQueue unit, its file's."""
     from segtool.rocketmq import store_files as rmq
 
-    if problem["offset"] is not None:
-        return problem["offset"], "offset"
+    if problem.offset is not None:
+        return problem.offset, "offset"
     kind, path = item.get("kind"), item["path"]
     name = os.path.basename(path)
     if kind == FileKind.ROCKETMQ_COMMITLOG and rocketmq_names.is_mapped_file_name(name):
-        return int(name) + (problem["byte_offset"] or 0), "byte_offset" if problem["byte_offset"] is not None else "file"
-    if kind == FileKind.ROCKETMQ_CONSUMEQUEUE and problem["byte_offset"] is not None:
+        return int(name) + (problem.byte_offset or 0), "byte_offset" if problem.byte_offset is not None else "file"
+    if kind == FileKind.ROCKETMQ_CONSUMEQUEUE and problem.byte_offset is not None:
         units = rmq.consumequeue_units(open_buffer(path))
-        unit = min(problem["byte_offset"] // rmq.CQ_UNIT_SIZE, len(units) - 1)
+        unit = min(problem.byte_offset // rmq.CQ_UNIT_SIZE, len(units) - 1)
         while unit >= 0 and units["size"][unit] <= 0:  # an unwritten unit: the last one written before it
             unit -= 1
         if unit >= 0:

@@ -22,8 +22,8 @@ Styled = tuple[str, str | None]
 
 def _problem_lines(problems: list[dict], indent: str = "") -> Iterator[Styled]:
     for problem in errors_first(problems):
-        error = problem["severity"] == Severity.ERROR.value
-        yield f"{indent}{problem['severity']:5} {problem['kind']}: {problem['message']}", "red" if error else None
+        error = problem.severity is Severity.ERROR
+        yield f"{indent}{problem.severity.value:5} {problem.kind.code}: {problem.message}", "red" if error else None
 
 
 def lookup_lines(answer: dict, request: LookupRequest, full: bool) -> list[str]:
@@ -204,12 +204,12 @@ def verify_lines(report: dict) -> Iterator[Styled]:
         yield "", None
         yield _verified_file_head(item), _STATUS_STYLES[item["status"]]
         ordered = errors_first(item.get("problems", []))
-        errors = [p for p in ordered if p["severity"] == Severity.ERROR.value]
+        errors = [p for p in ordered if p.severity is Severity.ERROR]
         infos = ordered[len(errors):]
         for problem in errors + infos[:20]:
-            where = "" if problem["byte_offset"] is None else f" at byte {problem['byte_offset']}"
-            yield (f"  {problem['severity']:5} {problem['kind']}{where}: {problem['message']}",
-                   "red" if problem["severity"] == Severity.ERROR.value else None)
+            where = "" if problem.byte_offset is None else f" at byte {problem.byte_offset}"
+            yield (f"  {problem.severity.value:5} {problem.kind.code}{where}: {problem.message}",
+                   "red" if problem.severity is Severity.ERROR else None)
         if len(infos) > 20:
             yield f"  info  … {len(infos) - 20} more notes (see --json)", None
         recovery = item.get("recovery")
@@ -228,8 +228,8 @@ def verify_lines(report: dict) -> Iterator[Styled]:
         if item["status"] == "skipped":
             yield f"{'SKIPPED':10} {item['path']}: {item.get('reason', 'not checked')}", "dim"
             continue
-        notes = [p for p in item.get("problems", []) if p["severity"] != Severity.ERROR.value]
-        yield (_verified_file_head(item) + (f"  {len(notes)} note(s): {notes[0]['message']}" if notes else ""),
+        notes = [p for p in item.get("problems", []) if p.severity is not Severity.ERROR]
+        yield (_verified_file_head(item) + (f"  {len(notes)} note(s): {notes[0].message}" if notes else ""),
                _STATUS_STYLES["ok"])
 
 

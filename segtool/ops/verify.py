@@ -1,7 +1,7 @@
 """`verify`: check files the way Kafka and RocketMQ do, and more; predict what recovery would cut.
 
 Each file gets ``{"path", "size", "sha256", "kind", "status", "problems", ...}``;
-a problem is a finding (``segtool.findings``: ``{"kind", "severity",
+a problem is a ``segtool.findings.Finding`` (printed as ``{"kind", "severity",
 "byte_offset", "offset", "message"}``) whose kind fixes its severity: "error"
 makes the file's status "problems" and "info" does not (offset gaps, which
 compaction makes legal, for example).  Each file is checked by its kind's format

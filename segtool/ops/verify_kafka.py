@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import bisect
 import os
+from dataclasses import replace
 from typing import Callable
 
 from segtool.kafka.partition import PartitionView
 from segtool.kafka.recovery import RecoveryStop, SegmentObserver, recover_segment, records_after
 from segtool.source import open_buffer
 from segtool.errors import CorruptData, SegtoolError, UnreadableInput
-from segtool.findings import FindingKind, finding
+from segtool.findings import Finding, FindingKind, Severity, finding
 from segtool.kafka import index as kafka_index
 from segtool.kafka.names import INDEX, KRAFT_SNAPSHOT, LOG, offset_from_file_name, sibling
 from segtool.kafka.log import BatchScan
@@ -46,7 +47,7 @@ class _BatchChecks(SegmentObserver):
 
     def __init__(self, path: str, base: int, deep: bool):
         self.path, self.base, self.deep = path, base, deep
-        self.problems: list[dict] = []
+        self.problems: list[Finding] = []
         self.previous_last: int | None = None
         self.first_base: int | None = None
         self.batches = self.records = 0
@@ -99,7 +100,7 @@ class _BatchChecks(SegmentObserver):
         self.previous_last = int(last_offset[-1])
         self.batches += len(headers)
 
-    def _problems(self, batch, previous_last: int | None) -> list[dict]:
+    def _problems(self, batch, previous_last: int | None) -> list[Finding]:
         problems = []
         base = self.base
 
@@ -186,7 +187,7 @@ def verify_log(path: str, deep: bool = False, progress: Callable[[int], None] | 
     }
 
 
-def salvage_after(buf, path: str, position: int, next_offset: int, problems: list[dict]) -> dict:
+def salvage_after(buf, path: str, position: int, next_offset: int, problems: list[Finding]) -> dict:
     """What reading past damage keeps of the bytes recovery cuts from ``position``: valid batches,
     their records and offsets; each damaged range becomes a finding."""
     # imported here: the search loads numpy and the RocketMQ layouts, which a clean segment never needs
@@ -218,7 +219,7 @@ def _record_count(batch, path: str) -> int:
 # -- indexes ----------------------------------------------------------------
 
 
-def _index_vs_log(path: str, time_index: bool) -> list[dict]:
+def _index_vs_log(path: str, time_index: bool) -> list[Finding]:
     """kafka-dump-log's --verify-index-only checks, reported as problems."""
     from segtool.ops.kafka_dump_log import KafkaDumpLog, KafkaDumpOptions
 
@@ -252,9 +253,9 @@ def _index_vs_log(path: str, time_index: bool) -> list[dict]:
     return problems
 
 
-def _older_broker_time_entries(path: str, problems: list[dict]) -> list[dict]:
+def _older_broker_time_entries(path: str, problems: list[Finding]) -> list[Finding]:
     """Older brokers indexed any offset inside the batch: accept offsets within [base, last]."""
-    if not any(p["kind"] == "indexed_offset_not_found" for p in problems):
+    if not any(p.kind is FindingKind.INDEXED_OFFSET_NOT_FOUND for p in problems):
         return problems
     index = kafka_index.TimeIndex(path).trim_to_valid()
     offsets_index = kafka_index.OffsetIndex(sibling(path, INDEX))
@@ -272,10 +273,10 @@ def _older_broker_time_entries(path: str, problems: list[dict]) -> list[dict]:
             continue  # reported by the index-versus-log checks already
     kept = []
     for problem in problems:
-        if problem["kind"] == FindingKind.INDEXED_OFFSET_NOT_FOUND.code and problem["offset"] in inside:
-            problem = finding(FindingKind.INDEXED_OFFSET_INSIDE_BATCH, problem["byte_offset"],
-                              problem["message"] + "; it lies inside the batch, as older brokers indexed",
-                              offset=problem["offset"])
+        if problem.kind is FindingKind.INDEXED_OFFSET_NOT_FOUND and problem.offset in inside:
+            problem = finding(FindingKind.INDEXED_OFFSET_INSIDE_BATCH, problem.byte_offset,
+                              problem.message + "; it lies inside the batch, as older brokers indexed",
+                              offset=problem.offset)
         kept.append(problem)
     return kept
 
@@ -312,9 +313,9 @@ def verify_index(path: str, time_index: bool) -> dict:
         checks = _index_vs_log(path, time_index)
         if valid == 1 and index.entries > 1 and not any(open_buffer(path)[:index.entry_size]):
             # a hot copy whose only "entry" is the first preallocated zero slot
-            checks = [finding(FindingKind[p["kind"].upper()], p["byte_offset"],
-                              p["message"] + " (the slot is preallocated zeros)", info=True, offset=p["offset"])
-                      if p["kind"] in ("index_offset_mismatch", "indexed_offset_not_found") else p for p in checks]
+            checks = [replace(p, message=p.message + " (the slot is preallocated zeros)", severity=Severity.INFO)
+                      if p.kind in (FindingKind.INDEX_OFFSET_MISMATCH, FindingKind.INDEXED_OFFSET_NOT_FOUND) else p
+                      for p in checks]
         if time_index:
             checks = _older_broker_time_entries(path, checks)
         problems.extend(checks)
@@ -323,7 +324,7 @@ def verify_index(path: str, time_index: bool) -> dict:
     return {"entries": valid, "problems": problems}
 
 
-def _monotonicity(index, valid: int, time_index: bool) -> list[dict]:
+def _monotonicity(index, valid: int, time_index: bool) -> list[Finding]:
     """Entries must grow: offsets and positions (offset index), timestamps and offsets (time index)."""
     problems = []
     previous = None

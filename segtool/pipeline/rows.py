@@ -21,6 +21,7 @@ import numpy as np
 import pyarrow as pa
 
 from segtool.errors import CorruptData
+from segtool.findings import FindingKind, finding
 from segtool.engine.salvage import DamagedRange, commitlog_pieces, kafka_pieces
 from segtool.kafka.log import RecordBatch
 from segtool.kafka.record_columns import batch_columns
@@ -262,8 +263,7 @@ def kafka_rows(task: dict, stats: dict, with_values: bool = False, cap: int = DE
         if isinstance(piece, DamagedRange):
             damage = piece.as_dict()
             damage.update(first_byte=damage["first_byte"] + shift, last_byte=damage["last_byte"] + shift)
-            errors.append({"kind": "damaged_range", "byte_offset": damage["first_byte"],
-                           "message": damaged_range_text(damage)})
+            errors.append(finding(FindingKind.DAMAGED_RANGE, damage["first_byte"], damaged_range_text(damage)))
             continue
         batch = piece
         stats["batches"] += 1
@@ -278,8 +278,7 @@ def kafka_rows(task: dict, stats: dict, with_values: bool = False, cap: int = DE
             else:
                 builder.add_records(batch, batch_records(batch, path, cap), shift)
         except CorruptData as exc:
-            errors.append({"kind": "record_structure", "byte_offset": batch.position + shift,
-                           "message": exc.message})
+            errors.append(finding(FindingKind.RECORD_STRUCTURE, batch.position + shift, exc.message))
         if builder.rows >= chunk_rows or builder.payload_bytes >= chunk_bytes:
             stats["rows"] += builder.rows
             yield key, builder.flush()
@@ -347,13 +346,12 @@ def rocketmq_rows(task: dict, stats: dict, with_values: bool = False, chunk_rows
         if isinstance(piece, DamagedRange):
             damage = piece.as_dict()
             damage.update(first_byte=damage["first_byte"] + start, last_byte=damage["last_byte"] + start)
-            stats["errors"].append({"kind": "damaged_range", "byte_offset": damage["first_byte"],
-                                    "message": damaged_range_text(damage)})
+            stats["errors"].append(finding(FindingKind.DAMAGED_RANGE, damage["first_byte"], damaged_range_text(damage)))
         elif isinstance(piece, CommitLogEnd):
             stats["scanned_to"] = start + piece.file_offset
             if piece.kind is WalkEnd.BLANK and not piece.blank_size_matches and end is None:
-                stats["errors"].append({"kind": "blank_size", "byte_offset": start + piece.file_offset,
-                                        "message": "blank end-of-file record whose size does not reach the file end"})
+                stats["errors"].append(finding(FindingKind.BLANK_SIZE, start + piece.file_offset,
+                                               "blank end-of-file record whose size does not reach the file end"))
             elif piece.kind in (WalkEnd.BLANK, WalkEnd.ZERO_TAIL) and end is not None:
                 stats["stop_reason"] = piece.kind  # a middle split should run to its end
         else:

@@ -29,7 +29,7 @@ from collections import OrderedDict
 from functools import partial
 
 from segtool.errors import SegtoolError
-from segtool.findings import FindingKind, finding, has_errors
+from segtool.findings import Finding, FindingKind, Severity, finding
 from segtool.pipeline import storage
 from segtool.pipeline.inputs import discover
 from segtool.pipeline.rows import DEFAULT_CHUNK_BYTES, DEFAULT_CHUNK_ROWS, new_stats, task_rows
@@ -151,21 +151,28 @@ def run_scan_task(task: dict, out: str, with_values: bool = False, chunk_rows: i
 def _problems(tasks: list[dict], results: list[dict]) -> list[dict]:
     problems = []
 
-    def add(kind: FindingKind, stats, byte_offset, message):
-        problems.append({**finding(kind, byte_offset, message), "path": stats["path"], "split": stats["split"]})
+    def add(found: Finding, stats):
+        problems.append({**found.as_dict(), "path": stats["path"], "split": stats["split"]})
 
     for task, stats in zip(tasks, results):
         last = task["end"] is None
         for error in stats["errors"]:
-            add(FindingKind[error["kind"].upper()], stats, error["byte_offset"], error["message"])
+            add(error, stats)
         if stats["crc_invalid"]:
-            add(FindingKind.CRC_MISMATCH, stats, None,
-                f"{stats['crc_invalid']} batch(es) whose stored CRC does not match (rows flagged crc_valid=false)")
+            add(finding(FindingKind.CRC_MISMATCH, None, f"{stats['crc_invalid']} batch(es) whose stored CRC does not "
+                                                        "match (rows flagged crc_valid=false)"), stats)
         if not last and (stats["scanned_to"] != task["end"] or stats["stop_reason"] is not None):
-            add(FindingKind.SPLIT_BOUNDARY, stats, stats["scanned_to"],
-                f"split {task['split']} read to byte {stats['scanned_to']} but the next split starts at {task['end']}: "
-                "the offset index pointed at a batch that is not on the chain of batches")
+            add(finding(FindingKind.SPLIT_BOUNDARY, stats["scanned_to"],
+                        f"split {task['split']} read to byte {stats['scanned_to']} but the next split starts at "
+                        f"{task['end']}: the offset index pointed at a batch that is not on the chain of batches"),
+                stats)
     return problems
+
+
+def _task_result(stats: dict) -> dict:
+    """A task's stats as the report lists them: each error as its kind, byte offset and message."""
+    errors = [{"kind": e.kind.code, "byte_offset": e.byte_offset, "message": e.message} for e in stats["errors"]]
+    return {**stats, "errors": errors}
 
 
 def _check_outputs(out: str, force: bool) -> None:
@@ -308,7 +315,7 @@ def scan(paths: list[str], out: str, engine, split_bytes: int = DEFAULT_SPLIT_BY
         "stores": list(stores.values()),
         "problems": problems,
         "notes": notes,
-        "task_results": results,
+        "task_results": [_task_result(stats) for stats in results],
         "timing": {
             "startup_seconds": round(startup, 3),
             "plan_seconds": round(scanning - planned, 3),
@@ -329,4 +336,4 @@ def exit_code(report: dict) -> int:
     """2 when an input entry could not be read, 1 for damaged data, else 0."""
     if report["inputs"]["unreadable"]:
         return 2
-    return 1 if has_errors(report["problems"]) else 0
+    return 1 if any(p["severity"] == Severity.ERROR.value for p in report["problems"]) else 0

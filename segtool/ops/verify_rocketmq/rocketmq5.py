@@ -9,10 +9,11 @@ instead."""
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from pathlib import Path
 
 from segtool.errors import SegtoolError
-from segtool.findings import Findings, FindingKind
+from segtool.findings import Findings, FindingKind, Severity
 from segtool.rocketmq import store_files as rmq
 from segtool.rocketmq import v5 as r5
 from segtool.formats.outcomes import WalkEnd
@@ -374,11 +375,10 @@ def verify_compaction_log(path: str, deep: bool, ctx: StoreContext) -> dict:
     topic, queue_name = parts[queue_at], parts[queue_at + 1]
     queue_id = rocketmq_names.queue_id(queue_name)
     result = verify_commitlog(path, deep, StoreContext(None))  # as recovery reads a CommitLog file alone
-    for problem in result["problems"]:
-        if problem["kind"] == FindingKind.PROPERTY_CRC_MISMATCH.code:
-            # CompactionAppendMessageCallback rewrites PHYSICALOFFSET of a copy whose __CRC32# covers the old one
-            problem.update(severity="info", message=problem["message"] + " (expected in a compaction log: "
-                           "its PHYSICALOFFSET was rewritten after the CRC was computed)")
+    # CompactionAppendMessageCallback rewrites PHYSICALOFFSET of a copy whose __CRC32# covers the old one
+    result["problems"] = [replace(p, severity=Severity.INFO, message=p.message + " (expected in a compaction log: "
+                                  "its PHYSICALOFFSET was rewritten after the CRC was computed)")
+                          if p.kind is FindingKind.PROPERTY_CRC_MISMATCH else p for p in result["problems"]]
     problems = Findings(PROBLEMS_PER_KIND)
     previous = None
     with rmq.MappedFile(path) as mf:
