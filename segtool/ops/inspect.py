@@ -20,7 +20,8 @@ from segtool.errors import CorruptData, UnreadableInput
 from segtool.findings import Finding, FindingKind, Severity, finding
 from segtool.kafka import log_dir as kafka_log_dir
 from segtool.kafka import state as kafka_state
-from segtool.kafka.log import BatchScan, batch_records, control_record_type
+from segtool.kafka.log import BatchScan
+from segtool.kafka.records import batch_records, control_record_type
 from segtool.kafka.messages import ApiMessageError
 from segtool.kafka.metadata import decode_metadata_record
 from segtool.kafka.names import (
