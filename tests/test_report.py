@@ -5,6 +5,7 @@ Each case's page must render (plotly's SVG drawn, no JavaScript error) and the f
 file's status, batch and record counts and recovery, every finding with its offsets, the point
 where recovery truncates; the timeline's own batch counts (a second framing pass) must equal
 verify's, and its record counts those of ``verify --deep`` (which counts legacy messages too).
+The fast tier reads the figures from the page's file; the browser tests (full tier) from the page.
 """
 
 from __future__ import annotations
@@ -56,13 +57,36 @@ def _shown(page_figures: dict) -> list[dict]:
     return [f for group in groups + [page_figures["other_findings"]] for f in group["shown"]]
 
 
-@pytest.mark.parametrize("case", CASES, ids=[f"{p.parent.parent.name}-{p.parent.name}" for p in CASES])
-def test_the_page_renders_and_agrees_with_verify(case, browser, tmp_path):
-    out = tmp_path / "report.html"
+def _report_and_verify(case: Path, out: Path) -> tuple[dict, dict]:
+    """The report's page of a case written to ``out``; verify's and verify --deep's reports of it."""
     run = segtool("report", case, "--out", out, "--no-hash")
     verified, verify_code = _json("verify", "--json", "--no-hash", case)
     deep, _ = _json("verify", "--json", "--no-hash", "--deep", case)
     assert run.returncode == verify_code, run.stderr
+    return verified, deep
+
+
+def _embedded_figures(page: Path) -> dict:
+    """The figures a page embeds, read from its file (no browser)."""
+    html = page.read_text()
+    start = html.index('id="segtool-figures">') + len('id="segtool-figures">')
+    return json.loads(html[start:html.index("</script>", start)])
+
+
+CASE_IDS = [f"{p.parent.parent.name}-{p.parent.name}" for p in CASES]
+
+
+@pytest.mark.parametrize("case", CASES, ids=CASE_IDS)
+def test_the_page_agrees_with_verify(case, tmp_path):
+    out = tmp_path / "report.html"
+    verified, deep = _report_and_verify(case, out)
+    _agree_with_verify(_embedded_figures(out), verified, deep)
+
+
+@pytest.mark.parametrize("case", CASES, ids=CASE_IDS)
+def test_the_page_renders_and_agrees_with_verify(case, browser, tmp_path):
+    out = tmp_path / "report.html"
+    verified, deep = _report_and_verify(case, out)
 
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     errors = []
@@ -78,7 +102,11 @@ def test_the_page_renders_and_agrees_with_verify(case, browser, tmp_path):
     assert not errors, errors
     assert plots >= len(figures["partitions"]) + len(figures["stores"]) >= 1
     assert drawn >= plots
+    assert figures == _embedded_figures(out)
+    _agree_with_verify(figures, verified, deep)
 
+
+def _agree_with_verify(figures: dict, verified: dict, deep: dict) -> None:
     # every file: verify's figures
     by_path = {item["path"]: item for item in verified["files"]}
     assert figures["summary"] == verified["summary"]

@@ -20,6 +20,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = [pytest.mark.spark, pytest.mark.cluster]
+
 pytest.importorskip("pyarrow")
 pyspark = pytest.importorskip("pyspark")
 
