@@ -44,10 +44,16 @@ def _corpus_paths() -> list[str]:
     return paths
 
 
-def test_every_reported_problem_is_a_declared_kind_with_its_severity():
+@pytest.fixture(scope="module")
+def corpus_report() -> dict:
+    """verify over the whole corpus (damage cases and wild/ included), once for the module."""
+    return verify(_corpus_paths(), hash_inputs=False)
+
+
+def test_every_reported_problem_is_a_declared_kind_with_its_severity(corpus_report):
     """verify over the whole corpus (damage cases and wild/ included): each problem's kind is a
     FindingKind, and its severity is the kind's own unless the kind declares when it is a note."""
-    report = verify(_corpus_paths(), hash_inputs=False)
+    report = corpus_report
     seen = set()
     for item in report["files"]:
         errors = False
@@ -65,9 +71,9 @@ def test_every_reported_problem_is_a_declared_kind_with_its_severity():
     assert len(seen) >= 20, sorted(k.code for k in seen)
 
 
-def test_index_findings_carry_the_offset_they_concern():
+def test_index_findings_carry_the_offset_they_concern(corpus_report):
     """An index-versus-log finding names the indexed offset as a value, not only in its message."""
-    report = verify(_corpus_paths(), hash_inputs=False)
+    report = corpus_report
     index_kinds = {"index_offset_mismatch", "indexed_offset_not_found", "indexed_offset_inside_batch"}
     found = [p for item in report["files"] for p in item.get("problems", []) if p["kind"] in index_kinds]
     assert found, "the corpus has index damage cases"

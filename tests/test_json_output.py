@@ -1,5 +1,8 @@
 """JSON output: one snake_case naming, one record shape, and a JSON Schema per command that real
-output of every command on the corpus validates against."""
+output of every command on the corpus validates against.
+
+The commands run once (a module fixture).  The fast tier validates each distinct shape of document
+once (about 160,000 dump lines, a few hundred shapes); the full tier (`slow`) validates every line."""
 
 from __future__ import annotations
 
@@ -87,22 +90,124 @@ def _keys(value, where="$"):
             yield from _keys(item, f"{where}[]")
 
 
-def test_every_command_output_validates_against_its_schema_and_is_snake_case(tmp_path):
+@pytest.fixture(scope="module")
+def outputs(tmp_path_factory) -> dict[str, list]:
+    return _outputs(tmp_path_factory.mktemp("outputs"))
+
+
+# Validation keywords whose outcome depends only on a document's shape: its keys, the JSON type of each
+# value, and the values of the properties a const or enum tests (_valued_properties).  A schema using any
+# other keyword (pattern on values, minimum, format...) is validated document by document.
+_SHAPE_KEYWORDS = {"$schema", "$id", "$defs", "$ref", "title", "description", "type", "properties", "required",
+                   "additionalProperties", "propertyNames", "anyOf", "items", "const", "enum"}
+
+
+def _valued_properties(schema: dict) -> set[str] | None:
+    """The property names whose values the schema tests (a const or enum in the property's own schema,
+    its anyOf branches, items or references); None when it uses a keyword outside _SHAPE_KEYWORDS."""
+    defs = schema.get("$defs", {})
+
+    def tests_value(node, seen) -> bool:
+        if not isinstance(node, dict):
+            return False
+        if "const" in node or "enum" in node:
+            return True
+        ref = node.get("$ref")
+        if ref is not None and ref not in seen:
+            if tests_value(defs[ref.rsplit("/", 1)[1]], seen | {ref}):
+                return True
+        branches = list(node.get("anyOf", [])) + [node.get("items")]
+        return any(tests_value(branch, seen) for branch in branches)
+
+    valued: set[str] = set()
+
+    def walk(node) -> bool:
+        if isinstance(node, list):
+            return all(walk(item) for item in node)
+        if not isinstance(node, dict):
+            return True
+        for keyword, value in node.items():
+            if keyword not in _SHAPE_KEYWORDS:
+                return False
+            if keyword == "propertyNames" and set(value) != {"pattern"}:
+                return False
+            if keyword == "properties":
+                valued.update(name for name, sub in value.items() if tests_value(sub, frozenset()))
+                if not all(walk(sub) for sub in value.values()):
+                    return False
+            elif keyword == "$defs":
+                if not all(walk(sub) for sub in value.values()):
+                    return False
+            elif keyword in ("anyOf", "items", "additionalProperties") and not walk(value):
+                return False
+        return True
+
+    return valued if walk(schema) else None
+
+
+def _shape(value, valued: set[str], name: str | None = None):
+    """What validation against a schema of _SHAPE_KEYWORDS sees of a value: keys, JSON types, and the
+    values of the properties named in ``valued``."""
+    if isinstance(value, dict):
+        # in the document's key order: the same code gives the same order (and another order is only another shape)
+        return ("object", tuple((key, _shape(item, valued, key)) for key, item in value.items()))
+    if isinstance(value, list):
+        return ("array", tuple(_shape(item, valued, name) for item in value))
+    if name in valued:
+        return (type(value).__name__, value)
+    return type(value).__name__
+
+
+def _check_command_output(command: str, documents: list, every_document: bool) -> None:
     import re
 
     snake = re.compile(r"^[a-z][a-z0-9_]*$")
-    for command, documents in _outputs(tmp_path).items():
-        assert documents, command
-        validator = Draft202012Validator(json.loads((SCHEMAS / f"{command}.schema.json").read_text()))
-        kinds = set()
-        for document in documents:
+    assert documents, command
+    schema = json.loads((SCHEMAS / f"{command}.schema.json").read_text())
+    validator = Draft202012Validator(schema)
+    valued = None if every_document else _valued_properties(schema)
+    shapes = set()
+    kinds = set()
+    for document in documents:
+        if valued is not None:
+            shape = _shape(document, valued)
+            validate = shape not in shapes
+            shapes.add(shape)
+        else:
+            validate = True
+        if validate:
             errors = sorted(validator.iter_errors(document), key=lambda e: list(e.path))
             assert not errors, (command, errors[0].message, list(errors[0].path))
-            bad = [(key, where) for key, where in _keys(document) if not snake.match(key)]
-            assert not bad, (command, bad[:5])
-            kinds.add(document.get("kind"))
-        if command == "dump":
-            assert {"batch", "record", "message", "cq_unit", "index_entry"} <= kinds
+        bad = [(key, where) for key, where in _keys(document) if not snake.match(key)]
+        assert not bad, (command, bad[:5])
+        kinds.add(document.get("kind"))
+    if command == "dump":
+        assert {"batch", "record", "message", "cq_unit", "index_entry"} <= kinds
+
+
+def test_every_command_output_validates_against_its_schema_and_is_snake_case(outputs):
+    """Every document is snake_case; each distinct shape of document is validated."""
+    for command, documents in outputs.items():
+        _check_command_output(command, documents, every_document=False)
+
+
+def test_the_shapes_stand_for_the_schemas():
+    """The shape shortcut holds for the dump schema (else the test above validates every document),
+    and a value a const or enum tests is part of a shape."""
+    schema = json.loads((SCHEMAS / "dump.schema.json").read_text())
+    valued = _valued_properties(schema)
+    assert valued is not None and {"kind", "reason"} <= valued
+    assert _shape({"kind": "batch", "size": 1}, valued) != _shape({"kind": "record", "size": 1}, valued)
+    assert _shape({"kind": "batch", "size": 1}, valued) == _shape({"kind": "batch", "size": 2}, valued)
+    assert _shape({"size": 1}, valued) != _shape({"size": True}, valued) != _shape({"size": None}, valued)
+    assert _valued_properties({"properties": {"id": {"type": "string", "pattern": "^[0-9]+$"}}}) is None
+
+
+@pytest.mark.slow
+def test_every_command_output_validates_document_by_document(outputs):
+    """Every document of every command validated against its schema, and snake_case."""
+    for command, documents in outputs.items():
+        _check_command_output(command, documents, every_document=True)
 
 
 def test_a_record_has_one_shape_whichever_way_it_was_found():
