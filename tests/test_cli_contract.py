@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, corpus_path, segtool
+from tests.conftest import REPO, corpus_path, segtool, segtool_process
 
 KAFKA = ("kafka",)
 
@@ -69,10 +69,14 @@ def _rows(tmp: Path) -> list[tuple[str, list, int]]:
     ]
 
 
-def test_exit_code_table(tmp_path):
+# the table in this process (the same exit-code mapping as `main`), and as real processes (the status
+# the shell sees, after the interpreter's exit) in the full tier
+@pytest.mark.parametrize("run_segtool", [segtool, pytest.param(segtool_process, marks=pytest.mark.slow)],
+                         ids=["in-process", "process"])
+def test_exit_code_table(tmp_path, run_segtool):
     failures = []
     for name, args, expected in _rows(tmp_path):
-        run = segtool(*args, env={"XDG_CACHE_HOME": str(tmp_path / "cache"), "PATH": "/usr/bin:/bin"})
+        run = run_segtool(*args, env={"XDG_CACHE_HOME": str(tmp_path / "cache"), "PATH": "/usr/bin:/bin"})
         if run.returncode != expected:
             failures.append((name, expected, run.returncode, run.stderr[-300:]))
         assert "Traceback" not in run.stderr, name

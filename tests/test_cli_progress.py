@@ -59,7 +59,10 @@ def _commands(tmp_path):
     }
 
 
-@pytest.mark.parametrize("command", ["verify", "rebuild-index", "scan", "index-keys"])
+# each a dozen real processes on a pseudo-terminal: one command in the fast tier, the rest in the full one
+@pytest.mark.parametrize("command", [pytest.param("verify", marks=pytest.mark.slow),
+                                     pytest.param("rebuild-index", marks=pytest.mark.slow),
+                                     pytest.param("scan", marks=pytest.mark.slow), "index-keys"])
 def test_progress_bar_only_on_a_terminal_and_never_when_quiet(command, tmp_path):
     args = _commands(tmp_path)[command]
     code, stdout, terminal = _run_on_terminal(args)

@@ -3,7 +3,12 @@
 import subprocess
 import sys
 
+import pytest
+
 from tests.conftest import REPO, corpus_path
+
+# every example of docs/usage.md rerun in a shell (dozens of processes): the full tier
+pytestmark = pytest.mark.slow
 
 
 def test_usage_examples_match_fresh_output():

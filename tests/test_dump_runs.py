@@ -59,7 +59,13 @@ def _corpus_files() -> list[Path]:
     return logs + commitlogs
 
 
-@pytest.mark.parametrize("path", _corpus_files(), ids=lambda p: str(p.relative_to(p.parents[3])))
+def _corpus_params() -> list:
+    """Every file; the wild corpus's largest segments (about 1-4 MB each, most of the time) in the full tier."""
+    return [pytest.param(path, marks=pytest.mark.slow) if "wild" in path.parts and path.stat().st_size > 900_000
+            else path for path in _corpus_files()]
+
+
+@pytest.mark.parametrize("path", _corpus_params(), ids=lambda p: str(p.relative_to(p.parents[3])))
 def test_corpus_file(path):
     assert_same_output(str(path))
 

@@ -85,6 +85,7 @@ def test_in_place_rebuild_keeps_a_backup(tmp_path):
     assert not list(part.glob(".*segtool-tmp*"))
 
 
+@pytest.mark.slow  # 25 real processes killed at random moments
 def test_killed_writer_never_leaves_a_mixed_file(tmp_path):
     source = _case("c11a-crc-byte-flip") / "data" / "c01-plain-0"
     reference = tmp_path / "reference"

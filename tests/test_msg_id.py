@@ -16,6 +16,10 @@ from tests.conftest import REPO, segtool
 from tests.test_rocketmq_lookups import rocketmq_case
 
 
+# the fast tier checks every 7th message (all of them over the three tests' runs), the full tier every one
+STEPS = [pytest.param(7, id="every-7th"), pytest.param(1, id="every", marks=pytest.mark.slow)]
+
+
 @pytest.fixture(scope="module")
 def clean():
     case = rocketmq_case("clean-multi")
@@ -39,11 +43,12 @@ def test_offset_msg_id_layout_matches_rocketmq(clean):
         assert decoded["commit_log_offset"] == msg["phyOffset"]
 
 
-def test_unique_key_decodes_to_a_time_just_before_the_send(clean):
+@pytest.mark.parametrize("step", STEPS)
+def test_unique_key_decodes_to_a_time_just_before_the_send(clean, step):
     _, messages = clean
     with_keys = [msg for msg in messages if msg["UNIQ_KEY"]]
     assert with_keys
-    for msg in with_keys:
+    for msg in with_keys[::step]:
         decoded = ids.decode_uniq_key(msg["UNIQ_KEY"])
         offset = ids.infer_utc_offset(decoded["ms_since_month_start"], msg["bornTimestamp"])
         assert offset is not None, msg["UNIQ_KEY"]
@@ -67,13 +72,15 @@ def test_every_message_by_its_offset_msg_id(clean):
     assert [view["mqadmin"]["offset_msg_id"] for view in answer["messages"]] == [m["offsetMsgId"] for m in messages]
 
 
-def test_every_message_by_its_unique_key_scanning_the_commitlog(clean):
+@pytest.mark.parametrize("step", STEPS)
+def test_every_message_by_its_unique_key_scanning_the_commitlog(clean, step):
     store, messages = clean
     expected = defaultdict(list)
     for msg in messages:
         if msg["UNIQ_KEY"]:
             expected[msg["UNIQ_KEY"]].append(msg)
-    answer = lookup_msg_ids(store, list(expected))
+    keys = list(expected)[::step]
+    answer = lookup_msg_ids(store, keys)
     for entry in answer["ids"]:
         holders = sorted(expected[entry["msg_id"]], key=lambda m: (m["storeTimestamp"], m["phyOffset"]))
         assert entry["id_kind"] == "unique_key" and entry["searched_by"] == "commitlog_scan"
@@ -81,10 +88,12 @@ def test_every_message_by_its_unique_key_scanning_the_commitlog(clean):
         assert entry["mqadmin_phy_offset"] == holders[0]["phyOffset"]  # the oldest, as MQAdminImpl keeps
     # every message with a unique key was found by it
     found = {phy for entry in answer["ids"] for phy in entry["phy_offsets"]}
-    assert found == {m["phyOffset"] for m in messages if m["UNIQ_KEY"]}
+    assert found == {m["phyOffset"] for m in messages if m["UNIQ_KEY"] in keys}
+    assert step > 1 or found == {m["phyOffset"] for m in messages if m["UNIQ_KEY"]}
 
 
-def test_every_message_by_its_unique_key_through_the_index(clean):
+@pytest.mark.parametrize("step", STEPS)
+def test_every_message_by_its_unique_key_through_the_index(clean, step):
     store, messages = clean
     by_topic = defaultdict(lambda: defaultdict(list))
     for msg in messages:
@@ -92,7 +101,7 @@ def test_every_message_by_its_unique_key_through_the_index(clean):
         if msg["UNIQ_KEY"] and msg["transactionType"] != 0xC:
             by_topic[msg["topic"]][msg["UNIQ_KEY"]].append(msg["phyOffset"])
     for topic, keys in by_topic.items():
-        answer = lookup_msg_ids(store, list(keys), topic)
+        answer = lookup_msg_ids(store, list(keys)[::step], topic)
         for entry in answer["ids"]:
             assert entry["searched_by"] == "index"
             assert sorted(entry["phy_offsets"]) == sorted(keys[entry["msg_id"]]), (topic, entry["msg_id"])

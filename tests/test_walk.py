@@ -19,6 +19,7 @@ def _all_files(root: Path) -> set[str]:
     return {os.path.join(d, f) for d, _, files in os.walk(root) for f in files}
 
 
+@pytest.mark.slow  # the whole wild corpus to Parquet; verify accounts for every wild file in the fast tier
 def test_scan_reads_every_log_of_the_wild_corpus_at_any_depth_and_names_the_rest(tmp_path):
     wild = corpus_path("wild")
     run = segtool("scan", wild, "--out", tmp_path / "scan", "--json", "--no-hash", "--workers", "2")
