@@ -1,5 +1,5 @@
-# Quick start: `make demo` runs segtool on sample_data/, `make test` runs the test suite.
-# Both create .venv/ with everything needed on first use.
+# Quick start: `make demo` runs segtool on sample_data/, `make test` runs the fast tier of the tests.
+# `make check` runs every test (what CI runs: .ci/run).  Each creates .venv/ with everything needed on first use.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -7,7 +7,13 @@ STAMP := $(VENV)/.installed-stamp
 KAFKA := sample_data/kafka
 TXN := $(KAFKA)/c04-transactions/data/c04-txn-0
 
-.PHONY: demo test bench install docs
+# the full tier's marks (pyproject.toml); the fast tier is every test without one of them
+FAST := not slow and not spark and not cluster and not browser and not fuzz
+# one pytest worker per core (pytest-xdist); a module's tests stay on one worker, so its fixtures
+# (a Spark session, the corpus scanned) are made once
+XDIST := -n auto --dist loadfile
+
+.PHONY: demo test check bench install docs
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -41,13 +47,19 @@ docs: $(STAMP)
 	$(BIN)/python -m segtool.findings docs/formats.md
 	$(BIN)/python docs/generate_usage.py
 
-# the layers contract in pyproject.toml first, then the tests
+# the layers contract in pyproject.toml first, then the tests: the fast tier (no Spark, no browser,
+# no 20,000-input fuzzing pass, few real processes) ...
 test: $(STAMP)
+	$(BIN)/lint-imports
+	$(BIN)/python -m pytest -q $(XDIST) -m "$(FAST)"
+
+# ... or all of them (CI)
+check: $(STAMP)
 	$(BIN)/lint-imports
 	@# the report's pages are opened in Debian's chromium (tests/test_report.py skips without it)
 	@command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium) >/dev/null 2>&1 \
 		|| echo "no chromium: the report's browser tests will skip"
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q $(XDIST)
 
 # Compiled bytecode first, as an installed wheel has it: this environment sets
 # PYTHONDONTWRITEBYTECODE, and cold-start timings would otherwise include compiling segtool.
