@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import base64
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -31,6 +29,7 @@ from segtool.kafka.messages import snake_case_data
 from segtool.kafka.offsets import decode_offsets_record, parse_offsets_record
 from segtool.ops.kafka_dump_log import KafkaDumpOptions, run_kafka_dump
 from tests.kafka_build import make_batch
+from tests.conftest import segtool
 from tests.message_writer import uvarint
 
 TOPIC_ID = "AAECAwQFBgcICQoLDA0ODw"
@@ -310,8 +309,9 @@ def _segment(directory: Path, records: list[tuple[bytes, bytes | None]]) -> Path
 
 
 def _segtool(*args: str) -> str:
-    return subprocess.run([sys.executable, "-m", "segtool.cli", *args], capture_output=True, text=True,
-                          check=True).stdout
+    run = segtool(*args)
+    assert run.returncode == 0, run.stderr
+    return run.stdout
 
 
 def test_dump_shows_kafka_41_offsets_records(tmp_path):
@@ -366,8 +366,7 @@ def test_kafka_version_option_on_a_real_transaction_log():
                       "__transaction_state-44", "00000000000000000000.log")
 
     def lines(*extra: str) -> list[str]:
-        done = subprocess.run([sys.executable, "-m", "segtool.cli", "dump", "--format", "kafka", "--deep-iteration",
-                               "--transaction-log-decoder", *extra, str(log)], capture_output=True, text=True)
+        done = segtool("dump", "--format", "kafka", "--deep-iteration", "--transaction-log-decoder", *extra, log)
         assert done.returncode == 0, done.stderr
         return [line for line in done.stdout.splitlines() if line.startswith("| offset:")]
 
@@ -378,6 +377,5 @@ def test_kafka_version_option_on_a_real_transaction_log():
         assert f"transactionalId={key['data']['transactionalId']}" in before
         payload = json.loads(after[after.index(" payload: ") + 10:])
         assert f"producerId:{payload['data']['producerId']}," in before
-    bad = subprocess.run([sys.executable, "-m", "segtool.cli", "dump", "--format", "kafka", "--kafka-version", "5",
-                          str(log)], capture_output=True, text=True)
+    bad = segtool("dump", "--format", "kafka", "--kafka-version", "5", log)
     assert bad.returncode == 2 and "--kafka-version" in bad.stderr

@@ -6,8 +6,6 @@ round-tripped, kafka-dump-log's decoders through the CLI, and tiered-storage cac
 from __future__ import annotations
 
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -33,7 +31,7 @@ from segtool.kafka.records import batch_records
 from segtool.kafka.names import remote_segment_id
 from segtool.kafka.offsets import RECORD_TYPES, parse_offsets_record
 from segtool.source import open_buffer
-from tests.conftest import corpus_path
+from tests.conftest import corpus_path, segtool
 from tests.message_writer import sample_data, uvarint, versions_of, write_message
 
 UUID = "AAECAwQFBgcICQoLDA0ODw"
@@ -143,8 +141,9 @@ def test_registry_by_topic_and_name(tmp_path):
 
 
 def _dump_kafka(*args: str) -> list[str]:
-    return subprocess.run([sys.executable, "-m", "segtool.cli", "dump", "--format", "kafka", *args],
-                          capture_output=True, text=True, check=True).stdout.splitlines()
+    run = segtool("dump", "--format", "kafka", *args)
+    assert run.returncode == 0, run.stderr
+    return run.stdout.splitlines()
 
 
 def test_transaction_log_decoder_through_the_cli(wild):

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from segtool.ops.lookup import lookup_offset, lookup_timestamp
-from tests.conftest import case_dirs
+from tests.conftest import case_dirs, segtool
 
 
 def _lookup_cases():
@@ -67,9 +67,6 @@ def test_offset_lookups_match_broker(restored):
 
 
 def test_cli_json_answers(tmp_path):
-    import subprocess
-    import sys
-
     cases = [c for c in case_dirs("kafka") if c.name == "c07-compacted"]
     if not cases:
         pytest.skip("c07-compacted not available")
@@ -77,12 +74,10 @@ def test_cli_json_answers(tmp_path):
     part = target / "data" / "c07-compact-0"
     rows = json.loads((cases[0] / "expected" / "offset-lookups.json").read_text())
     row = next(r for r in rows if r["offset"] is not None)
-    run = subprocess.run([sys.executable, "-m", "segtool.cli", "lookup", str(part), "--offset",
-                          str(row["requested_offset"]), "--json"], capture_output=True, text=True)
+    run = segtool("lookup", part, "--offset", row["requested_offset"], "--json")
     assert run.returncode == 0, run.stderr
     answer = json.loads(run.stdout)
     assert {"offset", "timestamp", "segment", "position"} <= set(answer)
     assert answer["offset"] == row["offset"] and answer["timestamp"] == row["timestamp"]
-    past = subprocess.run([sys.executable, "-m", "segtool.cli", "lookup", str(part), "--timestamp",
-                           "2100-01-01T00:00:00Z", "--json"], capture_output=True, text=True)
+    past = segtool("lookup", part, "--timestamp", "2100-01-01T00:00:00Z", "--json")
     assert past.returncode == 1 and json.loads(past.stdout)["offset"] is None

@@ -5,8 +5,6 @@ through a writer that follows the schemas, and --cluster-metadata-decoder throug
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from collections import defaultdict
 from pathlib import Path
 
@@ -19,7 +17,7 @@ from segtool.kafka.records import batch_records
 from segtool.kafka.messages import compile_message, read_message
 from segtool.kafka.metadata import METADATA_RECORDS, cluster_metadata_payload, decode_metadata_record
 from segtool.source import open_buffer
-from tests.conftest import corpus_path
+from tests.conftest import corpus_path, segtool
 from tests.message_writer import sample_data, uvarint, versions_of, write_message
 
 # apache__kafka's integration-test dirs were written by trunk ~3.8.0-SNAPSHOT (March 2024):
@@ -125,8 +123,9 @@ def test_serde_errors_print_as_kafka():
 
 def test_cluster_metadata_decoder_through_the_cli(wild):
     snapshot = next(path for path in metadata_files(wild) if path.suffix == ".checkpoint" and path.name != "bootstrap.checkpoint")
-    out = subprocess.run([sys.executable, "-m", "segtool.cli", "dump", "--format", "kafka", "--cluster-metadata-decoder",
-                          str(snapshot)], capture_output=True, text=True, check=True).stdout.splitlines()
+    run = segtool("dump", "--format", "kafka", "--cluster-metadata-decoder", snapshot)
+    assert run.returncode == 0, run.stderr
+    out = run.stdout.splitlines()
     assert out[1].startswith("Snapshot end offset: ")
     payloads = [line.split(" payload: ", 1)[1] for line in out if " payload: " in line]
     assert payloads and not [p for p in payloads if p.startswith("Error at")]

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 
 import pytest
 
 from segtool.kafka.index import OffsetIndex, TimeIndex
 from segtool.ops.trim import trim
-from tests.conftest import case_dirs
+from tests.conftest import case_dirs, segtool
 
 
 def _hot_copy_indexes():
@@ -41,6 +39,5 @@ def test_hot_copy_indexes_trim_to_their_valid_entries(tmp_path):
 
 def test_trim_refuses_non_index_files(tmp_path):
     log = next((case_dirs("kafka")[0] / "data").glob("*/*.log"))
-    run = subprocess.run([sys.executable, "-m", "segtool.cli", "trim", str(log), "--out", str(tmp_path)],
-                         capture_output=True, text=True)
+    run = segtool("trim", log, "--out", tmp_path)
     assert run.returncode == 2 and "not a Kafka .index or .timeindex" in run.stderr

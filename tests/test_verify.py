@@ -6,15 +6,13 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from segtool.findings import Severity
 from segtool.ops.verify import verify
-from tests.conftest import case_dirs
+from tests.conftest import case_dirs, segtool
 
 CLEAN = {"c01-multiseg-clean", "c03-codecs", "c04-transactions", "c05-logappendtime", "c06-ooo-timestamps",
          "c07-compacted", "c08-legacy-formats", "c09-index-rebuild", "c10-consumer-offsets"}
@@ -108,7 +106,7 @@ def test_cli_exit_codes_and_json(tmp_path):
     cases = {c.name: c for c in case_dirs("kafka")}
     clean = cases["c04-transactions"] / "data"
     broken = cases["c11a-crc-byte-flip"] / "data"
-    run = lambda *args: subprocess.run([sys.executable, "-m", "segtool.cli", *args], capture_output=True, text=True)
+    run = segtool
     ok = run("verify", "--json", str(clean))
     assert ok.returncode == 0, ok.stderr
     report = json.loads(ok.stdout)
