@@ -71,6 +71,8 @@ CONTROL_TYPES = {
 }
 
 NO_TIMESTAMP = -1
+# the most bytes one batch may decompress to, unless a command is given another cap (--decompress-cap)
+DEFAULT_CAP = 256 * 1024 * 1024
 TIMESTAMP_TYPES = ("CreateTime", "LogAppendTime")
 
 

@@ -20,10 +20,10 @@ from segtool.errors import CorruptData, UnreadableInput
 from segtool.kafka import names as kafka_names
 from segtool.kafka.names import has_offset_name, offset_from_file_name
 from segtool.kafka.index import NO_TIMESTAMP, OffsetIndex, TimeIndex
-from segtool.kafka.log import BatchScan, RecordBatch, batch_at, seek_offset_position, seek_timestamp_position
+from segtool.kafka.log import (DEFAULT_CAP, BatchScan, RecordBatch, batch_at, seek_offset_position,
+                               seek_timestamp_position)
 from segtool.kafka.records import batch_records, first_record_where
 
-DEFAULT_CAP = 256 * 1024 * 1024
 
 
 @dataclass(slots=True)

@@ -5,7 +5,7 @@ against it on the corpus."""
 from __future__ import annotations
 
 from segtool.errors import SegtoolError
-from segtool.kafka.log import BATCH_V2_OVERHEAD, BatchHeaders, RecordBatch
+from segtool.kafka.log import DEFAULT_CAP, BATCH_V2_OVERHEAD, BatchHeaders, RecordBatch
 from segtool.kafka.records import decompressed_payload, read_varint, record_hops, record_starts
 
 
@@ -207,7 +207,7 @@ class ChunkRecords:
 _DECOMPRESSED_PER_CHUNK = 64 * 1024 * 1024
 
 
-def chunk_records(headers: BatchHeaders, path=None, cap: int = 256 * 1024 * 1024) -> ChunkRecords:
+def chunk_records(headers: BatchHeaders, path=None, cap: int = DEFAULT_CAP) -> ChunkRecords:
     """The records of every batch of a regular chunk, decoded together (``ChunkRecords``).
 
     Consecutive small batches cost what one large batch does: the fields of all
@@ -245,7 +245,7 @@ def chunk_records(headers: BatchHeaders, path=None, cap: int = 256 * 1024 * 1024
     return ChunkRecords(data, *_section_columns(data, starts.tolist(), stops.tolist(), counts.tolist()))
 
 
-def batch_columns(batch: RecordBatch, path=None, cap: int = 256 * 1024 * 1024) -> RecordColumns | None:
+def batch_columns(batch: RecordBatch, path=None, cap: int = DEFAULT_CAP) -> RecordColumns | None:
     """Columns for a v2 batch's records (None for legacy or unusual batches)."""
     if batch.magic < 2 or not batch.record_count or batch.record_count < 0:
         return None

@@ -8,8 +8,8 @@ from array import array
 from functools import cache
 
 from segtool.errors import CorruptData, TruncatedData
-from segtool.kafka.log import (BATCH_V2_OVERHEAD, CONTROL_KEY_FAST, CONTROL_TYPES, END_TXN_MARKER_FAST, BatchScan, Record,
-                               RecordBatch, increment_sequence)
+from segtool.kafka.log import (DEFAULT_CAP, BATCH_V2_OVERHEAD, CONTROL_KEY_FAST, CONTROL_TYPES, END_TXN_MARKER_FAST,
+                               BatchScan, Record, RecordBatch, increment_sequence)
 
 
 # --------------------------------------------------------------------------
@@ -172,7 +172,7 @@ def _decode_records(data, start, end, count, batch, path, base_position):
     return records
 
 
-def batch_records(batch: RecordBatch, path=None, cap: int = 256 * 1024 * 1024) -> list[Record]:
+def batch_records(batch: RecordBatch, path=None, cap: int = DEFAULT_CAP) -> list[Record]:
     """Deep iteration of one batch: its records, decompressing when needed."""
     buf = batch._buffer
     if batch.magic >= 2:
@@ -200,7 +200,7 @@ def decompressed_payload(batch: RecordBatch, payload, path, cap: int) -> bytes:
         raise exc.at(path, batch.position)
 
 
-def legacy_records(wrapper: RecordBatch, path=None, cap: int = 256 * 1024 * 1024) -> list[Record]:
+def legacy_records(wrapper: RecordBatch, path=None, cap: int = DEFAULT_CAP) -> list[Record]:
     """Inner messages of a legacy entry (itself when it is not compressed)."""
     if wrapper.codec == 0:
         return [Record(
@@ -346,7 +346,7 @@ def _skip_records(data, p: int, n: int, end: int) -> int:
 
 
 def first_record_where(batch: RecordBatch, min_offset: int, min_timestamp: int | None = None,
-                       path=None, cap: int = 256 * 1024 * 1024) -> Record | None:
+                       path=None, cap: int = DEFAULT_CAP) -> Record | None:
     """The first record with offset >= min_offset (and timestamp >= min_timestamp).
 
     Lookups need one record of a batch: records before it are skipped by their

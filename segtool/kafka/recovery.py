@@ -27,7 +27,8 @@ from enum import StrEnum
 from segtool.errors import CorruptData
 from segtool.formats.checksums import ChecksumHelper
 from segtool.kafka.index import OFFSET_INDEX_LAYOUT, TIME_INDEX_LAYOUT, TXN_INDEX_LAYOUT
-from segtool.kafka.log import BATCH_HEADER_V2_FAST, BATCH_V2_OVERHEAD, MAGIC_AT, NO_TIMESTAMP, BatchHeaders, BatchScan, HeaderScan, RecordBatch
+from segtool.kafka.log import (DEFAULT_CAP, BATCH_HEADER_V2_FAST, BATCH_V2_OVERHEAD, MAGIC_AT, NO_TIMESTAMP,
+                               BatchHeaders, BatchScan, HeaderScan, RecordBatch)
 from segtool.kafka.records import batch_records, control_record_type
 from segtool.formats.outcomes import WalkEnd
 
@@ -257,7 +258,7 @@ class _Recoverer:
 def recover_segment(buf, log_path: str, base_offset: int,
                     index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES,
                     txn_state: ProducerTxnState | None = None, count_records: bool = False,
-                    cap: int = 256 * 1024 * 1024, progress=None,
+                    cap: int = DEFAULT_CAP, progress=None,
                     observe: SegmentObserver | None = None, parallel: bool = False) -> SegmentRecovery:
     """Run LogSegment.recover over ``buf`` without writing anything.
 
@@ -348,7 +349,7 @@ def _update_transactions(batch: RecordBatch, state: ProducerTxnState, aborted: l
         state.ongoing[pid] = batch.base_offset
 
 
-def records_after(buf, position: int, path: str, cap: int = 256 * 1024 * 1024) -> tuple[int, int]:
+def records_after(buf, position: int, path: str, cap: int = DEFAULT_CAP) -> tuple[int, int]:
     """What recovery discards from ``position`` on.
 
     Returns (records in the well-framed batches there, CRC ignored — the records

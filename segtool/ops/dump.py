@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Iterator, Protocol
 
 from segtool.engine.inventory import inventory
+from segtool.kafka.log import DEFAULT_CAP
 from segtool.errors import UsageError
-from segtool.formats.compression import DEFAULT_CAP
 from segtool.engine.detect import DetectedFile, detect
 from segtool.ops.file_formats import DumpOptions, file_format
 from segtool.ops.runs import BatchRun, MessageRun

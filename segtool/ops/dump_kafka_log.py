@@ -11,10 +11,9 @@ from typing import Iterator
 
 from segtool.errors import CorruptData, SegtoolError
 from segtool.source import open_buffer
-from segtool.formats.compression import DEFAULT_CAP
 from segtool.formats.json_names import bytes_fields
 from segtool.engine.salvage import DamagedRange, kafka_pieces
-from segtool.kafka.log import BatchHeaders, BatchScan, RecordBatch
+from segtool.kafka.log import DEFAULT_CAP, BatchHeaders, BatchScan, RecordBatch
 from segtool.kafka.record_columns import chunk_records
 from segtool.kafka.records import batch_records, control_record_type
 from segtool.kafka.names import has_offset_name, internal_topic, offset_from_file_name

@@ -16,9 +16,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
-from segtool.formats.compression import DEFAULT_CAP
 from segtool.engine.detect import NOT_RECOGNISED, DetectedFile
 from segtool.formats.file_kinds import FileKind
+from segtool.kafka.log import DEFAULT_CAP
 from segtool.kafka.index import AbstractIndex, OffsetIndex, TimeIndex
 from segtool.kafka.names import internal_topic
 

@@ -23,7 +23,8 @@ from segtool.kafka import state as kafka_state
 from segtool.kafka import index as kafka_index
 from segtool.kafka.names import (BOOTSTRAP_CHECKPOINT, INDEX, KRAFT_SNAPSHOT, LOG, PRODUCER_SNAPSHOT, TIME_INDEX,
                                          TXN_INDEX, kraft_snapshot_id, offset_from_file_name, sibling)
-from segtool.kafka.log import NO_TIMESTAMP, TIMESTAMP_TYPES, BatchHeaders, BatchScan, RecordBatch, increment_sequences
+from segtool.kafka.log import (DEFAULT_CAP, NO_TIMESTAMP, TIMESTAMP_TYPES, BatchHeaders, BatchScan, RecordBatch,
+                               increment_sequences)
 from segtool.kafka.record_columns import chunk_records
 from segtool.kafka.records import batch_records, control_record_type, end_txn_marker, kraft_control_value
 
@@ -44,7 +45,7 @@ class KafkaDumpOptions:
     skip_record_metadata: bool = False
     max_bytes: int = INT_MAX
     max_message_size: int = 5 * 1024 * 1024
-    decompress_cap: int = 256 * 1024 * 1024
+    decompress_cap: int = DEFAULT_CAP
     # the kafka-dump-log whose output is reproduced: "3.9" (the corpus goldens) or "4.1",
     # which prints __transaction_state records as JSON (see transaction_log_json_texts)
     kafka_version: str = "3.9"

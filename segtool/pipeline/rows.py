@@ -23,7 +23,7 @@ import pyarrow as pa
 from segtool.errors import CorruptData
 from segtool.findings import FindingKind, finding
 from segtool.engine.salvage import DamagedRange, commitlog_pieces, kafka_pieces
-from segtool.kafka.log import RecordBatch
+from segtool.kafka.log import DEFAULT_CAP, RecordBatch
 from segtool.kafka.record_columns import batch_columns
 from segtool.kafka.records import batch_records, control_record_type
 from segtool.formats.outcomes import WalkEnd
@@ -33,7 +33,6 @@ from segtool.pipeline.schema import FILE_SCHEMA, HEADER_TYPE, KAFKA, ROCKETMQ
 
 DEFAULT_CHUNK_ROWS = 65536
 DEFAULT_CHUNK_BYTES = 64 * 1024 * 1024  # keys and values (bodies) held before a row group is written
-DEFAULT_CAP = 256 * 1024 * 1024
 _INT32_MAX = 2**31 - 1
 _sha256 = hashlib.sha256
 
