@@ -98,7 +98,8 @@ def _log_dir_items(read):
 def meta_properties(path: str) -> Iterator[dict]:
     meta = log_dir.parse_meta_properties(bytes(open_buffer(path)), path)
     yield {"kind": "meta_properties", "version": meta.version, "cluster_id": meta.cluster_id,
-           "node_id": meta.node_id, "directory_id": meta.directory_id, "other": meta.other}
+           "node_id": meta.node_id, "directory_id": meta.directory_id,
+           "other": [{"key": key, "value": value} for key, value in meta.other.items()]}
 
 
 @_log_dir_items
