@@ -364,6 +364,7 @@ class KafkaRebuildReport(TypedDict):
     segments: list[RebuiltSegment]
     skipped: list[PathReason]
     unreadable: list[PathReason]  # entries that cannot be read: named, the rest done (exit 2)
+    stores: NotRequired[list["RocketMQRebuildReport"]]  # RocketMQ stores found beside the partitions
 
 
 class RebuiltIndexFile(Written):
