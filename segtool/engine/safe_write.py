@@ -255,14 +255,17 @@ def tree_outputs(directories: list[str], roots: list[str], out_dir: str) -> dict
     given = [os.path.abspath(root) for root in roots]
     places: dict[str, tuple[str | None, str]] = {}
     for directory in dict.fromkeys(os.path.abspath(d) for d in directories):
-        holders = [root for root in given if directory.startswith(root.rstrip(os.sep) + os.sep)]
+        holders = [root for root in given if directory == root or directory.startswith(root.rstrip(os.sep) + os.sep)]
         root = max(holders, key=len, default=None)
-        places[directory] = (root, os.path.relpath(directory, root) if root else os.path.basename(directory))
+        places[directory] = (root, os.path.basename(directory) if root in (None, directory)
+                             else os.path.relpath(directory, root))
     relatives = [relative for _, relative in places.values()]
     if len(set(relatives)) < len(relatives):
         numbers = {root: number for number, root in enumerate(dict.fromkeys(given), 1)}
-        return {directory: os.path.join(out_dir, f"{numbers[root]}-{os.path.basename(root) or 'root'}" if root
-                                        else "", relative)
+        # a root given itself is named by its number alone: OUT/1-store, not OUT/1-store/store
+        return {directory: os.path.join(out_dir, f"{numbers[root]}-{os.path.basename(root) or 'root'}",
+                                        *([] if directory == root else [relative])) if root
+                else os.path.join(out_dir, relative)
                 for directory, (root, relative) in places.items()}
     return {directory: os.path.join(out_dir, relative) for directory, (_, relative) in places.items()}
 
