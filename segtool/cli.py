@@ -665,12 +665,11 @@ def rebuild_index(
     from segtool.engine.inventory import inventory, rocketmq_stores
 
     stores = rocketmq_stores(paths)
-    if stores:
-        partitions = [p.directory for p in inventory(paths).partitions if p.logs]
-        if partitions:
-            _fail(f"found {len(partitions)} Kafka partition(s) (first {partitions[0]}) and {len(stores)} RocketMQ "
-                  f"store(s) (first {stores[0]}): rebuild them in separate runs")
-        from segtool.ops.rebuild_rocketmq import rebuild_rocketmq_stores
+    from segtool.ops.rebuild_rocketmq import rebuild_rocketmq_stores
+
+    # Kafka and RocketMQ data found together: each rebuilt to its own place below --out
+    beside_partitions = bool(stores) and any(p.logs for p in inventory(paths).partitions)
+    if stores and not beside_partitions:
 
         reports = rebuild_rocketmq_stores(stores, out_dir=out, in_place=in_place, hash_slot_num=hash_slot_num,
                                           index_num=index_num, hash_inputs=not no_hash, force=force)
@@ -692,12 +691,22 @@ def rebuild_index(
         with _Progress(enabled=not as_json) as progress:
             report = run_rebuild(paths, out_dir=out, in_place=in_place, index_interval_bytes=index_interval_bytes, force=force,
                              progress_factory=progress.factory, hash_inputs=not no_hash)
+    if beside_partitions:
+        report["stores"] = rebuild_rocketmq_stores(stores, out_dir=out, in_place=in_place, given=paths,
+                                                   hash_slot_num=hash_slot_num, index_num=index_num,
+                                                   hash_inputs=not no_hash, force=force)
+        roots = tuple(os.path.abspath(root).rstrip(os.sep) + os.sep for root in stores)
+        report["skipped"] = [item for item in report["skipped"] if not os.path.abspath(item["path"]).startswith(roots)]
     if as_json:
         _print_json(report)
     else:
         from segtool.ops.text import rebuild_lines
 
         _print_lines(rebuild_lines(report))
+        if beside_partitions:
+            from segtool.ops.text import rebuild_rocketmq_lines
+
+            _print_lines(rebuild_rocketmq_lines(report["stores"]))
     _name_unreadable(report["unreadable"])
     truncated = any(seg["bytes_kafka_would_truncate"] for seg in report["segments"])
     raise typer.Exit(EXIT_UNREADABLE if report["unreadable"] else EXIT_PROBLEMS if truncated else EXIT_CLEAN)

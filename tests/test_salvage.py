@@ -252,8 +252,10 @@ def test_salvage_refuses_its_input_tree_and_existing_files_and_backs_up_with_for
     assert [Path(w["backup"]).read_bytes() for w in replaced] == [b"put there by a person"]
 
 
-def test_partitions_and_stores_in_one_run_are_refused(tmp_path):
-    run = segtool("salvage", corpus_path("kafka", "c01-multiseg-clean", "data"),
-                  corpus_path("rocketmq", "clean-multi", "store"), "--out", tmp_path / "out")
-    assert run.returncode == 2 and "separate runs" in run.stderr
-    assert not (tmp_path / "out").exists()
+def test_partitions_and_stores_in_one_run_go_each_to_their_place(tmp_path):
+    log_dir = corpus_path("kafka", "c01-multiseg-clean", "data")
+    run = segtool("salvage", log_dir, corpus_path("rocketmq", "clean-multi", "store"), "--out", tmp_path / "out")
+    assert run.returncode == 0, run.stderr
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == sorted(
+        [p.name for p in log_dir.iterdir() if p.is_dir()] + ["store"])
+    assert any((tmp_path / "out" / "store" / "commitlog").iterdir())

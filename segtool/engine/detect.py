@@ -29,6 +29,9 @@ KAFKA_NAMED_KINDS = {
     "replication-offset-checkpoint": FileKind.KAFKA_OFFSET_CHECKPOINT,
     "log-start-offset-checkpoint": FileKind.KAFKA_OFFSET_CHECKPOINT,
     "cleaner-offset-checkpoint": FileKind.KAFKA_OFFSET_CHECKPOINT,
+    kafka_names.META_PROPERTIES: FileKind.KAFKA_META_PROPERTIES,
+    kafka_names.QUORUM_STATE: FileKind.KAFKA_QUORUM_STATE,
+    kafka_names.CLEAN_SHUTDOWN: FileKind.KAFKA_CLEAN_SHUTDOWN,
 }
 NOT_RECOGNISED = "not a recognised Kafka or RocketMQ file"
 _TWENTY_DIGITS = re.compile(r"^\d{20}$")
@@ -79,14 +82,19 @@ def detect(path: str) -> DetectedFile:
     if name in KAFKA_NAMED_KINDS:
         return DetectedFile(path, KAFKA_NAMED_KINDS[name])
     suffix = kafka_suffix(name)
-    if suffix in KAFKA_SUFFIX_KINDS:
+    # a name without a base offset is no segment file, whatever its suffix (LogFileUtils)
+    if suffix in KAFKA_SUFFIX_KINDS and kafka_names.is_segment_file_name(name):
         return DetectedFile(path, KAFKA_SUFFIX_KINDS[suffix])
+    if kafka_names.is_broker_text_log(name):
+        return DetectedFile(path, FileKind.KAFKA_BROKER_TEXT_LOG)
+    if parent == rocketmq_names.CONFIG_DIR and rocketmq_names.is_config_file_name(name):
+        return DetectedFile(path, FileKind.ROCKETMQ_CONFIG)
     if _TWENTY_DIGITS.match(name):
         if parent == rocketmq_names.COMMITLOG_DIR:
             return DetectedFile(path, FileKind.ROCKETMQ_COMMITLOG)
         if grandparent3 == rocketmq_names.CONSUMEQUEUE_DIR:
             return DetectedFile(path, FileKind.ROCKETMQ_CONSUMEQUEUE)
-    if name == rocketmq_names.CHECKPOINT and os.path.isdir(os.path.join(os.path.dirname(path), rocketmq_names.COMMITLOG_DIR)):
+    if name == rocketmq_names.CHECKPOINT and _beside_store_directories(path):
         return DetectedFile(path, FileKind.ROCKETMQ_CHECKPOINT)
     if rocketmq_names.is_index_file_name(name) and parent == rocketmq_names.INDEX_DIR:
         return DetectedFile(path, FileKind.ROCKETMQ_INDEXFILE)
@@ -96,6 +104,13 @@ def detect(path: str) -> DetectedFile:
     if _TWENTY_DIGITS.match(name) and _head(path, 8)[4:8] in _COMMITLOG_MAGICS:
         return DetectedFile(path, FileKind.ROCKETMQ_COMMITLOG)
     return DetectedFile(path, FileKind.UNKNOWN)
+
+
+def _beside_store_directories(path: str) -> bool:
+    """Does a store's directory lie beside the file: its data directories, or only the broker's
+    ``config/`` (a store whose data files were not kept)?"""
+    directory = os.path.dirname(path)
+    return any(os.path.isdir(os.path.join(directory, name)) for name in (*rocketmq_names.DATA_DIRS, rocketmq_names.CONFIG_DIR))
 
 
 _STORE_MARKERS = {rocketmq_names.LOCK: FileKind.ROCKETMQ_LOCK, rocketmq_names.ABORT: FileKind.ROCKETMQ_ABORT}

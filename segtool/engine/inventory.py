@@ -20,6 +20,7 @@ from typing import Iterable
 
 from segtool.engine.walk import walk
 from segtool.errors import UnreadableInput
+from segtool.findings import Finding, FindingKind, finding
 from segtool.engine.detect import DetectedFile, detect
 from segtool.formats.file_kinds import Broker, DirectoryKind, FileKind, Scope
 from segtool.kafka.names import is_log_file, offset_from_file_name, topic_partition
@@ -168,3 +169,13 @@ def inventory(paths: list[str]) -> Inventory:
     """Everything below ``paths`` (at any depth), grouped; a path that does not exist is an error."""
     return classify(FoundFile(entry.path, FileKind.UNKNOWN, 0, entry.unreadable) if entry.unreadable is not None
                     else (entry.path, os.path.getsize(entry.path)) for entry in walk(paths))
+
+
+def unreadable_findings(found: Inventory) -> list[Finding]:
+    """One ``unreadable`` finding for each entry of ``found`` that cannot be read, naming it and why."""
+    return [finding(FindingKind.UNREADABLE, None, f"{entry.path}: {entry.unreadable}") for entry in found.unreadable]
+
+
+def any_unreadable(problems: list[Finding]) -> bool:
+    """Does a report's list of findings name an entry that cannot be read?"""
+    return any(problem.kind is FindingKind.UNREADABLE for problem in problems)

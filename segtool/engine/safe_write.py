@@ -245,11 +245,37 @@ def plan_outputs(targets: list[str], inputs: list[str], in_place: bool, force: b
         os.makedirs(directory, exist_ok=True)
 
 
-def partition_output(source: str, out_dir: str | None, in_place: bool, name: str | None = None) -> str:
+def tree_outputs(directories: list[str], roots: list[str], out_dir: str) -> dict[str, str]:
+    """Where the outputs made from each input directory go under ``out_dir``: its path below the given
+    root that holds it, or its own name when it was given itself or lies below none.  Replicas side by
+    side (``ev/broker1/p-0``, ``ev/broker2/p-0`` below ``ev``) stay apart as ``OUT/broker1/p-0`` and
+    ``OUT/broker2/p-0``.  When roots given side by side would still put two directories on one place (two
+    log dirs that each hold ``p-0``), each root's part goes below ``<n>-<root name>/``, numbered from 1 in
+    the order given.  Returns input directory (absolute) -> output directory."""
+    given = [os.path.abspath(root) for root in roots]
+    places: dict[str, tuple[str | None, str]] = {}
+    for directory in dict.fromkeys(os.path.abspath(d) for d in directories):
+        holders = [root for root in given if directory == root or directory.startswith(root.rstrip(os.sep) + os.sep)]
+        root = max(holders, key=len, default=None)
+        places[directory] = (root, os.path.basename(directory) if root in (None, directory)
+                             else os.path.relpath(directory, root))
+    relatives = [relative for _, relative in places.values()]
+    if len(set(relatives)) < len(relatives):
+        numbers = {root: number for number, root in enumerate(dict.fromkeys(given), 1)}
+        # a root given itself is named by its number alone: OUT/1-store, not OUT/1-store/store
+        return {directory: os.path.join(out_dir, f"{numbers[root]}-{os.path.basename(root) or 'root'}",
+                                        *([] if directory == root else [relative])) if root
+                else os.path.join(out_dir, relative)
+                for directory, (root, relative) in places.items()}
+    return {directory: os.path.join(out_dir, relative) for directory, (_, relative) in places.items()}
+
+
+def partition_output(source: str, out_dir: str | None, in_place: bool, name: str | None = None,
+                     places: dict[str, str] | None = None) -> str:
     """Where a file derived from ``source`` in a partition goes.
 
-    In place: beside it.  Otherwise ``OUT/<partition dir name>/<name>``, so the
-    files of two partitions never land on one another.
+    In place: beside it.  Otherwise where ``places`` (``tree_outputs`` of the run) puts its directory,
+    else ``OUT/<partition dir name>/<name>``, so the files of two partitions never land on one another.
     """
     name = name or os.path.basename(source)
     directory = os.path.dirname(os.path.abspath(source))
@@ -257,4 +283,6 @@ def partition_output(source: str, out_dir: str | None, in_place: bool, name: str
         return os.path.join(directory, name)
     if out_dir is None:
         raise SegtoolError("give --out DIR (or --in-place to replace files beside the input, with a backup)")
+    if places is not None:
+        return os.path.join(places[directory], name)
     return os.path.join(out_dir, os.path.basename(directory), name)

@@ -49,6 +49,12 @@ class FileKind(StrEnum):
     KAFKA_LEADER_EPOCH_CHECKPOINT = "kafka-leader-epoch-checkpoint", Broker.KAFKA, Scope.PARTITION
     KAFKA_PARTITION_METADATA = "kafka-partition-metadata", Broker.KAFKA, Scope.PARTITION
     KAFKA_OFFSET_CHECKPOINT = "kafka-offset-checkpoint", Broker.KAFKA, Scope.LOG_DIR
+    # a log dir's own files (kafka.log_dir)
+    KAFKA_META_PROPERTIES = "kafka-meta-properties", Broker.KAFKA, Scope.LOG_DIR
+    KAFKA_QUORUM_STATE = "kafka-quorum-state", Broker.KAFKA, Scope.LOG_DIR
+    KAFKA_CLEAN_SHUTDOWN = "kafka-clean-shutdown", Broker.KAFKA, Scope.LOG_DIR
+    # the broker's own text logs (server.log, state-change.log, ...): for people, never loaded by the broker
+    KAFKA_BROKER_TEXT_LOG = "kafka-broker-text-log", Broker.KAFKA, Scope.NONE
 
     ROCKETMQ_COMMITLOG = "rocketmq-commitlog", Broker.ROCKETMQ, Scope.STORE, ("commitlog", 2)
     ROCKETMQ_CONSUMEQUEUE = "rocketmq-consumequeue", Broker.ROCKETMQ, Scope.STORE, ("consumequeue", 4)
@@ -68,6 +74,8 @@ class FileKind(StrEnum):
     ROCKETMQ_DLEDGER_CHECKPOINT = "rocketmq-dledger-checkpoint", Broker.ROCKETMQ, Scope.STORE
     ROCKETMQ_LOCK = "rocketmq-lock", Broker.ROCKETMQ, Scope.STORE
     ROCKETMQ_ABORT = "rocketmq-abort", Broker.ROCKETMQ, Scope.STORE
+    # the broker's config/*.json and .bak (rocketmq.config)
+    ROCKETMQ_CONFIG = "rocketmq-config", Broker.ROCKETMQ, Scope.STORE
 
     UNKNOWN = "unknown", None, Scope.NONE
 

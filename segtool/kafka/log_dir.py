@@ -24,9 +24,6 @@ from dataclasses import dataclass
 from segtool.errors import CorruptData
 from segtool.kafka.state import kafka_uuid_from_string, kafka_uuid_to_string
 
-META_PROPERTIES = "meta.properties"
-QUORUM_STATE = "quorum-state"
-CLEAN_SHUTDOWN = ".kafka_cleanshutdown"
 
 _PROPERTY_SEPARATOR = re.compile(r"\s*[=:]\s*|\s+")
 

@@ -27,11 +27,19 @@ CLEANED = ".cleaned"
 SWAP = ".swap"
 KRAFT_SNAPSHOT = ".checkpoint"
 BOOTSTRAP_CHECKPOINT = "bootstrap.checkpoint"  # BootstrapDirectory.BINARY_BOOTSTRAP_FILENAME
+META_PROPERTIES = "meta.properties"  # a log dir's own files (kafka.log_dir)
+QUORUM_STATE = "quorum-state"
+CLEAN_SHUTDOWN = ".kafka_cleanshutdown"
 METADATA_TOPIC = "__cluster_metadata"  # Topic.CLUSTER_METADATA_TOPIC_NAME: the KRaft metadata log
 
 _JAVA_LONG = re.compile(r"[+-]?\d+")
 _KRAFT_SNAPSHOT_NAME = re.compile(r"^(\d{20})-(\d{10})\.checkpoint$")
 _REMOTE_SEGMENT_NAME = re.compile(r"^(\d+)_([A-Za-z0-9_-]{22})\.")
+# the broker's own log4j files (config/log4j.properties: kafkaAppender, stateChangeAppender, requestAppender,
+# cleanerAppender, controllerAppender, authorizerAppender; kafka-run-class.sh's GC log), rolled hourly by
+# DailyRollingFileAppender as <name>.log.yyyy-MM-dd-HH
+_BROKER_TEXT_LOG_NAME = re.compile(r"^(server|state-change|kafka-request|log-cleaner|controller|kafka-authorizer"
+                                   r"|kafkaServer-gc)\.log(\.[0-9-]+)?$")
 _PARTITION_DIR_NAME = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)(?:\.[0-9a-f]{32}-(?P<renamed>delete|future|stray))?$")
 
 
@@ -60,6 +68,20 @@ def has_offset_name(path) -> bool:
 def is_log_file(path) -> bool:
     """A segment's ``.log`` (``LogFileUtils.isLogFile``, with a name Kafka can load)."""
     return str(path).endswith(LOG) and has_offset_name(path)
+
+
+def is_broker_text_log(path) -> bool:
+    """One of the broker's own text logs (``server.log``, ``state-change.log``, ... and their hourly rolls):
+    written for people, never loaded by the broker."""
+    return _BROKER_TEXT_LOG_NAME.match(os.path.basename(str(path))) is not None
+
+
+def is_segment_file_name(path) -> bool:
+    """Does the name give a segment file's base offset the way ``LogFileUtils.offsetFromFileName`` reads it
+    (or name a KRaft snapshot or ``bootstrap.checkpoint``)?  A ``.log`` without one is no segment:
+    ``LogLoader.loadSegmentFiles`` takes every ``*.log`` for one and fails the partition on the name."""
+    name = os.path.basename(str(path))
+    return name == BOOTSTRAP_CHECKPOINT or kraft_snapshot_id(name) is not None or has_offset_name(name)
 
 
 def file_name(offset: int, suffix: str) -> str:

@@ -223,9 +223,16 @@ def _loaded_segments(directory: str, cap: int, complete_swaps: bool) -> tuple[li
     segments take their place.  Without ``complete_swaps`` only ``.log`` files
     count, as they are on disk.
     """
-    names = sorted(name for name in os.listdir(directory) if _base_offset(name) is not None)
-    logs = [name for name in names if name.endswith(kafka_names.LOG)]
     notes: list[str] = []
+    names = []
+    for name in sorted(os.listdir(directory)):
+        if _base_offset(name) is None:
+            continue
+        if not os.path.isfile(os.path.join(directory, name)):  # a dangling link, a loop, a directory, a FIFO
+            notes.append(f"{name} is not a readable file and is left out")
+            continue
+        names.append(name)
+    logs = [name for name in names if name.endswith(kafka_names.LOG)]
     swaps: list[Segment] = []
     if complete_swaps:
         cleaned = [_base_offset(name) for name in names if name.endswith(kafka_names.CLEANED)]

@@ -24,7 +24,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from segtool.errors import CorruptData
+from segtool.errors import CorruptData, SegtoolError
 from segtool.formats.checksums import ChecksumHelper
 from segtool.kafka.index import OFFSET_INDEX_LAYOUT, TIME_INDEX_LAYOUT, TXN_INDEX_LAYOUT
 from segtool.kafka.log import (DEFAULT_CAP, BATCH_HEADER_V2_FAST, BATCH_V2_OVERHEAD, MAGIC_AT, NO_TIMESTAMP,
@@ -42,15 +42,23 @@ class ProducerTxnState:
     """Open transactions by producer id: the first offset of each (ProducerStateManager.ongoingTxns)."""
 
     ongoing: dict[int, int] = field(default_factory=dict)
+    snapshot_error: SegtoolError | None = None  # why the snapshot was not loaded (then the state starts empty)
 
     @classmethod
     def from_snapshot(cls, path: str) -> "ProducerTxnState":
-        """Seed from the producer snapshot at a segment's base offset, as log loading does."""
+        """Seed from the producer snapshot at a segment's base offset, as log loading does.  A snapshot
+        Kafka cannot read (``CorruptSnapshotException``) is deleted by ``ProducerStateManager.loadFromSnapshot``,
+        which goes on without it: the state starts empty and ``snapshot_error`` says why."""
         state = cls()
         if os.path.exists(path):  # imported only when there is a snapshot: construct is slow to import
             from segtool.kafka.state import read_producer_snapshot
 
-            for entry in read_producer_snapshot(path).entries:
+            try:
+                entries = read_producer_snapshot(path).entries
+            except SegtoolError as error:
+                state.snapshot_error = error
+                return state
+            for entry in entries:
                 if entry.current_txn_first_offset >= 0:
                     state.ongoing[entry.producer_id] = entry.current_txn_first_offset
         return state

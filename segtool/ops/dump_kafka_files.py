@@ -1,4 +1,4 @@
-"""`dump` items for Kafka files other than `.log`: indexes, snapshots, checkpoints.
+"""`dump` items for Kafka files other than `.log`: indexes, snapshots, checkpoints, a log dir's own files.
 
 Each reader ends at an error as an item (``dump_errors``); ``ops.file_formats`` names
 the reader of each kind."""
@@ -8,8 +8,10 @@ from __future__ import annotations
 import dataclasses
 from typing import Iterator
 
-from segtool.kafka import state as kafka_state
+from segtool.errors import CorruptData
+from segtool.kafka import log_dir, state as kafka_state
 from segtool.kafka import index as kafka_index
+from segtool.source import open_buffer
 from segtool.ops.dump_errors import errors_as_items
 
 
@@ -83,3 +85,27 @@ def checkpoint(path: str) -> Iterator[dict]:
 def partition_metadata(path: str) -> Iterator[dict]:
     meta = kafka_state.read_partition_metadata(path)
     yield {"kind": "partition_metadata", "version": meta.version, "topic_id": meta.topic_id}
+
+
+def _log_dir_items(read):
+    """A reader of a log dir's own text files: a format error (which names no byte) is still an item."""
+    def items(path: str) -> Iterator[dict]:
+        return errors_as_items(read(path), also=lambda exc: isinstance(exc, CorruptData))
+    return items
+
+
+@_log_dir_items
+def meta_properties(path: str) -> Iterator[dict]:
+    meta = log_dir.parse_meta_properties(bytes(open_buffer(path)), path)
+    yield {"kind": "meta_properties", "version": meta.version, "cluster_id": meta.cluster_id,
+           "node_id": meta.node_id, "directory_id": meta.directory_id,
+           "other": [{"key": key, "value": value} for key, value in meta.other.items()]}
+
+
+@_log_dir_items
+def quorum_state(path: str) -> Iterator[dict]:
+    yield {"kind": "quorum_state", **dataclasses.asdict(log_dir.parse_quorum_state(bytes(open_buffer(path)), path))}
+
+
+def clean_shutdown(path: str) -> Iterator[dict]:
+    yield {"kind": "clean_shutdown", "broker_epoch": log_dir.clean_shutdown_broker_epoch(bytes(open_buffer(path)))}

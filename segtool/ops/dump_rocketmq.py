@@ -265,3 +265,19 @@ def abort(path: str) -> Iterator[dict]:
     pid = {} if abort["pid"] is None else {"pid": abort["pid"]}  # 5.x writes the broker's process id, 4.x nothing
     yield {"kind": "abort_marker", "content": abort["content"], **pid,
            "meaning": "the broker did not shut down cleanly (or is running): the next start recovers abnormally"}
+
+
+def config(path: str) -> Iterator[dict]:
+    """A broker's ``config/*.json`` as ``ConfigManager.load`` reads it (``rocketmq.config``, as ``groups``)."""
+    import json
+
+    from segtool.rocketmq.config import config_kind, read_config_file
+
+    read = read_config_file(path)
+    if read.error is not None:
+        yield {"kind": "error", "byte_offset": read.error.offset, "message": read.error.message}
+        return
+    kind = config_kind(path)
+    # its keys are topics and groups, not field names: the content stays one JSON text
+    yield {"kind": "rocketmq_config", "config_file": kind.name, "loaded_by": kind.source_class,
+           "content": json.dumps(read.value, ensure_ascii=False, separators=(",", ":"))}

@@ -117,14 +117,34 @@ def _commitlog_items(path: str, options: DumpOptions) -> Iterator:
     return _rocketmq_files().commitlog(path, options.for_text, options.in_runs)
 
 
-def _not_recognised_items(path: str, options: DumpOptions) -> Iterator[dict]:
-    yield {"kind": "skipped", "reason": NOT_RECOGNISED}
+def _skipped(reason: str) -> tuple[Callable[[str, DumpOptions], Iterator], Callable[[DetectedFile, CheckOptions], dict]]:
+    """The dump items and the check of a file no command reads: named with ``reason`` (and hashed)."""
+    def items(path: str, options: DumpOptions) -> Iterator[dict]:
+        yield {"kind": "skipped", "reason": reason}
+
+    def check(detected: DetectedFile, options: CheckOptions) -> dict:
+        return {"problems": [], "status": "skipped", "reason": reason}
+    return items, check
 
 
-def _not_recognised_check(detected: DetectedFile, options: CheckOptions) -> dict:
-    return {"problems": [], "status": "skipped", "reason": NOT_RECOGNISED}
+def _config_check(detected: DetectedFile, options: CheckOptions) -> dict:
+    from segtool.ops.verify_rocketmq.config_file import verify_config
+
+    return verify_config(detected.path)
 
 
+def _log_dir_file_check(parser_name: str) -> Callable[[DetectedFile, CheckOptions], dict]:
+    """The check of a log dir's own file by its ``kafka.log_dir`` parser (the reader inspect uses)."""
+    def check(detected: DetectedFile, options: CheckOptions) -> dict:
+        from segtool.kafka import log_dir
+
+        return _verify_kafka().verify_log_dir_file(getattr(log_dir, parser_name))(detected.path)
+    return check
+
+
+_BROKER_TEXT_LOG = ("a Kafka broker's own text log (log4j), written for people: the broker never loads it, and "
+                    "its name holds no base offset, so it is no segment (LogFileUtils.offsetFromFileName)")
+_LOG_DIR_FILE = "not copied: it describes the input broker's log dir, not the salvaged partitions"
 _REBUILT_INDEX = "not copied: salvage writes the index Kafka's recovery builds for the surviving batches"
 _REBUILT_IN_STORE = "not copied: salvage rebuilds the ConsumeQueues and IndexFiles from the surviving messages"
 
@@ -155,6 +175,17 @@ FORMATS: dict[FileKind, FileFormat] = {
     FileKind.KAFKA_PARTITION_METADATA: FileFormat(
         lambda path, options: _kafka_files().partition_metadata(path),
         _kafka_check(lambda checks, path: checks.verify_partition_metadata(path))),
+    FileKind.KAFKA_META_PROPERTIES: FileFormat(
+        lambda path, options: _kafka_files().meta_properties(path), _log_dir_file_check("parse_meta_properties"),
+        _LOG_DIR_FILE),
+    FileKind.KAFKA_QUORUM_STATE: FileFormat(
+        lambda path, options: _kafka_files().quorum_state(path), _log_dir_file_check("parse_quorum_state"),
+        _LOG_DIR_FILE),
+    # any content is a clean shutdown to the broker (CleanShutdownFileHandler.read gives -1 for text it cannot parse)
+    FileKind.KAFKA_CLEAN_SHUTDOWN: FileFormat(
+        lambda path, options: _kafka_files().clean_shutdown(path), lambda detected, options: {"problems": []},
+        _LOG_DIR_FILE),
+    FileKind.KAFKA_BROKER_TEXT_LOG: FileFormat(*_skipped(_BROKER_TEXT_LOG)),
 
     FileKind.ROCKETMQ_COMMITLOG: FileFormat(
         _commitlog_items, _in_store(lambda checks: checks.commitlog.verify_commitlog)),
@@ -206,5 +237,9 @@ FORMATS: dict[FileKind, FileFormat] = {
     FileKind.ROCKETMQ_ABORT: FileFormat(
         lambda path, options: _rocketmq_files().abort(path), _in_store(lambda checks: checks.rocketmq5.verify_abort)),
 
-    FileKind.UNKNOWN: FileFormat(_not_recognised_items, _not_recognised_check),
+    FileKind.ROCKETMQ_CONFIG: FileFormat(
+        lambda path, options: _rocketmq_files().config(path), _config_check,
+        "not copied: the broker's config/ is not rebuilt from messages; copy it from the input if it is wanted"),
+
+    FileKind.UNKNOWN: FileFormat(*_skipped(NOT_RECOGNISED)),
 }

@@ -21,7 +21,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Iterator
 
-from segtool.engine.inventory import Partition, inventory
+from segtool.engine.inventory import Partition, any_unreadable, inventory, unreadable_findings
 from segtool.kafka.partition import PartitionView, Segment
 from segtool.kafka.recovery import ensure_valid
 from segtool.errors import CorruptData, UnreadableInput
@@ -49,13 +49,16 @@ _CONSUMER_GROUP_METADATA = 3
 _CONSUMER_GROUP_MEMBER_METADATA = 5
 
 
-def live_partitions(log_dir: str) -> dict[tuple[str, int], Partition]:
+def live_partitions(log_dir: str, problems: list) -> dict[tuple[str, int], Partition]:
     """The partition directories of a log dir by (topic, partition); renamed ``-delete``,
-    ``-future`` and ``-stray`` directories are not the live log and are left out."""
+    ``-future`` and ``-stray`` directories are not the live log and are left out.  Every entry
+    that cannot be read (a dangling link, a loop) becomes an ``unreadable`` problem."""
     if not os.path.isdir(log_dir):
         raise UnreadableInput("not a directory (give a Kafka log dir)", log_dir)
     found = {}
-    for partition in inventory([log_dir]).partitions:
+    entries = inventory([log_dir])
+    problems.extend(unreadable_findings(entries))
+    for partition in entries.partitions:
         topic, number = partition.topic_partition
         name = os.path.basename(os.path.normpath(partition.directory))
         if number is not None and renamed_directory_state(name) is None:
@@ -233,8 +236,8 @@ def _replay_partition(replay: _Replay, number: int, view: PartitionView, at: int
 def groups(log_dir: str, group: str | None = None, at: int | None = None) -> GroupsReport:
     """Every consumer group of ``log_dir`` (or only ``group``) as of ``at`` (epoch ms; None:
     everything in the files), with each committed partition's lag where the partition is here."""
-    partitions = live_partitions(log_dir)
     problems: list = []
+    partitions = live_partitions(log_dir, problems)
     replay = _Replay(problems)
     reads = []
     for (topic, number), partition in sorted(partitions.items()):
@@ -283,5 +286,8 @@ def groups(log_dir: str, group: str | None = None, at: int | None = None) -> Gro
 
 
 def exit_code(report: GroupsReport) -> int:
-    """0 when groups were found and nothing is wrong, 1 when none were or a problem was found."""
+    """2 when an entry could not be read, 0 when groups were found and nothing is wrong, 1 when none
+    were or a problem was found."""
+    if any_unreadable(report["problems"]):
+        return 2
     return 0 if report["groups"] and not report["problems"] else 1

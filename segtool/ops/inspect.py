@@ -19,6 +19,7 @@ from segtool.kafka.startup import PartitionPlan, plan_partition
 from segtool.errors import CorruptData, UnreadableInput
 from segtool.findings import Finding, FindingKind, Severity, finding
 from segtool.kafka import log_dir as kafka_log_dir
+from segtool.kafka import names as kafka_names
 from segtool.kafka import state as kafka_state
 from segtool.kafka.log import BatchScan
 from segtool.kafka.records import batch_records, control_record_type
@@ -107,7 +108,7 @@ def inspect_log_dir(path: str) -> InspectedLogDir:
     top_files = [f for f in found.files if os.path.dirname(os.path.normpath(f.path)) == root]
     problems: list[Finding] = []
     meta = _meta_properties(root, problems)
-    marker = os.path.join(root, kafka_log_dir.CLEAN_SHUTDOWN)
+    marker = os.path.join(root, kafka_names.CLEAN_SHUTDOWN)
     clean = os.path.isfile(marker)
     checkpoints, offsets_by_file = _checkpoints(root, problems)
     directories = sorted(entry.name for entry in os.scandir(root) if entry.is_dir() and entry.name != REMOTE_INDEX_CACHE)
@@ -129,10 +130,10 @@ def inspect_log_dir(path: str) -> InspectedLogDir:
         _cross_check_metadata_topic_ids(partitions, _metadata_topic_ids(metadata[0]["directory"]))
     if partitions and not clean:
         problems.append(finding(FindingKind.NO_CLEAN_SHUTDOWN_MARKER, None,
-                                f"no {kafka_log_dir.CLEAN_SHUTDOWN} in {root}: the broker recovers every partition "
+                                f"no {kafka_names.CLEAN_SHUTDOWN} in {root}: the broker recovers every partition "
                                 "from the segment holding its recovery point on"))
-    named = {os.path.join(root, n) for n in (*CHECKPOINT_FIELDS, kafka_log_dir.META_PROPERTIES,
-                                             kafka_log_dir.CLEAN_SHUTDOWN)}
+    named = {os.path.join(root, n) for n in (*CHECKPOINT_FIELDS, kafka_names.META_PROPERTIES,
+                                             kafka_names.CLEAN_SHUTDOWN)}
     return {
         "path": root,
         "meta_properties": meta,
@@ -147,7 +148,7 @@ def inspect_log_dir(path: str) -> InspectedLogDir:
 
 
 def _meta_properties(root: str, problems: list[Finding]) -> dict | None:
-    path = os.path.join(root, kafka_log_dir.META_PROPERTIES)
+    path = os.path.join(root, kafka_names.META_PROPERTIES)
     if not os.path.isfile(path):
         return None
     try:
@@ -316,7 +317,7 @@ def _plan_report(plan: PartitionPlan, is_metadata: bool, summaries: list[Inspect
 def _metadata_partition(report: InspectedPartition, paths: list[str], epochs) -> None:
     """``quorum-state`` and the KRaft snapshots of ``__cluster_metadata-0``, each snapshot against its name."""
     problems = report["problems"]
-    quorum = os.path.join(report["directory"], kafka_log_dir.QUORUM_STATE)
+    quorum = os.path.join(report["directory"], kafka_names.QUORUM_STATE)
     if os.path.isfile(quorum):
         try:
             state = kafka_log_dir.parse_quorum_state(_read(quorum), quorum)

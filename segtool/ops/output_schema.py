@@ -235,10 +235,13 @@ class PrintMsgQueue(TypedDict):
 
 
 class OtherItem(TypedDict):
-    """Index entries, snapshots, checkpoints, ConsumeQueue units, IndexFile entries, ends of files."""
+    """Index entries, snapshots, checkpoints, ConsumeQueue units, IndexFile entries, ends of files, a Kafka
+    log dir's own files (``meta.properties``, ``quorum-state``, ``.kafka_cleanshutdown``) and a RocketMQ
+    broker's ``config/*.json`` (its content as one JSON text: its keys are topics and groups)."""
     kind: Literal["offset_index_entry", "time_index_entry", "aborted_txn", "producer_snapshot", "producer",
                   "checkpoint", "checkpoint_entry", "partition_metadata", "cq_unit", "index_header", "index_entry",
-                  "error", "zero_tail", "trailing_bytes", "blank_end"]
+                  "error", "zero_tail", "trailing_bytes", "blank_end", "meta_properties", "quorum_state",
+                  "clean_shutdown", "rocketmq_config"]
     file: str
 
 
@@ -361,6 +364,7 @@ class KafkaRebuildReport(TypedDict):
     segments: list[RebuiltSegment]
     skipped: list[PathReason]
     unreadable: list[PathReason]  # entries that cannot be read: named, the rest done (exit 2)
+    stores: NotRequired[list["RocketMQRebuildReport"]]  # RocketMQ stores found beside the partitions
 
 
 class RebuiltIndexFile(Written):

@@ -13,7 +13,7 @@ import os
 from segtool.engine.inventory import inventory
 from segtool.kafka.partition import Segment
 from segtool.kafka.recovery import DEFAULT_INDEX_INTERVAL_BYTES, ProducerTxnState, recover_segment
-from segtool.engine.safe_write import partition_output, plan_outputs, write_atomically
+from segtool.engine.safe_write import partition_output, plan_outputs, tree_outputs, write_atomically
 from segtool.source import sha256_beside
 from segtool.errors import NothingFound, UnreadableInput
 from segtool.kafka.names import INDEX, PRODUCER_SNAPSHOT, TIME_INDEX, TXN_INDEX, file_name, is_log_file
@@ -79,18 +79,6 @@ def recover_partition(log_paths: list[str], snapshot: str, index_interval_bytes:
     return out
 
 
-def _log_dir_outputs(groups: list[list[Segment]], out_dir: str | None) -> list[str | None]:
-    """The directory each partition's indexes go under: ``out_dir`` itself when every partition comes
-    from one log directory, else ``out_dir/<n>-<log dir name>`` (numbered from 1 in the order found)."""
-    log_dirs = [os.path.dirname(os.path.dirname(os.path.abspath(segments[0].log_path))) for segments in groups]
-    if out_dir is None or len(set(log_dirs)) <= 1:
-        return [out_dir] * len(groups)
-    numbers: dict[str, int] = {}
-    for log_dir in log_dirs:
-        numbers.setdefault(log_dir, len(numbers) + 1)
-    return [os.path.join(out_dir, f"{numbers[d]}-{os.path.basename(d) or 'root'}") for d in log_dirs]
-
-
 def _partition_task(item: tuple) -> list[dict]:
     return recover_partition(*item)
 
@@ -103,19 +91,21 @@ def rebuild_index(paths: list[str], out_dir: str | None = None, in_place: bool =
                   engine=None, hash_inputs: bool = True, force: bool = False) -> KafkaRebuildReport:
     """Rebuild every segment's indexes; partitions run as tasks on ``engine`` when one is given.
 
-    Out of place the indexes go to ``out_dir/<partition>/``, or, when the
-    partitions come from more than one log directory (two may hold a partition
-    of the same name), to ``out_dir/<n>-<log dir name>/<partition>/`` with the
-    log dirs numbered from 1 in the order found; every output is checked before
+    Out of place each partition's indexes go to its path below the given path
+    that holds it (``out_dir/<partition>/`` for a log dir, ``out_dir/broker1/<partition>/``
+    for replicas side by side below one path), or, when log dirs given side by side
+    hold partitions of one name, below ``out_dir/<n>-<log dir name>/``, numbered from 1
+    as given (``safe_write.tree_outputs``); every output is checked before
     anything is computed or written (see ``safe_write.plan_outputs``).
     Tasks only compute; the indexes are written here, through ``safe_write``.
     """
     skipped: list[dict] = []
     unreadable: list[dict] = []
     groups = _partitions_of(paths, skipped, unreadable)
-    outs = _log_dir_outputs(groups, out_dir)
-    targets = [partition_output(segment.log_path, group_out, in_place, file_name(segment.base_offset, suffix))
-               for segments, group_out in zip(groups, outs) for segment in segments for suffix in _SUFFIXES]
+    places = tree_outputs([os.path.dirname(segments[0].log_path) for segments in groups], paths, out_dir) \
+        if out_dir is not None else None
+    targets = [partition_output(segment.log_path, out_dir, in_place, file_name(segment.base_offset, suffix), places)
+               for segments in groups for segment in segments for suffix in _SUFFIXES]
     plan_outputs(targets, paths, in_place, force)
     items = []
     for segments in groups:
@@ -132,13 +122,13 @@ def rebuild_index(paths: list[str], out_dir: str | None = None, in_place: bool =
         results = engine.map(_partition_task, items, costs, description="segtool rebuild-index")
     report = {"index_interval_bytes": index_interval_bytes, "segments": [], "skipped": skipped,
               "unreadable": unreadable}
-    for segments, group_out, computed in zip(groups, outs, results):
+    for segments, computed in zip(groups, results):
         for segment, result in zip(segments, computed):
             contents = [(INDEX, result["offset_index"]), (TIME_INDEX, result["time_index"])]
             if result["txn_index"] is not None:
                 contents.append((TXN_INDEX, result["txn_index"]))
-            written = [write_atomically(partition_output(segment.log_path, group_out, in_place,
-                                                         file_name(segment.base_offset, suffix)), data,
+            written = [write_atomically(partition_output(segment.log_path, out_dir, in_place,
+                                                         file_name(segment.base_offset, suffix), places), data,
                                         replace=in_place or force) for suffix, data in contents]
             entry = {"log": segment.log_path, "base_offset": segment.base_offset}
             entry.update({k: v for k, v in result.items() if k not in ("offset_index", "time_index", "txn_index")})

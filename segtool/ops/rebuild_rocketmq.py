@@ -33,7 +33,7 @@ import shutil
 from pathlib import Path
 
 from segtool.rocketmq import store as rs
-from segtool.engine.safe_write import fsync_dir, plan_outputs, unused_name, write_atomically
+from segtool.engine.safe_write import fsync_dir, plan_outputs, tree_outputs, unused_name, write_atomically
 from segtool.source import sha256_of
 from segtool.errors import SegtoolError, UnreadableInput
 from segtool.rocketmq import store_files as rmq
@@ -196,17 +196,12 @@ def rebuild_rocketmq_index(store_dir, out_dir=None, in_place: bool = False, hash
 
 
 
-def rebuild_rocketmq_stores(roots: list[str], out_dir=None, in_place: bool = False, **options) -> list[dict]:
-    """``rebuild_rocketmq_index`` for each store.  Out of place, one store writes to ``OUT/index/``
-    and several to ``OUT/<store dir name>/index/``; stores whose outputs would meet are refused
-    before anything is computed or written."""
-    if len(roots) == 1 or in_place:
+def rebuild_rocketmq_stores(roots: list[str], out_dir=None, in_place: bool = False, given: list[str] | None = None,
+                            **options) -> list[dict]:
+    """``rebuild_rocketmq_index`` for each store.  Out of place, one store alone writes to ``OUT/index/``;
+    several, or a store beside Kafka partitions (``given``: the paths the command was given), write to
+    their place below the given paths (``safe_write.tree_outputs``), ``OUT/<store>/index/``."""
+    if in_place or (len(roots) == 1 and given is None):
         return [rebuild_rocketmq_index(root, out_dir=out_dir, in_place=in_place, **options) for root in roots]
-    outputs: dict[str, str] = {}
-    for root in roots:
-        target = os.path.join(out_dir, os.path.basename(os.path.normpath(root)))
-        if target in outputs:
-            raise SegtoolError(f"the stores {outputs[target]} and {root} would both write to {target}/index: "
-                               "rebuild them in separate runs or with separate --out directories")
-        outputs[target] = root
-    return [rebuild_rocketmq_index(root, out_dir=target, **options) for target, root in outputs.items()]
+    places = tree_outputs(roots, given or roots, out_dir)
+    return [rebuild_rocketmq_index(root, out_dir=places[os.path.abspath(root)], **options) for root in roots]

@@ -32,8 +32,6 @@ from segtool.errors import UnreadableInput
 from segtool.findings import FindingKind, finding, has_errors
 from segtool.rocketmq import store_files as rmq
 from segtool.rocketmq.config import (
-    BACKUP_SUFFIX,
-    CONFIG_DIR,
     CONFIG_KINDS,
     LoadedConfig,
     RETRY_GROUP_TOPIC_PREFIX,
@@ -41,6 +39,7 @@ from segtool.rocketmq.config import (
     topic_group,
 )
 from segtool.rocketmq import names as rocketmq_names
+from segtool.rocketmq.names import BACKUP_SUFFIX, CONFIG_DIR
 from segtool.ops.output_schema import (
     DelayLevelProgress,
     RocketMQConfigRead,

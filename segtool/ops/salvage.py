@@ -34,7 +34,7 @@ from segtool.rocketmq import store as rs
 from segtool.engine.inventory import Partition, Store, inventory
 from segtool.kafka.partition import Segment
 from segtool.kafka.recovery import DEFAULT_INDEX_INTERVAL_BYTES, ProducerTxnState, recover_segment
-from segtool.engine.safe_write import plan_outputs, write_atomically
+from segtool.engine.safe_write import plan_outputs, tree_outputs, write_atomically
 from segtool.engine.salvage import DamagedRange, body_crc_valid, commitlog_pieces, kafka_pieces
 from segtool.errors import CorruptData, NothingFound, SegtoolError, UnreadableInput
 from segtool.rocketmq import store_files as rmq
@@ -78,9 +78,10 @@ def salvage(paths: list[str], out_dir: str, *, index_interval_bytes: int = DEFAU
             force: bool = False, progress_factory=None) -> SalvageReport:
     """Salvage the Kafka partitions or the RocketMQ stores below ``paths`` into ``out_dir``.
 
-    Partitions go to ``out_dir/<partition directory name>/``; one store to ``out_dir``,
-    several to ``out_dir/<store directory name>/``.  Partitions and stores in one run are
-    refused (their outputs would mix in one directory).
+    One store alone goes to ``out_dir``; otherwise each partition and store keeps its path below
+    the given path that holds it (``out_dir/<partition>/`` for a log dir, ``out_dir/broker1/<partition>/``
+    for replicas side by side, ``out_dir/<store>/`` beside them: ``safe_write.tree_outputs``), so
+    Kafka and RocketMQ data found together are salvaged in one run, each to its own place.
     """
     for path in paths:
         if not os.path.lexists(path):
@@ -88,9 +89,6 @@ def salvage(paths: list[str], out_dir: str, *, index_interval_bytes: int = DEFAU
     found = inventory(paths)
     partitions = [partition for partition in found.partitions if partition.logs]
     stores = [store for store in found.stores if store.commitlog]
-    if partitions and stores:
-        raise SegtoolError(f"found {len(partitions)} Kafka partition(s) (first {partitions[0].directory}) and "
-                           f"{len(stores)} RocketMQ store(s) (first {stores[0].root}): salvage them in separate runs")
     unreadable = [{"path": entry.path, "reason": entry.unreadable} for entry in found.unreadable]
     if not partitions and not stores:
         if unreadable:
@@ -98,12 +96,14 @@ def salvage(paths: list[str], out_dir: str, *, index_interval_bytes: int = DEFAU
         raise NothingFound("no Kafka segments and no RocketMQ CommitLog here", paths[0])
     report = {"out": out_dir, "index_interval_bytes": index_interval_bytes, "inputs": [], "partitions": [],
               "stores": [], "skipped": [], "unreadable": unreadable}
+    # one store alone fills OUT; anything more keeps its place below the paths given
+    places = {os.path.abspath(stores[0].root): out_dir} if stores and len(stores) == 1 and not partitions else \
+        tree_outputs([p.directory for p in partitions] + [s.root for s in stores], paths, out_dir)
     if partitions:
-        _salvage_partitions(partitions, paths, out_dir, index_interval_bytes, force, progress_factory, report)
-        taken = [partition.files for partition in partitions]
-    else:
-        _salvage_stores(stores, paths, out_dir, force, progress_factory, report)
-        taken = [store.files for store in stores]
+        _salvage_partitions(partitions, paths, places, index_interval_bytes, force, progress_factory, report)
+    if stores:
+        _salvage_stores(stores, paths, places, force, progress_factory, report)
+    taken = [partition.files for partition in partitions] + [store.files for store in stores]
     report["skipped"].extend({"path": f.path, "reason": _NOT_TAKEN} for f in found.outside(*taken))
     report["summary"] = _summary(report)
     return report
@@ -174,16 +174,16 @@ def _subtract(ranges: list[tuple[int, int]], kept: list[tuple[int, int]]) -> lis
 # --------------------------------------------------------------------------
 
 
-def _out_partition(partition: Partition, out_dir: str) -> str:
-    return os.path.join(out_dir, os.path.basename(os.path.normpath(partition.directory)))
+def _out_partition(partition: Partition, places: dict[str, str]) -> str:
+    return places[os.path.abspath(partition.directory)]
 
 
-def _salvage_partitions(partitions: list[Partition], paths, out_dir, interval, force, progress_factory,
+def _salvage_partitions(partitions: list[Partition], paths, places, interval, force, progress_factory,
                         report: dict) -> None:
     copies: dict[str, list[str]] = {}  # partition directory -> state files that parse
     targets = []
     for partition in partitions:
-        out = _out_partition(partition, out_dir)
+        out = _out_partition(partition, places)
         for log in partition.logs:
             targets += [os.path.join(out, file_name(Segment(log.path).base_offset, suffix))
                         for suffix in (LOG, INDEX, TIME_INDEX, TXN_INDEX)]
@@ -205,7 +205,7 @@ def _salvage_partitions(partitions: list[Partition], paths, out_dir, interval, f
                 report["skipped"].append({"path": entry.path, "reason": file_format(entry.kind).salvage_note or _NOT_READ})
     plan_outputs(targets, paths, False, force)
     for partition in partitions:
-        report["partitions"].append(_salvage_partition(partition, _out_partition(partition, out_dir), interval,
+        report["partitions"].append(_salvage_partition(partition, _out_partition(partition, places), interval,
                                                        force, progress_factory, copies[partition.directory],
                                                        report["inputs"]))
 
@@ -354,15 +354,15 @@ _MESSAGE_COLUMNS = (
 )
 
 
-def _out_store(store: Store, stores: list[Store], out_dir: str) -> str:
-    return out_dir if len(stores) == 1 else os.path.join(out_dir, os.path.basename(os.path.normpath(store.root)))
+def _out_store(store: Store, places: dict[str, str]) -> str:
+    return places[os.path.abspath(store.root)]
 
 
-def _salvage_stores(stores: list[Store], paths, out_dir, force, progress_factory, report: dict) -> None:
+def _salvage_stores(stores: list[Store], paths, places, force, progress_factory, report: dict) -> None:
     read = [_read_store(store, progress_factory, report) for store in stores]
     targets = []
     for store, survivors in zip(stores, read):
-        out = Path(_out_store(store, stores, out_dir))
+        out = Path(_out_store(store, places))
         targets += [str(out / rocketmq_names.COMMITLOG_DIR / name) for name in survivors["commitlog_sizes"]]
         targets += [str(out / rocketmq_names.CONSUMEQUEUE_DIR / topic / str(queue) / name)
                     for (topic, queue), files in survivors["queues"].items() for name in files]
@@ -373,7 +373,7 @@ def _salvage_stores(stores: list[Store], paths, out_dir, force, progress_factory
     plan_outputs(targets, paths, False, force)
     for store, survivors in zip(stores, read):
         try:
-            report["stores"].append(_write_store(store, Path(_out_store(store, stores, out_dir)), survivors, force))
+            report["stores"].append(_write_store(store, Path(_out_store(store, places)), survivors, force))
         finally:
             for view in survivors["index"].created:
                 view.close()

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 from segtool.kafka.partition import PartitionView
 from segtool.kafka.recovery import ProducerTxnState, recover_segment
+from segtool.engine.inventory import any_unreadable
 from segtool.findings import FindingKind, finding
 from segtool.kafka.coordinator import TRANSACTION_STATES, decode_transaction_record
 from segtool.kafka.index import TransactionIndex
@@ -129,6 +130,11 @@ class _PartitionTransactions:
         first = view.segments[0]
         self.recovered = ProducerTxnState.from_snapshot(
             os.path.join(view.directory, file_name(first.base_offset, PRODUCER_SNAPSHOT)))
+        if self.recovered.snapshot_error is not None:
+            error = self.recovered.snapshot_error
+            problems.append(finding(FindingKind.SNAPSHOT_STRUCTURE, error.offset,
+                                    f"{error.path}: {error.message}; Kafka deletes the snapshot and loads the "
+                                    "partition without it, so transactions it carried open are not known"))
         # open transactions the snapshot carries in: their data lies before the first segment
         self.open = {pid: _Open(-1, first_offset, None) for pid, first_offset in self.recovered.ongoing.items()}
         self.aborted: list[tuple[int, int, int, int]] = []
@@ -248,8 +254,8 @@ def _disagreement(state: TransactionalIdState, partition: _PartitionTransactions
 
 def transactions(log_dir: str) -> TransactionsReport:
     """The transaction coordinator's state and every partition's transactions in ``log_dir``."""
-    partitions = live_partitions(log_dir)
     problems: list = []
+    partitions = live_partitions(log_dir, problems)
     states, deleted, timestamps = _coordinator_states(partitions, problems)
     read: list[_PartitionTransactions] = []
     for (topic, number), partition in sorted(partitions.items()):
@@ -313,7 +319,9 @@ def transactions(log_dir: str) -> TransactionsReport:
 
 def exit_code(report: TransactionsReport) -> int:
     """0 when transactions were found and nothing is wrong; 1 when none were, or a transaction hangs,
-    the coordinator and a partition disagree, or another problem was found."""
+    the coordinator and a partition disagree, or another problem was found; 2 when an entry could not be read."""
+    if any_unreadable(report["problems"]):
+        return 2
     summary = report["summary"]
     found = summary["transactional_ids"] or summary["transactional_partitions"]
     return 0 if found and not report["problems"] else 1

@@ -8,7 +8,9 @@ every other file is named in the report as skipped.
 
 from __future__ import annotations
 
-from segtool.engine.safe_write import partition_output, plan_outputs, write_atomically
+import os
+
+from segtool.engine.safe_write import partition_output, plan_outputs, tree_outputs, write_atomically
 from segtool.source import open_buffer, sha256_of
 from segtool.engine.inventory import inventory
 from segtool.errors import UnreadableInput
@@ -31,7 +33,9 @@ def trim(paths: list[str], out_dir: str | None = None, in_place: bool = False, d
             raise UnreadableInput(_NOT_AN_INDEX, entry.path)
         else:
             skipped.append({"path": entry.path, "reason": _NOT_AN_INDEX})
-    targets = [] if dry_run else [partition_output(entry.path, out_dir, in_place) for entry in indexes]
+    places = tree_outputs([os.path.dirname(entry.path) for entry in indexes], paths, out_dir) \
+        if out_dir is not None else None
+    targets = [] if dry_run else [partition_output(entry.path, out_dir, in_place, places=places) for entry in indexes]
     plan_outputs(targets, paths, in_place, force)
     results = []
     for number, entry in enumerate(indexes):

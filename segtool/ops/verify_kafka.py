@@ -431,6 +431,14 @@ def verify_partition_metadata(path: str) -> dict:
     return _parses(kafka_state.read_partition_metadata, kafka_state.CorruptCheckpoint, path)
 
 
+def verify_log_dir_file(parse) -> Callable[[str], dict]:
+    """The check of a log dir's ``meta.properties`` or ``quorum-state``: does it parse as the broker reads it
+    (``kafka.log_dir``, the reader inspect uses)?"""
+    def check(path: str) -> dict:
+        return _parses(lambda path: parse(bytes(open_buffer(path)), path), CorruptData, path)
+    return check
+
+
 def _parses(read, corrupt: type[SegtoolError], path: str) -> dict:
     try:
         read(path)

@@ -37,9 +37,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from segtool.errors import CorruptData, SegtoolError, UnreadableInput
+from segtool.rocketmq.names import BACKUP_SUFFIX, CONFIG_DIR
 
-CONFIG_DIR = "config"
-BACKUP_SUFFIX = ".bak"
 TOPIC_GROUP_SEPARATOR = "@"  # ConsumerOffsetManager.TOPIC_GROUP_SEPARATOR
 RETRY_GROUP_TOPIC_PREFIX = "%RETRY%"  # MixAll.RETRY_GROUP_TOPIC_PREFIX
 DLQ_GROUP_TOPIC_PREFIX = "%DLQ%"  # MixAll.DLQ_GROUP_TOPIC_PREFIX

@@ -33,6 +33,14 @@ ROOT_FILES = (CHECKPOINT, ABORT, LOCK)
 CONFIG_FILES = ("topics.json", "consumerOffset.json", "subscriptionGroup.json", "delayOffset.json",
                 "consumerFilter.json")
 
+BACKUP_SUFFIX = ".bak"  # ConfigManager.persist keeps the previous version as <file>.bak
+
+
+def is_config_file_name(name: str) -> bool:
+    """One of the broker's ``config/`` files or its ``.bak``."""
+    return (name[: -len(BACKUP_SUFFIX)] if name.endswith(BACKUP_SUFFIX) else name) in CONFIG_FILES
+
+
 _MAPPED_FILE_NAME = re.compile(r"[0-9]+")
 _QUEUE_ID = re.compile(r"-?[0-9]+")
 _INDEX_FILE_NAME = re.compile(r"[0-9]{17}")  # yyyyMMddHHmmssSSS
