@@ -15,6 +15,8 @@ import struct
 from segtool.kafka.log import Record, RecordBatch
 from segtool.kafka.metadata import (KRAFT_VERSION_RECORD, LEADER_CHANGE_MESSAGE, VOTERS_RECORD,
                                     cluster_metadata_payload, decode_metadata_record)
+from segtool.kafka.offsets import OFFSET_COMMIT_KEY, OFFSET_COMMIT_VALUE
+from segtool.ops.groups import groups
 from tests.conftest import segtool
 from tests.kafka_build import build_batch_v2, build_records
 from tests.message_writer import uvarint, write_message
@@ -119,3 +121,68 @@ def test_share_group_state_decoder_is_not_said_to_be_3_9():
     option = help_text[help_text.index("--share-group-state-decoder"):]
     option = option[:option.index("--", 3)]
     assert "4.0" in option and "3.9" not in option
+
+
+# -- 28.7: a transaction's offset commits at its COMMIT marker -------------------------------
+
+def _offsets_batch(base_offset: int, commits: list[tuple[str, int, int]], producer_id: int = -1,
+                   transactional: bool = False) -> bytes:
+    records = []
+    for i, (topic, partition, offset) in enumerate(commits):
+        key = struct.pack(">h", 1) + write_message(OFFSET_COMMIT_KEY, 1, {
+            "group": "g", "topic": topic, "partition": partition})
+        value = struct.pack(">h", 3) + write_message(OFFSET_COMMIT_VALUE, 3, {
+            "offset": offset, "leaderEpoch": 0, "metadata": "", "commitTimestamp": CREATE_TIME})
+        records.append(Record(base_offset + i, CREATE_TIME, key, value, (), offset_delta=i))
+    batch = RecordBatch(position=0, magic=2, base_offset=base_offset, last_offset=base_offset + len(records) - 1,
+                        size=0, crc=0, attributes=0x10 if transactional else 0, max_timestamp=CREATE_TIME,
+                        record_count=len(records), partition_leader_epoch=0, last_offset_delta=len(records) - 1,
+                        base_timestamp=CREATE_TIME, producer_id=producer_id, producer_epoch=0 if producer_id >= 0 else -1,
+                        base_sequence=0 if producer_id >= 0 else -1)
+    return build_batch_v2(batch, build_records(records))
+
+
+def _commit_marker(offset: int, producer_id: int) -> bytes:
+    record = Record(offset, CREATE_TIME, _control_key(1), struct.pack(">hi", 0, 0), ())
+    batch = RecordBatch(position=0, magic=2, base_offset=offset, last_offset=offset, size=0, crc=0,
+                        attributes=0x30, max_timestamp=CREATE_TIME, record_count=1, partition_leader_epoch=0,
+                        base_timestamp=CREATE_TIME, producer_id=producer_id, producer_epoch=0)
+    return build_batch_v2(batch, build_records([record]))
+
+
+def _offsets_log_dir(tmp_path, batches: bytes, base_offset: int):
+    partition = tmp_path / "logs" / "__consumer_offsets-0"
+    partition.mkdir(parents=True)
+    (partition / f"{base_offset:020d}.log").write_bytes(batches)
+    return tmp_path / "logs"
+
+
+def test_a_committed_transaction_does_not_replace_a_newer_plain_commit(tmp_path):
+    # GroupMetadataManager.loadGroupsAndOffsets (3.9): at a COMMIT marker a pending transactional
+    # offset is loaded only if the loaded one is olderThan it (CommitRecordMetadataAndOffset:
+    # the appended batches' base offsets); the plain commit at 8 is newer than the
+    # transaction's at 7, so t-3 stays at 60
+    log_dir = _offsets_log_dir(tmp_path, _offsets_batch(7, [("t", 3, 50)], producer_id=9, transactional=True)
+                               + _offsets_batch(8, [("t", 3, 60)]) + _commit_marker(9, 9), 7)
+    report = groups(str(log_dir))
+    (group,) = report["groups"]
+    assert [(o["topic"], o["partition"], o["offset"]) for o in group["offsets"]] == [("t", 3, 60)]
+
+
+def test_a_committed_transaction_replaces_an_older_commit_and_drops_its_own_tombstoned_entries(tmp_path):
+    # the same method: a plain commit at 7 is older than the transaction's batch at 8, so the
+    # COMMIT at 10 loads t-3=50; t-4, committed and then tombstoned inside the transaction
+    # (pendingOffsets(producerId).remove), loads nothing and keeps the plain commit
+    tombstone_key = struct.pack(">h", 1) + write_message(OFFSET_COMMIT_KEY, 1, {"group": "g", "topic": "t", "partition": 4})
+    tombstone = build_batch_v2(
+        RecordBatch(position=0, magic=2, base_offset=9, last_offset=9, size=0, crc=0, attributes=0x10,
+                    max_timestamp=CREATE_TIME, record_count=1, partition_leader_epoch=0, base_timestamp=CREATE_TIME,
+                    producer_id=9, producer_epoch=0, base_sequence=2),
+        build_records([Record(9, CREATE_TIME, tombstone_key, None, ())]))
+    batches = (_offsets_batch(6, [("t", 3, 60), ("t", 4, 61)])
+               + _offsets_batch(8, [("t", 3, 50), ("t", 4, 70)], producer_id=9, transactional=True)
+               + tombstone + _commit_marker(10, 9))
+    log_dir = _offsets_log_dir(tmp_path, batches, 6)
+    report = groups(str(log_dir))
+    (group,) = report["groups"]
+    assert sorted((o["topic"], o["partition"], o["offset"]) for o in group["offsets"]) == [("t", 3, 50), ("t", 4, 61)]
