@@ -156,7 +156,7 @@ def dump(
     transaction_log_decoder: bool = typer.Option(False, "--transaction-log-decoder", help="kafka: decode __transaction_state records."),
     cluster_metadata_decoder: bool = typer.Option(False, "--cluster-metadata-decoder", help="kafka: decode KRaft metadata records (__cluster_metadata, snapshots, bootstrap.checkpoint)."),
     remote_log_metadata_decoder: bool = typer.Option(False, "--remote-log-metadata-decoder", help="kafka: decode __remote_log_metadata records."),
-    share_group_state_decoder: bool = typer.Option(False, "--share-group-state-decoder", help="kafka: decode __share_group_state records."),
+    share_group_state_decoder: bool = typer.Option(False, "--share-group-state-decoder", help="kafka: decode __share_group_state records (an option of kafka-dump-log 4.0 and later)."),
     kafka_version: str = typer.Option("3.9", "--kafka-version", help="kafka: print as this kafka-dump-log prints: 3.9, or 4.1 (__transaction_state records as JSON).", metavar="VERSION"),
     max_bytes: int = typer.Option(2**31 - 1, "--max-bytes", min=0, help="kafka: read at most this many bytes of each .log.", metavar="BYTES"),
     max_message_size: int = typer.Option(5 * 1024 * 1024, "--max-message-size", min=1, help="kafka: largest batch an index entry may point to.", metavar="BYTES"),

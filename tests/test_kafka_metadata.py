@@ -108,15 +108,15 @@ def test_json_names_and_text():
 
 
 def test_serde_errors_print_as_kafka():
-    assert cluster_metadata_payload(None, 7) == "Error at 7, skipping. Error while reading frame version"
-    assert cluster_metadata_payload(b"\x00\x02\x00", 1).startswith(
+    assert cluster_metadata_payload(None, 7, "3.9") == "Error at 7, skipping. Error while reading frame version"
+    assert cluster_metadata_payload(b"\x00\x02\x00", 1, "3.9").startswith(
         "Error at 1, skipping. Could not deserialize metadata record with frame version 0.")
-    assert cluster_metadata_payload(b"\x01\x63\x00", 2) == ("Error at 2, skipping. org.apache.kafka.common.errors."
+    assert cluster_metadata_payload(b"\x01\x63\x00", 2, "3.9") == ("Error at 2, skipping. org.apache.kafka.common.errors."
                                                           "UnsupportedVersionException: Unknown metadata id 99")
-    assert cluster_metadata_payload(b"\x01\x02\x00\x01", 3) == "Error at 3, skipping. Failed to deserialize record with type 2"
+    assert cluster_metadata_payload(b"\x01\x02\x00\x01", 3, "3.9") == "Error at 3, skipping. Failed to deserialize record with type 2"
     noop = b"\x01\x14\x00\x00"
-    assert cluster_metadata_payload(noop, 4) == '{"type":"NO_OP_RECORD","version":0,"data":{}}'
-    assert cluster_metadata_payload(noop + b"xy", 5) == "Error at 5, skipping. Found 2 byte(s) of garbage after 20"
+    assert cluster_metadata_payload(noop, 4, "3.9") == '{"type":"NO_OP_RECORD","version":0,"data":{}}'
+    assert cluster_metadata_payload(noop + b"xy", 5, "3.9") == "Error at 5, skipping. Found 2 byte(s) of garbage after 20"
     assert decode_metadata_item(None, b"\x01\x63\x00") == {
         "error": "org.apache.kafka.common.errors.UnsupportedVersionException: Unknown metadata id 99", "unknown_type": 99}
 
@@ -131,7 +131,7 @@ def test_cluster_metadata_decoder_through_the_cli(wild):
     assert payloads and not [p for p in payloads if p.startswith("Error at")]
     assert any(p.startswith('{"type":"TOPIC_RECORD","version":0,"data":{"name":') for p in payloads)
     # the payloads are the records' own decoding, in the same order
-    expected = [cluster_metadata_payload(record.value, record.offset)
+    expected = [cluster_metadata_payload(record.value, record.offset, "3.9")
                 for batch in BatchScan(open_buffer(str(snapshot)), 0, snapshot.stat().st_size, path=str(snapshot))
                 if not batch.is_control for record in batch_records(batch, str(snapshot), 1 << 28)]
     assert payloads == expected

@@ -121,3 +121,20 @@ def test_cli_both_kinds_and_the_schema(clean):
     assert text.returncode == 0 and f"OffsetID:            {msg['offsetMsgId']}" in text.stdout
     missing = segtool("lookup", store, "--msg-id", "7F00000100002A9F7FFFFFFFFFFFFFFF")
     assert missing.returncode == 1 and "no message has it" in missing.stdout
+
+
+def test_ipv6_hosts_are_written_as_java_writes_them():
+    # Inet6Address.getHostAddress (a SocketAddress's text, RemotingHelper.parseSocketAddressAddr):
+    # eight groups, no leading zeros, never "::"; MessageClientIDSetter.getIPStrFromID uses
+    # UtilAll.ipToIPv6Str instead: eight groups of four digits
+    import ipaddress
+
+    from segtool.rocketmq.msgid import decode_offset_msg_id, decode_uniq_key, format_host, offset_msg_id
+
+    address = ipaddress.IPv6Address("2001:db8::1").packed
+    assert format_host(address, 10911) == "[2001:db8:0:0:0:0:0:1]:10911"
+    assert format_host(bytes([10, 0, 0, 7]), 10911) == "10.0.0.7:10911"
+    decoded = decode_offset_msg_id(offset_msg_id(address, 10911, 4096))
+    assert (decoded["store_host"], decoded["store_ip"]) == ("[2001:db8:0:0:0:0:0:1]:10911", "2001:db8:0:0:0:0:0:1")
+    uniq = (address + bytes.fromhex("0001") + bytes(4) + bytes(4) + bytes.fromhex("0002")).hex().upper()
+    assert decode_uniq_key(uniq)["client_ip"] == "2001:0db8:0000:0000:0000:0000:0000:0001"

@@ -230,3 +230,21 @@ def test_cli_exit_codes_and_json_schema(tmp_path):
     assert segtool("groups", wild, "--at", "0").returncode == 2
     refused = segtool("groups", tmp_path / "no-such-store")
     assert refused.returncode == 2 and "Traceback" not in refused.stderr
+
+
+def test_total_lag_is_mqadmins_diff_total(tmp_path):
+    # AdminBrokerProcessor.getConsumeStats: a topic topics.json lacks is skipped ("consumeStats,
+    # topic config not exist") and only queues 0 .. readQueueNums - 1 are read, so
+    # ConsumeStats.computeTotalDiff (consumerProgress's Diff Total) counts no others
+    audit = _summary_bounds("AuditTopic")
+    read_nums = _read_queue_nums(corpus_path("rocketmq", "clean-multi", "store"))["AuditTopic"]
+    beyond = read_nums + 1  # a committed queue id at or above readQueueNums
+    text = ('{"offsetTable":{"AuditTopic@g":{0:0,' + f"{beyond}:0" + '},"NoSuchTopic@g":{0:0}}}')
+    store = _store_with_offsets(tmp_path, text)
+    (group,) = rocketmq_groups(str(store))["groups"]
+    topics = {t["topic"]: t for t in group["topics"]}
+    audit_queues = {q["queue_id"]: q for q in topics["AuditTopic"]["queues"]}
+    assert not audit_queues[beyond]["counted_in_total"] and audit_queues[0]["counted_in_total"]
+    assert topics["AuditTopic"]["total_lag"] == sum(audit[q][1] for q in range(read_nums))
+    assert topics["NoSuchTopic"]["total_lag"] is None
+    assert group["total_lag"] == topics["AuditTopic"]["total_lag"]

@@ -7,7 +7,7 @@ version (1; 0 was 2.8's preview), an unsigned varint record type (the ``apiKey``
 version, then the record itself, read by the generated code of that version; nothing may
 follow it.  Records carry no key.  Snapshots (``<end offset>-<epoch>.checkpoint``) and
 ``bootstrap.checkpoint`` hold the same records in record batches, between the
-SnapshotHeader / SnapshotFooter control records (``kafka/schemas.KRAFT_CONTROL_VALUES``).
+SnapshotHeader / SnapshotFooter control records (``KRAFT_CONTROL_MESSAGES`` below).
 
 ``kafka-dump-log.sh --cluster-metadata-decoder`` (DumpLogSegments'
 ``ClusterMetadataLogMessageParser``) prints each record as the payload
@@ -25,8 +25,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from segtool.errors import CorruptData
 from segtool.kafka.messages import (
     ApiMessageError,
+    JavaFailure,
     Array,
     F,
     M,
@@ -35,6 +37,7 @@ from segtool.kafka.messages import (
     compile_message,
     jackson_json,
     read_api_message,
+    read_message,
 )
 
 # metadata/src/main/resources/common/metadata/*.json
@@ -312,6 +315,10 @@ METADATA_RECORDS: dict[int, Message] = {
     28: CLEAR_ELR_RECORD,
 }
 _PARSERS = {type_id: compile_message(message) for type_id, message in METADATA_RECORDS.items()}
+# MetadataRecordType of Kafka 3.9 (its metadata/src/main/resources/common/metadata/*.json): the
+# dropped AccessControlRecord (6) and RemoveFeatureLevelRecord (16) and 4.0's ClearElrRecord (28)
+# are unknown ids there
+_PARSERS_3_9 = {type_id: parser for type_id, parser in _PARSERS.items() if type_id not in (6, 16, 28)}
 
 
 @dataclass(frozen=True)
@@ -342,18 +349,109 @@ def java_snake_case(name: str) -> str:
     return "".join(out)
 
 
-def decode_metadata_record(value: bytes | None) -> MetadataRecord:
+def decode_metadata_record(value: bytes | None, kafka_version: str | None = None) -> MetadataRecord:
     """One record value of the metadata log; :class:`ApiMessageError` where Kafka's
-    MetadataRecordSerde throws."""
-    type_id, version, data = read_api_message(value, _PARSERS)
+    MetadataRecordSerde throws.  ``kafka_version`` "3.9" knows only the record types 3.9 has;
+    without it every declared type is read."""
+    parsers = _PARSERS_3_9 if kafka_version == "3.9" else _PARSERS
+    type_id, version, data = read_api_message(value, parsers)
     return MetadataRecord(type_id, METADATA_RECORDS[type_id].name, version, data)
 
 
-def cluster_metadata_payload(value: bytes | None, offset: int) -> str:
-    """The payload ``kafka-dump-log.sh --cluster-metadata-decoder`` prints for a record at ``offset``."""
+def cluster_metadata_payload(value: bytes | None, offset: int, kafka_version: str) -> str:
+    """The payload ``kafka-dump-log.sh --cluster-metadata-decoder`` of ``kafka_version`` prints
+    for a record at ``offset``."""
     try:
-        record = decode_metadata_record(value)
+        record = decode_metadata_record(value, kafka_version)
     except ApiMessageError as e:
         return f"Error at {offset}, skipping. {e.message}"
     return (f'{{"type":"{record.type_constant}","version":{record.version},'
             f'"data":{jackson_json(record.data)}}}')
+
+
+# -- KRaft control records --------------------------------------------------------------------
+# The values of the control records the Raft layer writes (clients/src/main/resources/common/
+# message/<Name>.json).  ControlRecordUtils reads each at its *_CURRENT_VERSION, 0 for all of them
+# in 3.9, and DumpLogSegments prints it with the generated JSON converter after a label.
+
+_VOTER_ENDPOINTS = Array(S(
+    "Endpoint", "0+",
+    F("name", "string", "0+"),
+    F("host", "string", "0+"),
+    F("port", "uint16", "0+"),
+))
+
+VOTERS_RECORD = M(
+    "VotersRecord", "0", "0+",
+    F("version", "int16", "0+"),
+    F("voters", Array(S(
+        "Voter", "0+",
+        F("voterId", "int32", "0+"),
+        F("voterDirectoryId", "uuid", "0+"),
+        F("endpoints", _VOTER_ENDPOINTS, "0+"),
+        F("kRaftVersionFeature", S(
+            "KRaftVersionFeature", "0+",
+            F("minSupportedVersion", "int16", "0+"),
+            F("maxSupportedVersion", "int16", "0+"),
+        ), "0+"),
+    )), "0+"),
+)
+
+_LEADER_CHANGE_VOTER = S(
+    "Voter", "0+",
+    F("voterId", "int32", "0+"),
+    F("voterDirectoryId", "uuid", "1+"),
+)
+
+LEADER_CHANGE_MESSAGE = M(
+    "LeaderChangeMessage", "0-1", "0+",
+    F("version", "int16", "0+"),
+    F("leaderId", "int32", "0+"),
+    F("voters", Array(_LEADER_CHANGE_VOTER), "0+"),
+    F("grantingVoters", Array(_LEADER_CHANGE_VOTER), "0+"),
+)
+
+SNAPSHOT_HEADER_RECORD = M(
+    "SnapshotHeaderRecord", "0", "0+",
+    F("version", "int16", "0+"),
+    F("lastContainedLogTimestamp", "int64", "0+"),  # append time of the last record in the snapshot
+)
+
+SNAPSHOT_FOOTER_RECORD = M(
+    "SnapshotFooterRecord", "0", "0+",
+    F("version", "int16", "0+"),
+)
+
+KRAFT_VERSION_RECORD = M(
+    "KRaftVersionRecord", "0", "0+",
+    F("version", "int16", "0+"),
+    F("kRaftVersion", "int16", "0+"),  # the kraft.version feature level
+)
+
+# ControlRecordType name -> (DumpLogSegments' label, the value's declaration)
+KRAFT_CONTROL_MESSAGES: dict[str, tuple[str, Message]] = {
+    "LEADER_CHANGE": ("LeaderChange", LEADER_CHANGE_MESSAGE),
+    "SNAPSHOT_HEADER": ("SnapshotHeader", SNAPSHOT_HEADER_RECORD),
+    "SNAPSHOT_FOOTER": ("SnapshotFooter", SNAPSHOT_FOOTER_RECORD),
+    "KRAFT_VERSION": ("KRaftVersion", KRAFT_VERSION_RECORD),
+    "KRAFT_VOTERS": ("KRaftVoters", VOTERS_RECORD),
+}
+_CONTROL_PARSERS = {name: compile_message(message) for name, (_label, message) in KRAFT_CONTROL_MESSAGES.items()}
+
+
+def kraft_control_value(value: bytes | None, name: str, offset: int) -> tuple[str, dict] | None:
+    """(DumpLogSegments' label, the fields in JSON-converter order with camelCase names) of the
+    value of a KRaft control record of type ``name``, None for a type without a declared value
+    (ABORT and COMMIT have their own marker).  The value is read at version 0, as
+    ControlRecordUtils.deserialize* reads it; :class:`CorruptData` where that read throws."""
+    declared = KRAFT_CONTROL_MESSAGES.get(name)
+    if declared is None:
+        return None
+    if value is None:
+        raise CorruptData(f"{name} control record at offset {offset} has a null value")
+    try:
+        data, _end = read_message(_CONTROL_PARSERS[name], bytes(value), 0, 0)
+    except JavaFailure:
+        raise CorruptData(f"{name} control record at offset {offset}: value of {len(value)} bytes"
+                          " is truncated") from None
+    return declared[0], data

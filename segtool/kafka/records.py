@@ -260,28 +260,6 @@ def end_txn_marker(record: Record) -> tuple[int, int]:
     return END_TXN_MARKER_FAST.unpack_from(value)
 
 
-def kraft_control_value(record: Record, name: str) -> tuple[str, dict] | None:
-    """(message name, fields without the tagged fields) of a KRaft control record's value,
-    or None for a control type without a declared value (``KRAFT_CONTROL_VALUES``)."""
-    import construct as cs
-
-    from segtool.kafka.schemas import KRAFT_CONTROL_VALUES
-
-    declared = KRAFT_CONTROL_VALUES.get(name)
-    if declared is None:
-        return None
-    label, schema = declared
-    value = record.value
-    if value is None:
-        raise CorruptData(f"{name} control record at offset {record.offset} has a null value")
-    try:
-        parsed = schema.parse(bytes(value))
-    except cs.ConstructError:
-        raise CorruptData(f"{name} control record at offset {record.offset}: value of {len(value)} bytes"
-                          " is truncated") from None
-    return label, {sub.name: parsed[sub.name] for sub in schema.subcons if sub.name != "tagged_fields"}
-
-
 def read_varint(data, p: int, end: int) -> tuple[int, int]:
     """A zigzag varint at ``p``: (value, position after it); IndexError past ``end`` or 10 bytes."""
     result = shift = 0

@@ -106,33 +106,6 @@ RECORD_V2 = cs.Struct("length" / cs.ZigZag, *RECORD_V2_BODY.subcons)
 CONTROL_KEY = cs.Struct("version" / cs.Int16sb, "type" / cs.Int16sb)
 END_TXN_MARKER = cs.Struct("version" / cs.Int16sb, "coordinator_epoch" / cs.Int32sb)
 
-# Tagged fields ending every flexible-version message: an unsigned varint count,
-# then per field an unsigned varint tag and size and the bytes.
-TAGGED_FIELDS = cs.PrefixedArray(cs.VarInt, cs.Struct("tag" / cs.VarInt, "data" / cs.Prefixed(cs.VarInt,
-                                                                                                  cs.GreedyBytes)))
-
-# KRaft control record values (clients/src/main/resources/common/message/<Name>Record.json,
-# validVersions 0, flexibleVersions 0+), keyed by the control type's Kafka name.  Field
-# names are the schema's, in snake_case.
-KRAFT_CONTROL_VALUES = {
-    "SNAPSHOT_HEADER": ("SnapshotHeader", cs.Struct(
-        "version" / cs.Int16sb,
-        "last_contained_log_timestamp" / cs.Int64sb,  # append time of the last record in the snapshot
-        "tagged_fields" / TAGGED_FIELDS,
-    )),
-    "SNAPSHOT_FOOTER": ("SnapshotFooter", cs.Struct(
-        "version" / cs.Int16sb,
-        "tagged_fields" / TAGGED_FIELDS,
-    )),
-    "KRAFT_VERSION": ("KRaftVersion", cs.Struct(
-        "version" / cs.Int16sb,
-        "k_raft_version" / cs.Int16sb,  # the kraft.version feature level
-        "tagged_fields" / TAGGED_FIELDS,
-    )),
-}
-
-
-
 # -- index entries -------------------------------------------------------------
 
 OFFSET_INDEX_ENTRY = cs.Struct(

@@ -117,6 +117,9 @@ class _Group:
     metadata: dict | None = None  # the ConsumerGroup fields other than offsets
     deleted: bool = False
     offsets: dict[tuple[str, int], CommittedOffset] = field(default_factory=dict)
+    # the base offset of the batch each committed offset came in (CommitRecordMetadataAndOffset.
+    # appendedBatchOffset): what a transaction's COMMIT compares with (olderThan)
+    offset_batches: dict[tuple[str, int], int] = field(default_factory=dict)
     members: dict[str, GroupMember] = field(default_factory=dict)  # KIP-848 member records
 
 
@@ -161,29 +164,50 @@ class _Replay:
     def group(self, name: str, coordinator_partition: int) -> _Group:
         return self.groups.setdefault(name, _Group(name, coordinator_partition))
 
-    def apply(self, coordinator_partition: int, record, where: str, producer_id: int | None) -> None:
+    def decode(self, record, where: str):
+        """The record's key and value, or None (and a problem) where the serde rejects it."""
         try:
-            decoded = decode_offsets_record(bytes(record.key), None if record.value is None else bytes(record.value))
+            return decode_offsets_record(bytes(record.key), None if record.value is None else bytes(record.value))
         except (CoordinatorRecordError, TypeError) as e:  # TypeError: a record without a key
             message = e.message if isinstance(e, CoordinatorRecordError) else "a record without a key"
             self.problems.append(finding(FindingKind.COORDINATOR_RECORD, None, f"{where}: {message}",
                                          offset=record.offset))
-            return
+            return None
+
+    def commit_offset(self, coordinator_partition: int, decoded, record, batch_base_offset: int,
+                      producer_id: int | None) -> None:
+        """An offset commit or its tombstone takes effect (a plain one as read, a transactional one
+        at its COMMIT marker, only over an older commit: the caller checks)."""
         key, value = decoded.key, decoded.value
-        if decoded.type_id in _OFFSET_COMMIT_TYPES:
-            group = self.group(key["group"], coordinator_partition)
-            topic_partition = (key["topic"], key["partition"])
-            if value is None:
-                group.offsets.pop(topic_partition, None)
-                return
-            group.offsets[topic_partition] = {
-                "topic": key["topic"], "partition": key["partition"], "offset": value["offset"],
-                "leader_epoch": value.get("leaderEpoch", -1), "metadata": value["metadata"],
-                "commit_timestamp": value["commitTimestamp"],
-                "expire_timestamp": value.get("expireTimestamp", -1) if value.get("expireTimestamp", -1) >= 0 else None,
-                "record_offset": record.offset, "transactional_producer_id": producer_id,
-                "log_end_offset": None, "lag": None}
-        elif decoded.type_id == _GROUP_METADATA:
+        group = self.group(key["group"], coordinator_partition)
+        topic_partition = (key["topic"], key["partition"])
+        if value is None:
+            group.offsets.pop(topic_partition, None)
+            group.offset_batches.pop(topic_partition, None)
+            return
+        group.offsets[topic_partition] = {
+            "topic": key["topic"], "partition": key["partition"], "offset": value["offset"],
+            "leader_epoch": value.get("leaderEpoch", -1), "metadata": value["metadata"],
+            "commit_timestamp": value["commitTimestamp"],
+            "expire_timestamp": value.get("expireTimestamp", -1) if value.get("expireTimestamp", -1) >= 0 else None,
+            "record_offset": record.offset, "transactional_producer_id": producer_id,
+            "log_end_offset": None, "lag": None}
+        group.offset_batches[topic_partition] = batch_base_offset
+
+    def commit_transaction(self, coordinator_partition: int, held: dict) -> None:
+        """A COMMIT marker: each offset its transaction committed replaces the group's committed
+        offset unless that one came in a later batch (GroupMetadataManager.loadGroupsAndOffsets,
+        CommitRecordMetadataAndOffset.olderThan: the batches' base offsets compared)."""
+        for (group_name, topic_partition), (decoded, record, batch_base_offset, producer_id) in held.items():
+            group = self.groups.get(group_name)
+            current = None if group is None else group.offset_batches.get(topic_partition)
+            if current is None or current < batch_base_offset:
+                self.commit_offset(coordinator_partition, decoded, record, batch_base_offset, producer_id)
+
+    def apply(self, coordinator_partition: int, decoded, record) -> None:
+        """A record outside a transaction's offset commits takes effect as read."""
+        key, value = decoded.key, decoded.value
+        if decoded.type_id == _GROUP_METADATA:
             group = self.group(key["group"], coordinator_partition)
             group.metadata = None if value is None else _classic_metadata(value, record.offset)
             group.deleted = value is None
@@ -208,28 +232,41 @@ class _Replay:
 def _replay_partition(replay: _Replay, number: int, view: PartitionView, at: int | None) -> CoordinatorPartitionRead:
     read: CoordinatorPartitionRead = {"directory": view.directory, "partition": number, "records": 0,
                                       "records_after_at": 0, "log_end_offset": view.log_end_offset}
-    pending: dict[int, list] = {}  # producer id -> its transaction's offset commits, until the marker
+    # producer id -> its open transaction's offset commits by (group, topic-partition), the latest
+    # of each (a tombstone in the transaction drops it), until the producer's marker
+    pending: dict[int, dict] = {}
     for segment, batch in log_batches(view, replay.problems):
         where = f"{segment.log_path}: batch at offset {batch.base_offset}"
         if batch.is_control:
             if at is not None and batch.max_timestamp > at:
                 continue
             commit = is_commit_marker(segment, batch, replay.problems)
-            held = pending.pop(batch.producer_id, [])
+            held = pending.pop(batch.producer_id, {})
             if commit:
-                for record in held:
-                    replay.apply(number, record, where, batch.producer_id)
+                replay.commit_transaction(number, held)
             continue
-        for record in batch_records(segment, batch, replay.problems):
+        records = batch_records(segment, batch, replay.problems)
+        batch_base_offset = records[0].offset if records else batch.base_offset
+        for record in records:
             if at is not None and record.timestamp > at:
                 read["records_after_at"] += 1
                 continue
             read["records"] += 1
-            if batch.is_transactional:
-                pending.setdefault(batch.producer_id, []).append(record)
+            decoded = replay.decode(record, where)
+            if decoded is None:
+                continue
+            if decoded.type_id not in _OFFSET_COMMIT_TYPES:
+                replay.apply(number, decoded, record)
+            elif not batch.is_transactional:
+                replay.commit_offset(number, decoded, record, batch_base_offset, None)
             else:
-                replay.apply(number, record, where, None)
-    replay.pending_commits += sum(len(records) for records in pending.values())
+                held = pending.setdefault(batch.producer_id, {})
+                key = (decoded.key["group"], (decoded.key["topic"], decoded.key["partition"]))
+                if decoded.value is None:
+                    held.pop(key, None)
+                else:
+                    held[key] = (decoded, record, batch_base_offset, batch.producer_id)
+    replay.pending_commits += sum(len(held) for held in pending.values())
     return read
 
 

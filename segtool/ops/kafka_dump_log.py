@@ -10,8 +10,8 @@ identical.  ``KafkaDumpOptions.kafka_version="4.1"`` switches to Kafka 4.x's JSO
 
 from __future__ import annotations
 
-import json
 import os
+from functools import partial
 from operator import itemgetter
 from dataclasses import dataclass
 from typing import Callable
@@ -26,7 +26,7 @@ from segtool.kafka.names import (BOOTSTRAP_CHECKPOINT, INDEX, KRAFT_SNAPSHOT, LO
 from segtool.kafka.log import (DEFAULT_CAP, NO_TIMESTAMP, TIMESTAMP_TYPES, BatchHeaders, BatchScan, RecordBatch,
                                increment_sequences)
 from segtool.kafka.record_columns import chunk_records
-from segtool.kafka.records import batch_records, control_record_type, end_txn_marker, kraft_control_value
+from segtool.kafka.records import batch_records, control_record_type, end_txn_marker
 
 INT_MAX = 2**31 - 1
 
@@ -55,9 +55,10 @@ class KafkaDumpOptions:
         """The record parser of the chosen decoder option (DumpLogSegmentsOptions.messageParser:
         the first one set, in Kafka's order), None for the plain string decoder."""
         transaction_log_parser = _transaction_log_parser if self.kafka_version == "3.9" else _transaction_log_json_parser
+        cluster_metadata_parser = partial(_cluster_metadata_parser, kafka_version=self.kafka_version)
         for chosen, parser in ((self.offsets_decoder, _offsets_parser),
                                (self.transaction_log_decoder, transaction_log_parser),
-                               (self.cluster_metadata_decoder, _cluster_metadata_parser),
+                               (self.cluster_metadata_decoder, cluster_metadata_parser),
                                (self.remote_log_metadata_decoder, _remote_log_metadata_parser),
                                (self.share_group_state_decoder, _share_group_state_parser)):
             if chosen:
@@ -103,10 +104,10 @@ def _transaction_log_json_parser(record) -> tuple[str | None, str | None]:
     return transaction_log_json_texts(record.key, record.value, record.offset)
 
 
-def _cluster_metadata_parser(record) -> tuple[str | None, str | None]:
+def _cluster_metadata_parser(record, kafka_version: str) -> tuple[str | None, str | None]:
     from segtool.kafka.metadata import cluster_metadata_payload
 
-    return None, cluster_metadata_payload(record.value, record.offset)  # metadata records have no key
+    return None, cluster_metadata_payload(record.value, record.offset, kafka_version)  # metadata records have no key
 
 
 def _remote_log_metadata_parser(record) -> tuple[str | None, str | None]:
@@ -276,7 +277,7 @@ class KafkaDumpLog:
                 else:
                     line += f" isValid: {_java_bool(record.crc_valid)} crc: {record.crc}}}"
                 if control:
-                    line += _control_text(record)
+                    line += _control_text(record, opts.kafka_version)
             if print_contents:
                 if plain:
                     # Java's new String(bytes, UTF_8): malformed input becomes U+FFFD
@@ -579,27 +580,25 @@ def _utf8_texts(data: bytes, starts, lengths) -> list[str]:
     return texts
 
 
-def _json_name(snake: str) -> str:
-    """The generated JSON converter's name of a schema field given in snake_case (k_raft_version -> kRaftVersion)."""
-    first, *rest = snake.split("_")
-    return first + "".join(word[:1].upper() + word[1:] for word in rest)
+def _control_text(record, kafka_version: str) -> str:
+    """What DumpLogSegments prints after a control record's metadata (its control-record branch)."""
+    from segtool.kafka.messages import jackson_json
+    from segtool.kafka.metadata import kraft_control_value
 
-
-def _control_text(record) -> str:
     type_id, name = control_record_type(record)
     if name in ("ABORT", "COMMIT"):
         _version, epoch = end_txn_marker(record)
         return f" endTxnMarker: {name} coordinatorEpoch: {epoch}"
-    # KRaft control records whose value is a generated message (kafka/schemas.KRAFT_CONTROL_VALUES):
-    # Kafka 3.9 prints it with the generated JSON converter, camelCase field names, e.g.
-    # ` SnapshotHeader {"version":0,"lastContainedLogTimestamp":1713537540000}`.  KRaftVoters
-    # (type 6) has no declared value and keeps the generic `controlType:` text.
-    decoded = kraft_control_value(record, name)
-    if decoded is not None:
-        label, fields = decoded
-        converted = {_json_name(field_name): value for field_name, value in fields.items()}
-        return f" {label} {json.dumps(converted, separators=(',', ':'))}"
-    return f" controlType: {name}({type_id})"
+    # 3.9 has no LEADER_CHANGE case and prints it as any other type; 4.1 prints its value with a
+    # colon after the label (KAFKA-19069), the other KRaft values without one
+    if name == "LEADER_CHANGE" and kafka_version == "3.9":
+        return f" controlType: {name}({type_id})"
+    decoded = kraft_control_value(record.value, name, record.offset)
+    if decoded is None:
+        return f" controlType: {name}({type_id})"
+    label, data = decoded
+    separator = ": " if name == "LEADER_CHANGE" else " "
+    return f" {label}{separator}{jackson_json(data)}"
 
 
 def run_kafka_dump(paths: list[str], options: KafkaDumpOptions, emit: Callable[[str], None],

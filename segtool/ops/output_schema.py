@@ -1123,6 +1123,7 @@ class RocketMQQueueProgress(TypedDict):
     last_consumed_queue_offset: int | None  # consumer_offset - 1, when its message was found
     last_consumed_phy_offset: int | None
     last_consumed_timestamp: int | None  # its store timestamp (#LastTime)
+    counted_in_total: bool  # in mqadmin's Diff Total: the topic is configured and queue_id < readQueueNums
 
 
 class RocketMQTopicProgress(TypedDict):
@@ -1130,7 +1131,7 @@ class RocketMQTopicProgress(TypedDict):
     retry_topic: bool  # %RETRY%<group>
     read_queue_nums: int | None  # topics.json; None: the topic is not configured
     queues: list[RocketMQQueueProgress]
-    total_lag: int | None
+    total_lag: int | None  # the lag of the queues counted_in_total (mqadmin consumerProgress's Diff Total)
 
 
 class RocketMQConsumerGroup(TypedDict):

@@ -320,7 +320,7 @@ def _host_texts(addresses, ports) -> str | list[str]:
     """``host:port`` of each IPv4 address and port, made once per distinct pair."""
     import numpy as np
 
-    from segtool.rocketmq.store_files import format_host
+    from segtool.rocketmq.msgid import format_host
 
     pairs = np.stack((addresses.astype("S4").view(">u4").astype(np.int64), ports.astype(np.int64)), axis=1)
     distinct, where = np.unique(pairs, axis=0, return_inverse=True)

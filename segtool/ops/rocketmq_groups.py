@@ -210,9 +210,15 @@ def rocketmq_groups(store: str, group: str | None = None) -> RocketMQGroupsRepor
                 queue_ids = sorted(set(committed) | set(range(read_queue_nums or 0)))
                 items = [_queue_progress(queues, topic, name, queue_id, committed.get(queue_id), offsets_path, problems)
                          for queue_id in queue_ids]
+                # getConsumeStats skips a topic topics.json lacks and reads queues below readQueueNums
+                # only, so mqadmin's Diff Total leaves the others out (a copy without topics.json
+                # counts every committed queue: its topics are unknown, not absent)
+                for item in items:
+                    item["counted_in_total"] = not topics or (
+                        read_queue_nums is not None and item["queue_id"] < read_queue_nums)
                 topic_items.append({"topic": topic, "retry_topic": topic.startswith(RETRY_GROUP_TOPIC_PREFIX),
                                     "read_queue_nums": read_queue_nums, "queues": items,
-                                    "total_lag": _total(q["lag"] for q in items)})
+                                    "total_lag": _total(q["lag"] for q in items if q["counted_in_total"])})
             subscription = subscriptions.get(name)
             listed.append({
                 "group": name, "subscription_configured": subscription is not None,

@@ -115,7 +115,8 @@ def _rocketmq_groups_lines(report: dict) -> Iterator[Styled]:
                 last = queue["last_consumed_timestamp"]
                 yield (f"    queue {queue['queue_id']}: committed {committed}, min {_known(queue['min_offset'])}, "
                        f"max {_known(queue['max_offset'])}, lag {_known(queue['lag'])}"
-                       + ("" if last is None else f", last consumed stored {iso_time(last)}"),
+                       + ("" if last is None else f", last consumed stored {iso_time(last)}")
+                       + ("" if queue["counted_in_total"] else " (not in the total: mqadmin does not read this queue)"),
                        "yellow" if isinstance(queue["lag"], int) and queue["lag"] > 0 else None)
     for level in report["delay_levels"]:
         delay = "" if level["delay_ms"] is None else f" ({level['delay_ms'] // 1000} s by default)"

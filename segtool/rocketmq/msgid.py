@@ -22,8 +22,9 @@ msgId)`` / ``queryMessage(clusterName, topic, msgId)``).
 from __future__ import annotations
 
 import calendar
-import ipaddress
+import struct
 from datetime import datetime, timedelta, timezone
+from functools import lru_cache
 
 import construct as cs
 
@@ -71,13 +72,23 @@ def id_bytes(text: str) -> bytes | None:
         return None
 
 
-def _address(raw: bytes) -> str:
-    return str(ipaddress.ip_address(raw))
 
 
-def _host(raw: bytes, port: int) -> str:
-    """``RemotingHelper.parseSocketAddressAddr``'s form: ``a.b.c.d:port`` (IPv6 in brackets, as dump shows it)."""
-    return f"{_address(raw)}:{port}" if len(raw) == 4 else f"[{_address(raw)}]:{port}"
+def java_host_address(address: bytes) -> str:
+    """InetAddress.getHostAddress: dotted IPv4; IPv6 as Inet6Address writes it, all eight groups
+    in lower-case hex without leading zeros and never shortened with ``::``."""
+    if len(address) == 4:
+        return f"{address[0]}.{address[1]}.{address[2]}.{address[3]}"
+    return ":".join(f"{group:x}" for group in struct.unpack(">8H", address))
+
+
+@lru_cache(maxsize=4096)  # one text per client connection, not per message
+def format_host(address: bytes, port: int) -> str:
+    """A host as RocketMQ prints a SocketAddress (RemotingHelper.parseSocketAddressAddr on Java 14+:
+    ``a.b.c.d:port``, an IPv6 literal in brackets)."""
+    if len(address) == 4:
+        return f"{java_host_address(address)}:{port}"
+    return f"[{java_host_address(address)}]:{port}"
 
 
 def offset_msg_id(store_host: bytes, store_port: int, commit_log_offset: int) -> str:
@@ -94,8 +105,17 @@ def decode_offset_msg_id(text: str) -> dict | None:
     if raw is None:
         return None
     fields = (OFFSET_MSG_ID_V4 if len(raw) == OFFSET_MSG_ID_V4.sizeof() else OFFSET_MSG_ID_V6).parse(raw)
-    return {"store_host": _host(fields.storeHost, fields.storePort), "store_ip": _address(fields.storeHost),
+    return {"store_host": format_host(fields.storeHost, fields.storePort),
+            "store_ip": java_host_address(fields.storeHost),
             "store_port": fields.storePort, "commit_log_offset": fields.commitLogOffset}
+
+
+def _client_ip_text(ip: bytes) -> str:
+    """MessageClientIDSetter.getIPStrFromID: UtilAll.ipToIPv4Str, or ipToIPv6Str (eight groups of
+    four lower-case hex digits, leading zeros kept)."""
+    if len(ip) == 4:
+        return java_host_address(ip)
+    return ":".join(ip[i:i + 2].hex() for i in range(0, 16, 2))
 
 
 def decode_uniq_key(text: str) -> dict | None:
@@ -106,7 +126,7 @@ def decode_uniq_key(text: str) -> dict | None:
     if raw is None:
         return None
     fields = (UNIQ_KEY_V4 if len(raw) == UNIQ_KEY_V4.sizeof() else UNIQ_KEY_V6).parse(raw)
-    return {"client_ip": _address(fields.ip), "pid": fields.pid, "class_loader_hash": fields.classLoaderHash,
+    return {"client_ip": _client_ip_text(fields.ip), "pid": fields.pid, "class_loader_hash": fields.classLoaderHash,
             "ms_since_month_start": fields.msSinceMonthStart, "counter": fields.counter}
 
 

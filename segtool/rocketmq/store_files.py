@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import bisect
 import hashlib
-import ipaddress
 import mmap
 import os
 import sys
@@ -42,6 +41,7 @@ import numpy as np
 from segtool.errors import CorruptData, LimitExceeded, SegtoolError, TruncatedData, UnreadableInput
 from segtool.formats import compression
 from segtool.rocketmq import names as rocketmq_names
+from segtool.rocketmq.msgid import format_host
 from segtool.formats.fastdecode import FixedLayout, compile_field, compile_fixed
 from segtool.formats.outcomes import WalkEnd
 from segtool.source import release_pages
@@ -293,13 +293,6 @@ def parse_delay_levels(spec: str = DEFAULT_MESSAGE_DELAY_LEVEL) -> dict[int, int
 
 
 _DEFAULT_DELAY_TABLE = parse_delay_levels()
-
-
-@lru_cache(maxsize=4096)  # one text per client connection, not per message
-def format_host(address: bytes, port: int) -> str:
-    if len(address) == 4:
-        return f"{address[0]}.{address[1]}.{address[2]}.{address[3]}:{port}"
-    return f"[{ipaddress.IPv6Address(address).compressed}]:{port}"
 
 
 def _java_utf8(data: bytes) -> str:
