@@ -188,8 +188,10 @@ def test_a_completed_transaction_whose_marker_is_missing_hangs_and_disagrees(tmp
 
 @pytest.mark.parametrize("past_timeout", [True, False])
 def test_an_open_transaction_hangs_once_open_longer_than_the_timeout(tmp_path, past_timeout):
-    """No coordinator state: Kafka's transaction.max.timeout.ms default decides, measured to the
-    latest timestamp in the log dir (here a one-record partition written at the chosen moment)."""
+    """No coordinator state: find-hanging's candidates are the transactions whose producer's last
+    batch (ProducerStateEntry.lastTimestamp) is older than transaction.max.timeout.ms at the
+    reference time, the latest timestamp in the log dir (here a one-record partition written at
+    the chosen moment)."""
     from tests.kafka_build import make_batch
     from segtool.ops.transactions import DEFAULT_MAX_TIMEOUT_MS
 
@@ -198,12 +200,12 @@ def test_an_open_transaction_hangs_once_open_longer_than_the_timeout(tmp_path, p
     shutil.copytree(source, log_dir / source.name)
     _truncated_before_last_marker(log_dir / source.name)
     (open_txn,) = transactions(str(log_dir))["partitions"][0]["open_transactions"]
-    first_data = [i for i in _dumped(log_dir / source.name)
-                  if i["kind"] == "batch" and i["producer_id"] == open_txn["producer_id"]
-                  and i["base_offset"] >= open_txn["first_offset"]][0]
+    last_data = [i for i in _dumped(log_dir / source.name)
+                 if i["kind"] == "batch" and i["producer_id"] == open_txn["producer_id"]
+                 and i["base_offset"] >= open_txn["first_offset"]][-1]
     assert not open_txn["hanging"]  # the partition's own clock ends inside the timeout
 
-    moment = first_data["max_timestamp"] + DEFAULT_MAX_TIMEOUT_MS + (1 if past_timeout else 0)
+    moment = last_data["max_timestamp"] + DEFAULT_MAX_TIMEOUT_MS + (1 if past_timeout else 0)
     (log_dir / "clock-0").mkdir()
     (log_dir / "clock-0" / "00000000000000000000.log").write_bytes(make_batch(0, [(b"k", b"now")], moment))
     report = transactions(str(log_dir))
@@ -212,4 +214,28 @@ def test_an_open_transaction_hangs_once_open_longer_than_the_timeout(tmp_path, p
     (open_txn,) = partition["open_transactions"]
     assert open_txn["hanging"] is past_timeout
     if past_timeout:
-        assert f"longer than its timeout ({DEFAULT_MAX_TIMEOUT_MS} ms" in open_txn["why"]
+        assert f"past transaction.max.timeout.ms ({DEFAULT_MAX_TIMEOUT_MS} ms)" in open_txn["why"]
+
+
+def test_an_ongoing_transaction_that_lists_the_partition_is_not_hanging_even_when_timed_out(tmp_path):
+    """TransactionsCommand.FindHangingTransactionsCommand.filterHangingTransactions: a candidate
+    whose coordinator's DescribeTransactions still lists the partition is not hanging (the
+    coordinator times the transaction out and writes the ABORT marker itself)."""
+    from tests.kafka_build import make_batch
+    from segtool.ops.transactions import DEFAULT_MAX_TIMEOUT_MS, _Open, _why_hanging
+
+    source = corpus_path("kafka", "c04-transactions", "data", "c04-txn-0")
+    log_dir = tmp_path / "logs"
+    shutil.copytree(source, log_dir / source.name)
+    _truncated_before_last_marker(log_dir / source.name)
+    (open_txn,) = transactions(str(log_dir))["partitions"][0]["open_transactions"]
+    last = [i for i in _dumped(log_dir / source.name) if i["kind"] == "batch"
+            and i["producer_id"] == open_txn["producer_id"]][-1]["max_timestamp"]
+    txn = _Open(open_txn["producer_epoch"], open_txn["first_offset"], open_txn["first_timestamp"], last)
+    reference = last + DEFAULT_MAX_TIMEOUT_MS + 1
+    ongoing = {"state": "Ongoing", "partitions": [{"topic": "c04-txn", "partitions": [0]}]}
+    assert _why_hanging(txn, ongoing, "c04-txn", 0, reference) is None
+    other = {"state": "Ongoing", "partitions": [{"topic": "c04-txn", "partitions": [1]}]}
+    assert "does not name this partition" in _why_hanging(txn, other, "c04-txn", 0, reference)
+    # not yet a candidate: idle for exactly the timeout
+    assert _why_hanging(txn, other, "c04-txn", 0, last + DEFAULT_MAX_TIMEOUT_MS) is None

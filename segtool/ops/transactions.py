@@ -11,11 +11,14 @@
   batches) and duration (first data batch to marker, by their max timestamps) of each
   finished transaction, markers with no data before them (empty transactions) and open
   transactions with their producer id and epoch.
-* Hanging: an open transaction whose coordinator state no longer expects a marker
-  (completed, empty, or an ongoing transaction not naming the partition), or that has been
-  open longer than its timeout (the coordinator's for that producer id, else Kafka's
-  ``transaction.max.timeout.ms`` default) at the reference time: the latest timestamp
-  found in the log dir, the best clock a copy of files has.
+* Hanging, as ``kafka-transactions.sh find-hanging`` decides it (TransactionsCommand.
+  FindHangingTransactionsCommand): an open transaction whose producer's last batch is older
+  than ``transaction.max.timeout.ms`` (the command's 15-minute default) at the reference time
+  (the latest timestamp found in the log dir, the best clock a copy of files has), and whose
+  coordinator does not still list the partition: no state for the producer id, or a state
+  that names no partition awaiting a marker (completed, empty, or an ongoing transaction
+  without this partition).  An ongoing transaction that lists the partition is not hanging,
+  even when timed out: the coordinator aborts it and writes the marker.
 * Disagreements: a transaction the coordinator completed whose marker in a partition its
   last PrepareCommit/PrepareAbort record names (present here) is missing after the
   transaction's start or is of the other kind.
@@ -111,6 +114,7 @@ class _Open:
     producer_epoch: int
     first_offset: int
     first_timestamp: int | None
+    last_timestamp: int | None  # the producer's last batch (ProducerStateEntry.lastTimestamp)
     records: int = 0
     batches: int = 0
 
@@ -186,7 +190,9 @@ class _PartitionTransactions:
         self.transactional = True
         pid = batch.producer_id
         if not batch.is_control:
-            txn = self.open.setdefault(pid, _Open(batch.producer_epoch, batch.base_offset, batch.max_timestamp))
+            txn = self.open.setdefault(pid, _Open(batch.producer_epoch, batch.base_offset, batch.max_timestamp,
+                                                  batch.max_timestamp))
+            txn.last_timestamp = batch.max_timestamp
             txn.records += batch.record_count
             txn.batches += 1
             return
@@ -227,14 +233,18 @@ def _named(state: TransactionalIdState, topic: str, number: int) -> bool:
 
 def _why_hanging(txn: _Open, state: TransactionalIdState | None, topic: str, number: int,
                  reference: int | None) -> str | None:
-    if state is not None and state["state"] not in _AWAITING_MARKERS:
-        return f"the coordinator's state for this producer is {state['state']}: no marker will come"
-    if state is not None and not _named(state, topic, number):
-        return f"the coordinator's {state['state']} transaction does not name this partition: no marker will come"
-    timeout = state["timeout_ms"] if state is not None else DEFAULT_MAX_TIMEOUT_MS
-    if txn.first_timestamp is not None and reference is not None and reference - txn.first_timestamp > timeout:
-        return (f"open {reference - txn.first_timestamp} ms at the reference time, longer than its timeout "
-                f"({timeout} ms{'' if state is not None else ', transaction.max.timeout.ms default'})")
+    """find-hanging's verdict: only a transaction idle past the maximum timeout is a candidate,
+    and a candidate hangs unless its coordinator still lists the partition."""
+    if txn.last_timestamp is None or reference is None or reference - txn.last_timestamp <= DEFAULT_MAX_TIMEOUT_MS:
+        return None
+    idle = (f"its producer's last batch is {reference - txn.last_timestamp} ms old at the reference time, "
+            f"past transaction.max.timeout.ms ({DEFAULT_MAX_TIMEOUT_MS} ms)")
+    if state is None:
+        return f"no coordinator state names this producer id, and {idle}"
+    if state["state"] not in _AWAITING_MARKERS:
+        return f"the coordinator's state for this producer is {state['state']}: no marker will come; {idle}"
+    if not _named(state, topic, number):
+        return f"the coordinator's {state['state']} transaction does not name this partition: no marker will come; {idle}"
     return None
 
 
