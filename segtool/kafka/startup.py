@@ -97,6 +97,7 @@ class PartitionPlan:
 def _recover(step: SegmentStep, segment: Segment, because: str, detail: str | None) -> None:
     step.recovered_because, step.reason_detail = because, detail
     step.recovery = recover_segment(segment.log, segment.log_path, segment.base_offset)
+    segment.release()
 
 
 def _load_time_recovery(segment: Segment) -> tuple[str, str] | None:
