@@ -1509,7 +1509,8 @@ class ReportPartition(TypedDict):
     directory: str
     topic: str
     partition: int | None
-    segments: list[ReportSegment]
+    segments: list[ReportSegment]  # one per segment, or runs of them (see ReportSegment)
+    segments_total: int
     batches: int
     records: int
     bytes: int

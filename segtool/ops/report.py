@@ -619,6 +619,7 @@ class _PartitionFigures:
             "topic": topic,
             "partition": partition,
             "segments": self._segment_rows(),
+            "segments_total": len(self.segments),
             "batches": int(sum(b["batches"])),
             "records": int(sum(b["records"])),
             "bytes": int(sum(b["bytes"])),
