@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
 from typing import Annotated, List, Optional
 
@@ -585,7 +586,8 @@ def report(
     else:
         from segtool.ops.text import report_lines, report_written_lines
 
-        _print_styled(report_lines(figures) if out is None else report_written_lines(figures, out))
+        _print_styled(report_lines(figures, shutil.get_terminal_size().columns) if out is None
+                      else report_written_lines(figures, out))
     raise typer.Exit(exit_code(figures))
 
 

@@ -92,7 +92,14 @@ class Segment:
 
     @property
     def size(self) -> int:
-        return len(self.log)
+        # the file's size without mapping it: a startup plan sizes every segment before it reads any
+        return len(self.__dict__["log"]) if "log" in self.__dict__ else os.stat(self.log_path).st_size
+
+    def release(self) -> None:
+        """Drop this segment's mappings, each holding a file descriptor, until they are needed again:
+        a partition of thousands of segments is read one segment at a time."""
+        for name in ("log", "offset_index", "time_index"):
+            self.__dict__.pop(name, None)
 
     def batches_from(self, position: int = 0) -> Iterator[RecordBatch]:
         return iter(BatchScan(self.log, position, path=self.log_path))

@@ -21,6 +21,7 @@ from __future__ import annotations
 import bisect
 import os
 from abc import ABC, abstractmethod
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -276,15 +277,41 @@ def recover_segment(buf, log_path: str, base_offset: int,
     shared with a helper process (for a command run on its own, not for the
     tasks of a pipeline that already keeps every core busy).
     """
+    remembered = _remembered_recoveries
+    key = (log_path, base_offset, index_interval_bytes, cap, len(buf))
+    if remembered is not None and txn_state is None and not count_records:
+        if observe is None and key in remembered:
+            return remembered[key]
+    else:
+        remembered = None
     helper = None
     if parallel and len(buf) >= PARALLEL_MIN_BYTES and (os.cpu_count() or 1) > 1 and hasattr(os, "fork"):
         helper = ChecksumHelper(buf)
     try:
-        return _recover(buf, log_path, base_offset, index_interval_bytes, txn_state, count_records, cap,
-                        progress, observe, helper)
+        recovery = _recover(buf, log_path, base_offset, index_interval_bytes, txn_state, count_records, cap,
+                            progress, observe, helper)
     finally:
         if helper is not None:
             helper.close()
+    if remembered is not None:
+        remembered[key] = recovery
+    return recovery
+
+
+_remembered_recoveries: dict | None = None
+
+
+@contextmanager
+def recoveries_remembered():
+    """Within it each segment is recovered once: ``report`` runs verify, then the startup plan over the
+    same files, and the plan's recoveries are verify's (a second pass would double its time)."""
+    global _remembered_recoveries
+    outer, _remembered_recoveries = _remembered_recoveries, {} if _remembered_recoveries is None \
+        else _remembered_recoveries
+    try:
+        yield
+    finally:
+        _remembered_recoveries = outer
 
 
 def _recover(buf, log_path, base_offset, index_interval_bytes, txn_state, count_records, cap, progress, observe,

@@ -97,6 +97,8 @@ class PartitionPlan:
 def _recover(step: SegmentStep, segment: Segment, because: str, detail: str | None) -> None:
     step.recovered_because, step.reason_detail = because, detail
     step.recovery = recover_segment(segment.log, segment.log_path, segment.base_offset)
+    if isinstance(segment, Segment):  # a split piece is a view of its segment's mapping
+        segment.release()
 
 
 def _load_time_recovery(segment: Segment) -> tuple[str, str] | None:

@@ -211,32 +211,13 @@ def _inspect_partition(directory: str, topic: str, number: int, files: Partition
             topic_id = kafka_state.read_partition_metadata(metadata_file).topic_id
         except kafka_state.CorruptCheckpoint as exc:
             problems.append(finding(FindingKind.FORMAT, exc.offset, f"{metadata_file}: {exc.message}"))
-    epochs = []
-    epoch_file = os.path.join(directory, kafka_state.LEADER_EPOCH_CHECKPOINT)
-    if os.path.isfile(epoch_file):
-        try:
-            epochs = kafka_state.read_leader_epoch_checkpoint(epoch_file)
-        except kafka_state.CorruptCheckpoint as exc:
-            problems.append(finding(FindingKind.CHECKPOINT_FORMAT, exc.offset, f"{epoch_file}: {exc.message}"))
-    snapshots = []
-    for path in paths:
-        if path.endswith(PRODUCER_SNAPSHOT) and has_offset_name(path):
-            try:
-                producers = len(kafka_state.read_producer_snapshot(path).entries)
-            except kafka_state.CorruptSnapshot as exc:
-                problems.append(finding(FindingKind.SNAPSHOT_STRUCTURE, exc.offset, f"{path}: {exc.kafka_message}"))
-                producers = None
-            snapshots.append({"offset": offset_from_file_name(path), "producers": producers})
+    epochs = _leader_epochs(directory, problems)
+    snapshots = _producer_snapshots(paths, problems)
     view = PartitionView(directory) if any(is_log_file(path) for path in paths) else None
-    segments = view.segments if view is not None else []
-    key = (topic, number)
-    checkpointed = {field: offsets_by_file[name].get(key) for name, field in CHECKPOINT_FIELDS.items()
+    checkpointed = {field: offsets_by_file[name].get((topic, number)) for name, field in CHECKPOINT_FIELDS.items()
                     if name in offsets_by_file}
-    # KafkaMetadataLog loads the metadata log with recovery point and log start 0 and no clean shutdown
-    recovery_point = 0 if is_metadata else checkpointed.get("recovery_point") or 0
-    log_start = 0 if is_metadata else checkpointed.get("log_start_offset") or 0
-    plan = plan_partition(directory, segments, view.notes if view is not None else [], clean and not is_metadata,
-                          recovery_point, log_start, epochs, [s["offset"] for s in snapshots], state == "delete")
+    plan = _plan(directory, view, topic, state, clean, checkpointed, epochs, snapshots)
+    segments = view.segments if view is not None else []
     summaries = [_segment_summary(segment) for segment in segments]
     report: InspectedPartition = {
         "directory": directory, "topic": topic, "partition": number,
@@ -268,6 +249,57 @@ def _inspect_partition(directory: str, topic: str, number: int, files: Partition
                                 f"{truncated['offset']}..{truncated['dropped_until'] - 1} are dropped",
                                 offset=truncated["offset"]))
     return report
+
+
+def _leader_epochs(directory: str, problems: list[Finding]) -> list:
+    epoch_file = os.path.join(directory, kafka_state.LEADER_EPOCH_CHECKPOINT)
+    if os.path.isfile(epoch_file):
+        try:
+            return kafka_state.read_leader_epoch_checkpoint(epoch_file)
+        except kafka_state.CorruptCheckpoint as exc:
+            problems.append(finding(FindingKind.CHECKPOINT_FORMAT, exc.offset, f"{epoch_file}: {exc.message}"))
+    return []
+
+
+def _producer_snapshots(paths: list[str], problems: list[Finding]) -> list[dict]:
+    snapshots = []
+    for path in paths:
+        if path.endswith(PRODUCER_SNAPSHOT) and has_offset_name(path):
+            try:
+                producers = len(kafka_state.read_producer_snapshot(path).entries)
+            except kafka_state.CorruptSnapshot as exc:
+                problems.append(finding(FindingKind.SNAPSHOT_STRUCTURE, exc.offset, f"{path}: {exc.kafka_message}"))
+                producers = None
+            snapshots.append({"offset": offset_from_file_name(path), "producers": producers})
+    return snapshots
+
+
+def _plan(directory: str, view: PartitionView | None, topic: str, state: str | None, clean: bool,
+          checkpointed: dict, epochs: list, snapshots: list[dict]) -> PartitionPlan:
+    is_metadata = topic == METADATA_TOPIC
+    # KafkaMetadataLog loads the metadata log with recovery point and log start 0 and no clean shutdown
+    recovery_point = 0 if is_metadata else checkpointed.get("recovery_point") or 0
+    log_start = 0 if is_metadata else checkpointed.get("log_start_offset") or 0
+    return plan_partition(directory, view.segments if view is not None else [], view.notes if view is not None
+                          else [], clean and not is_metadata, recovery_point, log_start, epochs,
+                          [s["offset"] for s in snapshots], state == "delete")
+
+
+def startup_plan(view: PartitionView) -> PartitionPlan:
+    """The startup plan ``inspect`` gives one partition (its log dir: the directory's parent), for the
+    commands that show what the broker's start-up drops (``report``); unreadable state counts as
+    the broker counts it (a checkpoint as empty)."""
+    directory = os.path.normpath(view.directory)
+    root = os.path.dirname(directory)
+    topic, number = topic_partition(os.path.basename(directory))
+    ignored: list[Finding] = []  # inspect reports them; the plan only needs what the broker reads
+    _, offsets_by_file = _checkpoints(root, ignored)
+    checkpointed = {field: offsets_by_file[name].get((topic, number)) for name, field in CHECKPOINT_FIELDS.items()
+                    if name in offsets_by_file}
+    paths = sorted(entry.path for entry in os.scandir(directory) if entry.is_file())
+    return _plan(directory, view, topic, renamed_directory_state(os.path.basename(directory)),
+                 os.path.isfile(os.path.join(root, kafka_log_dir.CLEAN_SHUTDOWN)), checkpointed,
+                 _leader_epochs(directory, ignored), _producer_snapshots(paths, ignored))
 
 
 def _plan_report(plan: PartitionPlan, is_metadata: bool, summaries: list[InspectedSegment]) -> StartupPlan:

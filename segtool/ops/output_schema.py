@@ -1351,10 +1351,20 @@ class ReportFinding(TypedDict):
     placed_by: Literal["offset", "byte_offset", "file", "consume_queue_unit", "none"]
 
 
+class FindingBin(TypedDict):
+    """The findings of one kind in one bin along the offsets: where they lie and how many."""
+    kind: FindingCode
+    severity: SeverityName  # error when any of them is one
+    first: int
+    last: int
+    count: int
+
+
 class ReportFindings(TypedDict):
     total: int
     by_kind: dict[str, int]
-    shown: list[ReportFinding]  # every finding up to a cap (errors first); ``total`` counts them all
+    shown: list[ReportFinding]  # the first findings up to the page's share (errors first); ``total`` counts them all
+    bins: list[FindingBin]  # every placed finding, by kind, in equal bins along the section's offsets
 
 
 class KafkaTimeline(TypedDict):
@@ -1416,6 +1426,43 @@ class ReportDamage(TypedDict):
     physical_offset: int | None  # RocketMQ: the CommitLog offset of first_byte
 
 
+class DamageBin(TypedDict):
+    """Damaged ranges beyond those listed, merged per bin along the offsets."""
+    first_offset: int
+    last_offset: int
+    ranges: int
+    bytes: int
+
+
+class LostRange(TypedDict):
+    file: str
+    first_offset: int | None
+    last_offset: int | None  # None: no neighbour bounds it
+    reason: str
+
+
+class ReportStartup(TypedDict):
+    """What the broker's start-up does to a partition (``inspect``'s plan) and what reading past the
+    damage gets back of what it drops (verify's figures, from salvage's reader)."""
+    clean_shutdown: bool
+    recovery_point: int
+    log_end_offset: int  # after start-up
+    truncated_file: str | None
+    truncated_at_byte: int | None
+    truncated_at_offset: int | None  # the first offset dropped
+    segments_deleted: int  # later segments LogLoader deletes
+    first_deleted: str | None
+    last_deleted: str | None
+    dropped_bytes: int
+    dropped_records: int  # records of the dropped batches (CRC ignored) and of a torn last batch
+    dropped_first_offset: int | None
+    dropped_last_offset: int | None  # None: no batch past the cut says
+    torn_batch_records: int  # records a torn batch declares (counted in dropped_records)
+    salvageable_records: int  # records of dropped batches whose CRC holds: what salvage writes back
+    lost_ranges: list[LostRange]  # the damaged ranges in the dropped segments: what nothing gets back
+    notes: list[str]
+
+
 class ReportTruncation(TypedDict):
     """Where the broker's recovery cuts: everything from here on is dropped (later segments and files too)."""
     file: str
@@ -1444,7 +1491,11 @@ class SizeHistogram(TypedDict):
 
 
 class ReportSegment(TypedDict):
+    """A segment, or a run of ``segments`` consecutive segments (``file`` .. ``last_file``) on a page
+    with more segments than its table holds: then sums and extremes, statuses counted."""
     file: str
+    last_file: str
+    segments: int
     base_offset: int
     size: int
     status: str
@@ -1456,13 +1507,15 @@ class ReportSegment(TypedDict):
     last_timestamp: int | None
     valid_bytes: int | None
     bytes_lost: int | None
+    at_startup: NotRequired[str]  # kept, recovered, truncated, deleted, not loaded (a run: each counted)
 
 
 class ReportPartition(TypedDict):
     directory: str
     topic: str
     partition: int | None
-    segments: list[ReportSegment]
+    segments: list[ReportSegment]  # one per segment, or runs of them (see ReportSegment)
+    segments_total: int
     batches: int
     records: int
     bytes: int
@@ -1476,8 +1529,11 @@ class ReportPartition(TypedDict):
     future: TimestampEvents
     gaps: OffsetGaps
     transactions: TransactionFigures
-    damaged: list[ReportDamage]
-    truncation: ReportTruncation | None
+    damaged: list[ReportDamage]  # the first ones, up to the page's share
+    damaged_count: int
+    damaged_bins: list[DamageBin]  # every damaged range with an offset, when more than are listed
+    truncation: ReportTruncation | None  # the startup plan's cut (verify's first when there is no plan)
+    startup: ReportStartup | None  # None: no plan (see notes)
     offset_index: IndexPoints
     time_index: IndexPoints
     rates: Rates
@@ -1510,6 +1566,8 @@ class StoreTimeline(TypedDict):
     bucket_ms: int
     start: list[int]
     series: list[QueueSeries]
+    dropped_by_recovery: list[int]  # per time bucket: messages at or past the recovery cut
+    cut_timestamp: int | None  # store time of the last message recovery keeps, when it cuts
 
 
 class CommitLogCoverage(TypedDict):
@@ -1550,7 +1608,8 @@ class ReportStore(TypedDict):
     timeline: StoreTimeline
     commitlog: list[CommitLogCoverage]
     index_files: list[IndexFileCoverage]
-    damaged: list[ReportDamage]
+    damaged: list[ReportDamage]  # the first ones, up to the page's share
+    damaged_count: int
     truncation: ReportTruncation | None
     consumer_progress: list[ConsumerProgress] | None  # None: no consumer offsets read (see notes)
     findings: ReportFindings
@@ -1561,7 +1620,8 @@ class ReportFigures(TypedDict):
     """`segtool report --json`: the figures the HTML page draws (and embeds as JSON)."""
     generated_at: int  # ms since the epoch: the reference time for future timestamps
     inputs: list[str]
-    files: list[ReportFile]
+    files: list[ReportFile]  # up to a cap, those with problems first (see notes)
+    files_total: int
     summary: VerifySummary
     partitions: list[ReportPartition]
     stores: list[ReportStore]

@@ -23,10 +23,10 @@ from typing import Iterable
 import numpy as np
 
 from segtool.engine.inventory import Partition, inventory
-from segtool.kafka.partition import Segment
-from segtool.kafka.recovery import PARALLEL_MIN_BYTES, ProducerTxnState
+from segtool.kafka.partition import PartitionView, Segment
+from segtool.kafka.recovery import PARALLEL_MIN_BYTES, ProducerTxnState, recoveries_remembered
 from segtool.errors import CorruptData, SegtoolError
-from segtool.findings import Finding, Severity
+from segtool.findings import Finding, FindingKind, Severity
 from segtool.rocketmq import names as rocketmq_names
 from segtool.kafka import index as kafka_index
 from segtool.formats.checksums import ChecksumHelper
@@ -35,6 +35,7 @@ from segtool.kafka.log import CODEC_NAMES, HeaderScan, batch_at
 from segtool.kafka.records import batch_records, control_record_type
 from segtool.kafka.names import LOG, PRODUCER_SNAPSHOT, file_name, has_offset_name, offset_from_file_name, sibling
 from segtool.ops.file_formats import file_format
+from segtool.ops.inspect import startup_plan
 from segtool.ops.output_schema import (
     ReportFigures,
     ReportFindings,
@@ -45,11 +46,18 @@ from segtool.ops.verify import exit_code as verify_exit_code
 from segtool.ops.verify import verify
 from segtool.source import open_buffer
 
+# The page stays under 5 MB whatever the input: every list below is capped per page and shared by
+# its sections (partitions, stores, the other files), each section keeping at least its minimum.
 TIMELINE_POINTS = 600  # buckets of consecutive batches drawn per page, shared by its partitions
 MIN_PARTITION_POINTS = 50
+FINDINGS_SHOWN = 400  # findings listed (errors first) per page; every finding is counted in the bins
+FINDING_BINS = 200  # bins along the offsets per section: each finding kind is drawn as counts per bin
+DAMAGED_SHOWN = 200  # damaged ranges listed and drawn one by one per page; the rest drawn per bin
+SEGMENT_ROWS = 200  # rows of the segments table per page; more segments are collapsed into runs
+FILES_SHOWN = 400  # verify's per-file figures embedded per page (those with problems first)
+MIN_SHARE = 20
 INDEX_POINTS = 300  # index entries drawn per partition and index kind
 EVENTS_SHOWN = 200  # out-of-order and future timestamps, gaps, transactions listed per partition
-FINDINGS_SHOWN = 2000  # findings listed per partition or store
 RATE_BUCKETS = 300
 MIN_RATE_BUCKET_MS = 100
 STORE_TIME_BUCKETS = 200
@@ -66,17 +74,36 @@ def exit_code(figures: ReportFigures) -> int:
     return verify_exit_code({"summary": figures["summary"]})
 
 
+class _Shares:
+    """Each section's share of the page's caps."""
+
+    def __init__(self, partitions: int, sections: int):
+        self.points = max(MIN_PARTITION_POINTS, TIMELINE_POINTS // max(partitions, 1))
+
+        def share(cap: int) -> int:
+            return max(MIN_SHARE, cap // max(sections, 1))
+
+        self.findings, self.bins = share(FINDINGS_SHOWN), share(FINDING_BINS)
+        self.damaged, self.segment_rows = share(DAMAGED_SHOWN), share(SEGMENT_ROWS)
+
+
 def report(paths: list[str], deep: bool = False, hash_inputs: bool = True, now_ms: int | None = None,
            progress_factory=None) -> ReportFigures:
     """The figures of every partition and store under ``paths`` (``deep``, ``hash_inputs``: as verify's)."""
     now_ms = int(time.time() * 1000) if now_ms is None else now_ms
+    with recoveries_remembered():  # the startup plans recover the segments verify has just recovered
+        return _report(paths, deep, hash_inputs, now_ms, progress_factory)
+
+
+def _report(paths: list[str], deep: bool, hash_inputs: bool, now_ms: int, progress_factory) -> ReportFigures:
     verified = verify(paths, deep=deep, progress_factory=progress_factory, hash_inputs=hash_inputs)
     by_path = {item["path"]: item for item in verified["files"]}
     found = inventory(paths)
     notes: list[str] = []
     partitions = [p for p in found.partitions if p.logs]
-    share = max(MIN_PARTITION_POINTS, TIMELINE_POINTS // max(len(partitions), 1))
-    partition_figures = [_PartitionFigures(p, by_path, share, now_ms).figures() for p in partitions]
+    shares = _Shares(len(partitions), len(partitions) + len(found.stores) + 1)
+    share = shares.points
+    partition_figures = [_PartitionFigures(p, by_path, shares, now_ms).figures() for p in partitions]
     roots = [os.path.join(str(store.root), "") for store in found.stores]
     store_files = [[f.path for f in store.files] for store in found.stores]
     placed = {f.path for p in partitions for f in p.files} | {path for paths in store_files for path in paths}
@@ -90,20 +117,31 @@ def report(paths: list[str], deep: bool = False, hash_inputs: bool = True, now_m
             others.append(item)
         else:
             store_files[home].append(item["path"])
-    store_figures = [_store_figures(store.root, [f.path for f in store.commitlog], paths, by_path)
+    store_figures = [_store_figures(store.root, [f.path for f in store.commitlog], paths, by_path, shares)
                      for store, paths in zip(found.stores, store_files)]
     if len(partitions) > TIMELINE_POINTS // MIN_PARTITION_POINTS:
         notes.append(f"{len(partitions)} partitions: each timeline has at most {share} points")
     return {
         "generated_at": now_ms,
         "inputs": [str(p) for p in paths],
-        "files": [_file_figures(item) for item in verified["files"]],
+        "files": _files_figures(verified["files"], notes),
+        "files_total": len(verified["files"]),
         "summary": verified["summary"],
         "partitions": partition_figures,
         "stores": store_figures,
-        "other_findings": _findings(others, None),
+        "other_findings": _findings(others, None, shares),
         "notes": notes,
     }
+
+
+def _files_figures(items: list[dict], notes: list[str]) -> list[dict]:
+    """verify's figures per file, those with problems first when there are more than the page holds."""
+    if len(items) <= FILES_SHOWN:
+        return [_file_figures(item) for item in items]
+    chosen = sorted(range(len(items)), key=lambda i: items[i]["status"] == "ok")[:FILES_SHOWN]
+    notes.append(f"{len(items)} files: verify's figures of {FILES_SHOWN} are embedded (those with problems "
+                 f"first); `segtool verify --json` gives every one")
+    return [_file_figures(items[i]) for i in sorted(chosen)]
 
 
 def _file_figures(item: dict) -> dict:
@@ -118,9 +156,10 @@ def _file_figures(item: dict) -> dict:
     }
 
 
-def _findings(items: Iterable[dict], place) -> ReportFindings:
-    """Every finding of ``items`` (verify entries), errors first, capped; ``place`` (None: not drawn)
-    gives each its place on the timeline."""
+def _findings(items: Iterable[dict], place, shares: _Shares) -> ReportFindings:
+    """Every finding of ``items`` (verify entries): the first ones listed (errors first), every one
+    counted by kind and, where ``place`` (None: not drawn) gives it a place, in its kind's bins along
+    the offsets."""
     found = []
     by_kind: dict[str, int] = {}
     for item in items:
@@ -128,11 +167,31 @@ def _findings(items: Iterable[dict], place) -> ReportFindings:
             by_kind[problem.kind.code] = by_kind.get(problem.kind.code, 0) + 1
             found.append((item, problem))
     found.sort(key=lambda entry: entry[1].severity is not Severity.ERROR)
-    shown = []
-    for item, problem in found[:FINDINGS_SHOWN]:
+    shown, placed = [], []
+    for number, (item, problem) in enumerate(found):
         placed_at, placed_by = place(item, problem) if place is not None else (None, "none")
-        shown.append({"file": item["path"], **problem.as_dict(), "placed_at": placed_at, "placed_by": placed_by})
-    return {"total": len(found), "by_kind": by_kind, "shown": shown}
+        if number < shares.findings:
+            shown.append({"file": item["path"], **problem.as_dict(), "placed_at": placed_at, "placed_by": placed_by})
+        if placed_at is not None:
+            placed.append((problem.kind.code, problem.severity.value, placed_at))
+    return {"total": len(found), "by_kind": by_kind, "shown": shown, "bins": _finding_bins(placed, shares.bins)}
+
+
+def _finding_bins(placed: list[tuple[str, str, int]], bins: int) -> list[dict]:
+    """Per finding kind, the findings counted in equal bins along the offsets the section spans (a bin
+    per finding when they are few): where each bin's findings lie and how many there are."""
+    if not placed:
+        return []
+    low = min(p[2] for p in placed)
+    width = max(1, -(-(max(p[2] for p in placed) - low + 1) // bins))
+    gathered: dict[tuple[str, int], list] = {}
+    for kind, severity, at in placed:
+        entry = gathered.setdefault((kind, (at - low) // width), [kind, severity, at, at, 0])
+        entry[2], entry[3], entry[4] = min(entry[2], at), max(entry[3], at), entry[4] + 1
+        if severity == Severity.ERROR.value:
+            entry[1] = severity
+    return [{"kind": kind, "severity": severity, "first": first, "last": last, "count": count}
+            for (_, _), (kind, severity, first, last, count) in sorted(gathered.items())]
 
 
 def _sample(count: int, most: int) -> np.ndarray:
@@ -207,11 +266,17 @@ class _PartitionFigures:
     """The figures of one partition the inventory found, gathered segment by segment in one framing
     pass each."""
 
-    def __init__(self, partition: Partition, verified: dict, points: int, now_ms: int):
+    def __init__(self, partition: Partition, verified: dict, shares: _Shares, now_ms: int):
         self.partition, self.directory, self.verified = partition, partition.directory, verified
         self.logs, self.files = [f.path for f in partition.logs], [f.path for f in partition.files]
-        self.now_ms = now_ms
+        self.now_ms, self.shares = now_ms, shares
         self.notes: list[str] = []
+        points = shares.points
+        try:
+            self.view: PartitionView | None = PartitionView(self.directory)
+        except SegtoolError as exc:
+            self.view = None
+            self.notes.append(f"{self.directory}: no startup plan ({exc.message})")
         total = sum(verified.get(path, {}).get("batches") or 0 for path in self.logs)  # verify framed them already
         self.per_bucket = max(1, -(-total // points))  # ceil: at most `points` buckets
         if self.per_bucket > 1:
@@ -246,6 +311,67 @@ class _PartitionFigures:
         for pid, first in self.open_txns.items():
             self._transaction(pid, first, self.previous_last if self.previous_last is not None else first, "open")
         return self._result()
+
+    def _startup(self) -> dict | None:
+        """What the broker's start-up drops (``inspect``'s plan: which segment it truncates where, which it
+        deletes) and what reading past the damage gets back of it (verify's figures from salvage's
+        reader, per segment): no figure of its own."""
+        if self.view is None:
+            return None
+        loaded = {os.path.normpath(s.log_path) for s in self.view.segments}
+        if loaded != {os.path.normpath(path) for path in self.logs}:
+            self.notes.append("startup plan: not shown, the report holds only some of the segments the broker loads "
+                              "from this directory")
+            return None
+        plan = startup_plan(self.view)
+        at_startup = {}
+        for step in plan.segments:
+            at_startup[os.path.normpath(step.log_path)] = (
+                "deleted" if step.deleted_by_recovery else "truncated" if step is plan.truncated_segment
+                else "recovered" if step.recovery is not None else "kept")
+        for segment in self.segments:
+            segment["at_startup"] = at_startup.get(os.path.normpath(segment["file"]), "not loaded")
+        figures = {"clean_shutdown": plan.clean_shutdown, "recovery_point": plan.recovery_point_checkpoint,
+                   "log_end_offset": plan.log_end_offset, "truncated_file": None, "truncated_at_byte": None,
+                   "truncated_at_offset": None, "segments_deleted": 0, "first_deleted": None, "last_deleted": None,
+                   "dropped_bytes": 0, "dropped_records": 0, "dropped_first_offset": None,
+                   "dropped_last_offset": None, "torn_batch_records": 0, "salvageable_records": 0,
+                   "lost_ranges": [], "notes": plan.notes}
+        truncated = plan.truncated_segment
+        if truncated is None:
+            return figures
+        deleted = [step for step in plan.segments if step.deleted_by_recovery]
+        by_path = {os.path.normpath(path): self.verified.get(path, {}) for path in self.logs}
+        figures.update(truncated_file=truncated.log_path, truncated_at_byte=truncated.recovery.valid_bytes,
+                       truncated_at_offset=truncated.next_offset_after_recovery, segments_deleted=len(deleted),
+                       first_deleted=deleted[0].log_path if deleted else None,
+                       last_deleted=deleted[-1].log_path if deleted else None,
+                       dropped_bytes=truncated.recovery.bytes_lost + sum(step.size for step in deleted),
+                       dropped_first_offset=truncated.next_offset_after_recovery)
+        cut_files = set()
+        last_offsets = []
+        for step in [truncated] + deleted:
+            cut_files.add(os.path.normpath(step.log_path))
+            entry = by_path.get(os.path.normpath(step.log_path), {})
+            recovery = entry.get("recovery") or {}
+            salvage = recovery.get("salvage") or {}
+            records, lost = entry.get("records") or 0, recovery.get("records_lost") or 0
+            torn = recovery.get("torn_batch_records") or 0
+            figures["torn_batch_records"] += torn
+            if step is truncated:  # from the cut: the batches past it, the torn one, what salvage reads of them
+                figures["dropped_records"] += lost + torn
+                figures["salvageable_records"] += salvage.get("records") or 0
+            else:  # the whole segment: its valid batches, and what salvage reads past its own damage
+                figures["dropped_records"] += records + torn
+                figures["salvageable_records"] += records - lost + (salvage.get("records") or 0)
+            last_offsets += [entry.get("last_offset"), salvage.get("last_offset")]
+        lost = [d for d in self.damaged if os.path.normpath(d["file"]) in cut_files]
+        last_offsets += [d["last_offset"] for d in lost]
+        known = [o for o in last_offsets if o is not None and o >= truncated.next_offset_after_recovery]
+        figures["dropped_last_offset"] = max(known) if known else None
+        figures["lost_ranges"] = [{"file": d["file"], "first_offset": d["first_offset"], "last_offset": d["last_offset"],
+                                   "reason": d["reason"]} for d in lost[:self.shares.damaged]]
+        return figures
 
     def _segment(self, number: int, path: str, entry: dict | None) -> None:
         base = offset_from_file_name(path) if has_offset_name(path) else 0
@@ -485,11 +611,15 @@ class _PartitionFigures:
             if total > EVENTS_SHOWN:
                 self.notes.append(f"{total} {what}: the first {EVENTS_SHOWN} are listed and drawn")
         offset_index, time_index = self._index_points()
+        startup = self._startup()
+        if startup is not None:
+            self._truncation_from(startup)
         figures: ReportPartition = {
             "directory": self.directory,
             "topic": topic,
             "partition": partition,
-            "segments": self.segments,
+            "segments": self._segment_rows(),
+            "segments_total": len(self.segments),
             "batches": int(sum(b["batches"])),
             "records": int(sum(b["records"])),
             "bytes": int(sum(b["bytes"])),
@@ -510,8 +640,11 @@ class _PartitionFigures:
             "future": self.future,
             "gaps": self.gaps,
             "transactions": self.txn,
-            "damaged": self.damaged,
+            "damaged": self.damaged[:self.shares.damaged],
+            "damaged_count": len(self.damaged),
+            "damaged_bins": self._damaged_bins(),
             "truncation": self.truncation,
+            "startup": startup,
             "offset_index": offset_index,
             "time_index": time_index,
             "rates": self._rates(latest),
@@ -524,6 +657,74 @@ class _PartitionFigures:
             "notes": self.notes,
         }
         return figures
+
+    def _truncation_from(self, startup: dict) -> None:
+        """The cut of the startup plan (verify's per-file view stands when the plan truncates nothing)."""
+        if startup["truncated_file"] is None:
+            self.truncation = None
+            return
+        file = startup["truncated_file"]
+        reason = (self.verified.get(file, {}).get("recovery") or {}).get("stop_reason")
+        self.truncation = {"file": file, "byte_offset": startup["truncated_at_byte"],
+                           "offset": startup["truncated_at_offset"], "reason": reason}
+
+    def _damaged_bins(self) -> list[dict]:
+        """Damaged ranges beyond those drawn one by one, merged per bin along the offsets."""
+        if len(self.damaged) <= self.shares.damaged:
+            return []
+        self.notes.append(f"{len(self.damaged)} damaged ranges: the first {self.shares.damaged} are listed, every one "
+                          f"is drawn in {self.shares.bins} bins along the offsets")
+        placed = [d for d in self.damaged if d["first_offset"] is not None]
+        if not placed:
+            return []
+        low = min(d["first_offset"] for d in placed)
+        high = max(d["first_offset"] for d in placed)
+        width = max(1, -(-(high - low + 1) // self.shares.bins))
+        bins: dict[int, dict] = {}
+        for d in placed:
+            last = d["last_offset"] if d["last_offset"] is not None else d["first_offset"]
+            entry = bins.setdefault((d["first_offset"] - low) // width, {"first_offset": d["first_offset"],
+                                                                          "last_offset": last, "ranges": 0,
+                                                                          "bytes": 0})
+            entry["first_offset"] = min(entry["first_offset"], d["first_offset"])
+            entry["last_offset"] = max(entry["last_offset"], last)
+            entry["ranges"] += 1
+            entry["bytes"] += d["last_byte"] - d["first_byte"] + 1
+        return [bins[key] for key in sorted(bins)]
+
+    def _segment_rows(self) -> list[dict]:
+        """One row per segment, or, beyond the page's share, runs of consecutive segments with their sums."""
+        rows = self.shares.segment_rows
+        if len(self.segments) <= rows:
+            return [{**s, "segments": 1, "last_file": s["file"]} for s in self.segments]
+        per_row = -(-len(self.segments) // rows)
+        self.notes.append(f"{len(self.segments)} segments: the segments table and lane show runs of up to {per_row} "
+                          f"consecutive segments (sums, extremes, each status counted)")
+        collapsed = []
+        for start in range(0, len(self.segments), per_row):
+            run = self.segments[start:start + per_row]
+
+            def extreme(name: str, pick):
+                values = [s[name] for s in run if s[name] is not None]
+                return pick(values) if values else None
+
+            def counted(name: str) -> str:
+                counts: dict[str, int] = {}
+                for s in run:
+                    counts[s.get(name, "-")] = counts.get(s.get(name, "-"), 0) + 1
+                return ", ".join(f"{value} {n}" for value, n in sorted(counts.items()))
+
+            lost = [s["bytes_lost"] for s in run if s["bytes_lost"] is not None]
+            collapsed.append({"file": run[0]["file"], "last_file": run[-1]["file"], "segments": len(run),
+                              "base_offset": run[0]["base_offset"], "size": sum(s["size"] for s in run),
+                              "status": counted("status"), "batches": sum(s["batches"] for s in run),
+                              "records": sum(s["records"] for s in run),
+                              "first_offset": extreme("first_offset", min), "last_offset": extreme("last_offset", max),
+                              "first_timestamp": extreme("first_timestamp", min),
+                              "last_timestamp": extreme("last_timestamp", max),
+                              "valid_bytes": None, "bytes_lost": sum(lost) if lost else None,
+                              **({"at_startup": counted("at_startup")} if "at_startup" in run[0] else {})})
+        return collapsed
 
     def _rates(self, latest: np.ndarray) -> dict:
         """Records and bytes per second, the buckets binned by their latest timestamp."""
@@ -554,21 +755,25 @@ class _PartitionFigures:
 
     def _index_points(self) -> tuple[dict, dict]:
         offsets, positions, time_offsets, stamps = [], [], [], []
+        loaded = {os.path.normpath(s.log_path): s for s in self.view.segments} if self.view is not None else {}
         for path in self.logs:
             if not has_offset_name(path):
                 continue
-            segment = Segment(path)
+            segment = loaded.get(os.path.normpath(path)) or Segment(path)
+            # copies, not views: a view keeps its index's mapping (and file descriptor) open to the end
             try:
                 index = segment.offset_index
                 if index is not None and index.entries:
                     offsets.append(index.offsets)
-                    positions.append(index.positions)
+                    positions.append(np.array(index.positions, dtype=np.int64))
                 index = segment.time_index
                 if index is not None and index.entries:
                     time_offsets.append(index.offsets)
-                    stamps.append(index.timestamps)
+                    stamps.append(np.array(index.timestamps, dtype=np.int64))
             except (SegtoolError, OSError, ValueError) as exc:
                 self.notes.append(f"{path}: its indexes are not drawn ({exc})")
+            finally:
+                segment.release()
         return _points(offsets, positions, "offset index", self.notes), _points(time_offsets, stamps, "time index",
                                                                                  self.notes)
 
@@ -579,6 +784,9 @@ class _PartitionFigures:
         for i, number in enumerate(b["segment"]):
             by_segment.setdefault(number, []).append(i)
         stems = {sibling(path, ""): path for path in self.logs if path.endswith(LOG)}
+        damage_at = {(d["file"], d["first_byte"]): d["first_offset"] for d in self.damaged
+                     if d["first_offset"] is not None}
+        positions_of = {number: [b["first_position"][i] for i in buckets] for number, buckets in by_segment.items()}
 
         def place(item: dict, problem: Finding) -> tuple[int | None, str]:
             if problem.offset is not None:
@@ -586,12 +794,11 @@ class _PartitionFigures:
             path = item["path"]
             number = segment_of.get(path)
             if number is not None and problem.byte_offset is not None:
-                for damage in self.damaged:  # damage where framing ends: the first offset it lost
-                    if damage["file"] == path and damage["first_byte"] == problem.byte_offset \
-                            and damage["first_offset"] is not None:
-                        return damage["first_offset"], "byte_offset"
+                lost = damage_at.get((path, problem.byte_offset))  # damage where framing ends: the first offset lost
+                if lost is not None:
+                    return lost, "byte_offset"
                 buckets = by_segment.get(number, [])
-                positions = [b["first_position"][i] for i in buckets]
+                positions = positions_of.get(number, [])
                 k = bisect.bisect_right(positions, problem.byte_offset) - 1
                 if k >= 0:
                     return b["first_offset"][buckets[k]], "byte_offset"
@@ -611,7 +818,7 @@ class _PartitionFigures:
             first = min(b["first_offset"]) if b["first_offset"] else None
             return first, "file" if first is not None else "none"
 
-        return _findings((self.verified[path] for path in self.files if path in self.verified), place)
+        return _findings((self.verified[path] for path in self.files if path in self.verified), place, self.shares)
 
 
 def _points(offsets: list, values: list, what: str, notes: list[str]) -> dict:
@@ -628,14 +835,17 @@ def _points(offsets: list, values: list, what: str, notes: list[str]) -> dict:
 # -- RocketMQ ---------------------------------------------------------------------------------
 
 
-def _store_figures(root: str, commitlogs: list[str], files: list[str], verified: dict) -> ReportStore:
+def _store_figures(root: str, commitlogs: list[str], files: list[str], verified: dict,
+                   shares: _Shares) -> ReportStore:
     from segtool.engine.salvage import DamagedRange, commitlog_pieces
     from segtool.rocketmq import store_files as rmq
 
     notes: list[str] = []
-    stamps, queue_of, sizes = [], [], []
+    stamps, queue_of, sizes, dropped = [], [], [], []
     queues: dict[tuple[str, int], dict] = {}
     coverage, damaged = [], []
+    truncation = _store_truncation(commitlogs, verified)
+    cut = _NEVER if truncation is None else truncation["offset"]
     for path in commitlogs:
         name = os.path.basename(path)
         start = rocketmq_names.mapped_file_offset(name)
@@ -674,6 +884,7 @@ def _store_figures(root: str, commitlogs: list[str], files: list[str], verified:
                     queue["last_queue_offset"] = offset if queue["last_queue_offset"] is None else max(
                         queue["last_queue_offset"], offset)
                     stamps.append(stamp)
+                    dropped.append(start + piece["fileOffset"] >= cut)
                     queue_of.append(queue["number"])
                     sizes.append(piece["totalSize"])
         except SegtoolError as exc:
@@ -692,9 +903,9 @@ def _store_figures(root: str, commitlogs: list[str], files: list[str], verified:
                             "begin_phy_offset": header.get("begin_phy_offset"),
                             "end_phy_offset": header.get("end_phy_offset"),
                             "index_count": header.get("index_count"), "status": entry.get("status", "unreadable")})
-    truncation = _store_truncation(commitlogs, verified)
     ordered = sorted(queues.values(), key=lambda q: (q["topic"], q["queue_id"]))
-    timeline = _store_timeline(np.array(stamps, dtype=np.int64), np.array(queue_of, dtype=np.int64), ordered, notes)
+    timeline = _store_timeline(np.array(stamps, dtype=np.int64), np.array(queue_of, dtype=np.int64),
+                               np.array(dropped, dtype=bool), ordered, notes)
     for queue in ordered:
         queue.pop("number")
     all_stamps = [q["first_timestamp"] for q in ordered] + [q["last_timestamp"] for q in ordered]
@@ -708,15 +919,19 @@ def _store_figures(root: str, commitlogs: list[str], files: list[str], verified:
         "first_timestamp": min(all_stamps) if all_stamps else None,
         "last_timestamp": max(all_stamps) if all_stamps else None,
         "queues": ordered, "timeline": timeline, "commitlog": coverage, "index_files": index_files,
-        "damaged": damaged, "truncation": truncation, "consumer_progress": progress,
-        "findings": _findings((verified[path] for path in files if path in verified), place),
+        "damaged": damaged[:shares.damaged], "damaged_count": len(damaged), "truncation": truncation,
+        "consumer_progress": progress,
+        "findings": _findings((verified[path] for path in files if path in verified), place, shares),
         "notes": notes,
     }
 
 
-def _store_timeline(stamps: np.ndarray, queue_of: np.ndarray, queues: list[dict], notes: list[str]) -> dict:
+def _store_timeline(stamps: np.ndarray, queue_of: np.ndarray, dropped: np.ndarray, queues: list[dict],
+                    notes: list[str]) -> dict:
+    """Messages per queue and time bucket; those past the recovery cut counted apart, and the store
+    time of the last message recovery keeps (None: no cut, or nothing kept)."""
     if not stamps.size:
-        return {"bucket_ms": 0, "start": [], "series": []}
+        return {"bucket_ms": 0, "start": [], "series": [], "dropped_by_recovery": [], "cut_timestamp": None}
     low, high = int(stamps.min()), int(stamps.max())
     bucket_ms = max(1000, -(-(high - low + 1) // STORE_TIME_BUCKETS))
     low -= low % 1000
@@ -736,7 +951,10 @@ def _store_timeline(stamps: np.ndarray, queue_of: np.ndarray, queues: list[dict]
                        "messages": np.bincount(bins[chosen], minlength=count).tolist()})
         notes.append(f"{len(queues)} queues: the {QUEUE_SERIES} with most messages are drawn one by one, "
                      f"the other {len(rest)} together")
-    return {"bucket_ms": bucket_ms, "start": (low + np.arange(count) * bucket_ms).tolist(), "series": series}
+    kept = stamps[~dropped]
+    return {"bucket_ms": bucket_ms, "start": (low + np.arange(count) * bucket_ms).tolist(), "series": series,
+            "dropped_by_recovery": np.bincount(bins[dropped], minlength=count).tolist(),
+            "cut_timestamp": int(kept[-1]) if dropped.any() and kept.size else None}
 
 
 def _store_truncation(commitlogs: list[str], verified: dict) -> dict | None:
@@ -769,7 +987,11 @@ def _store_place(item: dict, problem: Finding, truncation: dict | None) -> tuple
         if unit >= 0:
             return int(units["commitLogOffset"][unit]), "consume_queue_unit"
     if kind == FileKind.ROCKETMQ_INDEXFILE:
-        begin = (item.get("header") or {}).get("begin_phy_offset")
+        header = item.get("header") or {}
+        begin = header.get("begin_phy_offset")
+        if problem.kind is FindingKind.BEYOND_RECOVERY_POINT and truncation is not None:
+            # its entries point past the cut: drawn there, not at the file's first (kept) offset
+            return max(truncation["offset"], header.get("end_phy_offset") or 0), "file"
         if begin is not None:
             return begin, "file"
     if truncation is not None:

@@ -9,9 +9,12 @@ is not imported: that alone would cost longer than the rest of the page).  The f
 
 from __future__ import annotations
 
+import base64
 import html
 import importlib.util
 import json
+import os
+import zlib
 from pathlib import Path
 
 from segtool.errors import SegtoolError
@@ -22,6 +25,19 @@ _COLOURS = {"create": "#1f77b4", "append": "#2ca02c", "late": "#ff7f0e", "future
             "commit": "#2ca02c", "abort": "#d62728", "open": "#ff7f0e", "gap": "#7f7f7f", "damage": "#d62728",
             "segment": ("#4c78a8", "#9ecae9"), "error": "#d62728", "info": "#7f7f7f"}
 _PLOT_CONFIG = {"displaylogo": False, "responsive": True}
+# times on every date axis in ISO-8601, UTC (plotly draws epoch milliseconds as UTC)
+_ISO_TICKS = {"type": "date", "tickformat": "%Y-%m-%dT%H:%M:%S.%LZ", "hoverformat": "%Y-%m-%dT%H:%M:%S.%LZ"}
+_BYTE_TICKS = {"exponentformat": "SI", "ticksuffix": "B"}
+DAMAGE_MARKS = "damaged (marks)"  # the trace that keeps every damaged range visible, whatever its width
+
+
+def _damage_marks(starts: list[int], hover: list[str], axis: str = "y2") -> dict:
+    """A tick at the start of every damaged range: a torn tail or a few bytes on a long axis draw no
+    line of their own."""
+    return {"type": "scatter", "mode": "markers", "x": starts, "y": ["damaged"] * len(starts), "xaxis": "x",
+            "yaxis": axis, "name": DAMAGE_MARKS, "text": hover, "hoverinfo": "text",
+            "marker": {"symbol": "diamond-tall", "size": 14, "color": _COLOURS["damage"]},
+            "showlegend": False}
 
 
 def _lane_segments(spans, lane: str, name: str, colour: str, hover: list[str], width: int = 10) -> dict:
@@ -36,26 +52,44 @@ def _lane_segments(spans, lane: str, name: str, colour: str, hover: list[str], w
             "showlegend": False}
 
 
-def _finding_traces(findings: list[dict], axis: str = "y2") -> tuple[list[dict], list[str]]:
-    """One marker trace per finding kind, on its own lane, at the place the figures give it."""
+def _finding_traces(findings: dict, root: str | None = None, axis: str = "y2") -> tuple[list[dict], list[str]]:
+    """One marker trace per finding kind, on its own lane: each finding at its place when all are
+    listed, else a marker per bin of the offsets (bigger with more findings), so every finding of
+    every kind is drawn."""
+    listed = len(findings["shown"]) == findings["total"]
     by_kind: dict[str, list[dict]] = {}
-    for finding in findings:
-        if finding["placed_at"] is not None:
-            by_kind.setdefault(finding["kind"], []).append(finding)
+    if listed:
+        for finding in findings["shown"]:
+            if finding["placed_at"] is not None:
+                by_kind.setdefault(finding["kind"], []).append(finding)
+    else:
+        for entry in findings["bins"]:
+            by_kind.setdefault(entry["kind"], []).append(entry)
     traces, lanes = [], []
     for kind, items in sorted(by_kind.items()):
         lane = f"finding: {kind}"
         lanes.append(lane)
         error = any(f["severity"] == "error" for f in items)
-        traces.append({
-            "type": "scatter", "mode": "markers", "x": [f["placed_at"] for f in items], "y": [lane] * len(items),
-            "xaxis": "x", "yaxis": axis, "name": kind,
-            "marker": {"symbol": "x" if error else "circle-open", "size": 11,
-                       "color": _COLOURS["error" if error else "info"]},
-            "text": [f"{f['severity']} {f['kind']} ({f['file'].rsplit('/', 1)[-1]}): {f['message'][:300]}"
-                     for f in items],
-            "hoverinfo": "text", "showlegend": False})
+        marker = {"symbol": "x" if error else "circle-open", "size": 11, "color": _COLOURS["error" if error else "info"]}
+        if listed:
+            xs = [f["placed_at"] for f in items]
+            text = [f"{f['severity']} {f['kind']} ({_file_name(f['file'], root)}): {f['message'][:300]}" for f in items]
+        else:
+            xs = [(f["first"] + f["last"]) // 2 for f in items]
+            text = [f"{f['count']} {kind} at {f['first']}..{f['last']}" for f in items]
+            marker["size"] = [min(24, 8 + 3 * f["count"].bit_length()) for f in items]
+        traces.append({"type": "scatter", "mode": "markers", "x": xs, "y": [lane] * len(items), "xaxis": "x",
+                       "yaxis": axis, "name": kind, "marker": marker, "text": text, "hoverinfo": "text",
+                       "showlegend": False})
     return traces, lanes
+
+
+def _file_name(path: str, root: str | None) -> str:
+    """A file as a reader finds it: its name in a partition, its path under the store in a store
+    (every CommitLog and ConsumeQueue file of a store is named by an offset)."""
+    if root is None:
+        return path.rsplit("/", 1)[-1]
+    return os.path.relpath(path, root)
 
 
 def _vertical(x: float, colour: str, dash: str, label: str | None = None) -> tuple[dict, dict | None]:
@@ -100,7 +134,7 @@ def _partition_timeline(p: ReportPartition) -> dict:
     lanes = ["segments"]
     segments = p["segments"]
     spans = [(s["first_offset"], s["last_offset"]) for s in segments if s["first_offset"] is not None]
-    words = [f"{s['file'].rsplit('/', 1)[-1]}: {s['batches']} batches, {s['records']} records, {s['size']} bytes"
+    words = [f"{_segment_name(s)}: {s['batches']} batches, {s['records']} records, {s['size']} bytes"
              for s in segments if s["first_offset"] is not None]
     for parity in (0, 1):
         traces.append(_lane_segments(spans[parity::2], "segments", "segment", _COLOURS["segment"][parity],
@@ -130,18 +164,24 @@ def _partition_timeline(p: ReportPartition) -> dict:
                                          [f"producer {s['producer_id']}: offsets {s['first_offset']}..{s['last_offset']}"
                                           for s in spans]))
     damaged = [d for d in p["damaged"] if d["first_offset"] is not None]
-    if damaged:
+    if damaged or p["damaged_bins"]:
         lanes.append("damaged")
-        traces.append(_lane_segments(
-            [(d["first_offset"], d["last_offset"] if d["last_offset"] is not None else d["first_offset"])
-             for d in damaged], "damaged", "damaged", _COLOURS["damage"],
-            [f"{d['reason']}: bytes {d['first_byte']}..{d['last_byte']}, offsets {d['first_offset']}.."
-             f"{d['last_offset'] if d['last_offset'] is not None else '?'}" for d in damaged]))
-    finding_traces, finding_lanes = _finding_traces(p["findings"]["shown"])
+        if p["damaged_bins"]:
+            spans = [(d["first_offset"], d["last_offset"]) for d in p["damaged_bins"]]
+            words = [f"{d['ranges']} damaged ranges ({d['bytes']} bytes) in offsets {d['first_offset']}.."
+                     f"{d['last_offset']}" for d in p["damaged_bins"]]
+        else:
+            spans = [(d["first_offset"], d["last_offset"] if d["last_offset"] is not None else d["first_offset"])
+                     for d in damaged]
+            words = [f"{d['reason']}: bytes {d['first_byte']}..{d['last_byte']}, offsets {d['first_offset']}.."
+                     f"{d['last_offset'] if d['last_offset'] is not None else '?'}" for d in damaged]
+        traces.append(_lane_segments(spans, "damaged", "damaged", _COLOURS["damage"], words))
+        traces.append(_damage_marks([first for first, _ in spans], words))
+    finding_traces, finding_lanes = _finding_traces(p["findings"])
     traces += finding_traces
     lanes += finding_lanes
     shapes, notes = [], []
-    if len(segments) <= 200:
+    if all(s["segments"] == 1 for s in segments):
         for s in segments[1:]:
             shape, _ = _vertical(s["base_offset"], "#999999", "dot")
             shapes.append(shape)
@@ -157,7 +197,7 @@ def _partition_timeline(p: ReportPartition) -> dict:
         "title": {"text": "Offsets against time, and what lies where along the offsets"},
         "height": height, "hovermode": "closest", "shapes": shapes, "annotations": notes,
         "xaxis": {"title": {"text": "offset"}, "anchor": "y2", "showspikes": True},
-        "yaxis": {"domain": [split + 0.06, 1], "type": "date", "title": {"text": "timestamp (UTC)"}},
+        "yaxis": {"domain": [split + 0.06, 1], **_ISO_TICKS, "title": {"text": "timestamp (UTC)"}},
         "yaxis2": {"domain": [0, split], "type": "category", "categoryorder": "array",
                    "categoryarray": list(reversed(lanes)), "automargin": True},
         "legend": {"orientation": "h", "y": -0.12},
@@ -175,9 +215,10 @@ def _rates_figure(p: ReportPartition) -> dict | None:
          "marker": {"color": _COLOURS["append"]}, "offsetgroup": 2},
     ], "layout": {
         "title": {"text": f"Records and bytes per second ({rates['bucket_ms'] / 1000:g} s buckets, by batch timestamp)"},
-        "height": 320, "barmode": "group", "xaxis": {"type": "date", "title": {"text": "time (UTC)"}},
+        "height": 320, "barmode": "group", "xaxis": {**_ISO_TICKS, "title": {"text": "time (UTC)"}},
         "yaxis": {"title": {"text": "records/s"}, "rangemode": "tozero"},
-        "yaxis2": {"title": {"text": "bytes/s"}, "overlaying": "y", "side": "right", "rangemode": "tozero"},
+        "yaxis2": {"title": {"text": "bytes/s"}, "overlaying": "y", "side": "right", "rangemode": "tozero",
+                   "exponentformat": "SI", "ticksuffix": "B/s"},
         "legend": {"orientation": "h", "y": -0.25}, "margin": {"t": 50}}}
 
 
@@ -221,13 +262,32 @@ def _store_timeline(s: ReportStore) -> dict | None:
     if not t["series"]:
         return None
     names = [f"{q['topic']}/{q['queue_id']}" if q["queue_id"] is not None else q["topic"] for q in t["series"]]
-    return {"data": [{"type": "heatmap", "x": t["start"], "y": names, "z": [q["messages"] for q in t["series"]],
-                      "colorscale": "Blues", "colorbar": {"title": {"text": "messages"}},
-                      "hovertemplate": "%{y}<br>%{x}<br>%{z} messages<extra></extra>"}],
+    # empty cells left blank, the busiest darkest
+    z = [[count or None for count in q["messages"]] for q in t["series"]]
+    data = [{"type": "heatmap", "x": t["start"], "y": names, "z": z, "zmin": 0,
+             "colorscale": [[0, "#deebf7"], [1, "#08306b"]], "colorbar": {"title": {"text": "messages"}},
+             "hovertemplate": "%{y}<br>%{x}<br>%{z} messages<extra></extra>"}]
+    dropped = t["dropped_by_recovery"]
+    lost_row = f"dropped by recovery ({sum(dropped)})"
+    if any(dropped):
+        chosen = [i for i, n in enumerate(dropped) if n]
+        data.append({"type": "scatter", "mode": "markers", "x": [t["start"][i] for i in chosen],
+                     "y": [lost_row] * len(chosen), "name": "dropped by recovery",
+                     "marker": {"symbol": "x", "size": 10, "color": _COLOURS["damage"]},
+                     "text": [f"{dropped[i]} messages past the recovery cut" for i in chosen], "hoverinfo": "text+x",
+                     "showlegend": False})
+        names = names + [lost_row]
+    shapes, notes = [], []
+    if t["cut_timestamp"] is not None:
+        shape, note = _vertical(t["cut_timestamp"], _COLOURS["damage"], "dash", "recovery cut (last message kept)")
+        shapes.append(shape)
+        notes.append(note)
+    return {"data": data,
             "layout": {"title": {"text": f"Messages per topic and queue over time ({t['bucket_ms'] / 1000:g} s "
                                          "buckets, by store timestamp)"},
-                       "height": 200 + 18 * len(names), "xaxis": {"type": "date", "title": {"text": "time (UTC)"}},
-                       "yaxis": {"automargin": True, "type": "category"}, "margin": {"t": 50}}}
+                       "height": 200 + 18 * len(names), "xaxis": {**_ISO_TICKS, "title": {"text": "time (UTC)"}},
+                       "yaxis": {"automargin": True, "type": "category"},
+                       "shapes": shapes, "annotations": notes, "margin": {"t": 50}}}
 
 
 def _store_coverage(s: ReportStore) -> dict:
@@ -237,23 +297,24 @@ def _store_coverage(s: ReportStore) -> dict:
         lanes.append("CommitLog data")
         traces.append(_lane_segments([(f["start_offset"], f["data_end_offset"]) for f in files], "CommitLog data",
                                      "CommitLog", _COLOURS["segment"][0],
-                                     [f"{f['file'].rsplit('/', 1)[-1]}: {f['messages']} messages, data to physical "
+                                     [f"{_file_name(f['file'], s['root'])}: {f['messages']} messages, data to physical "
                                       f"offset {f['data_end_offset']} ({f['status']})" for f in files], 14))
     indexed = [f for f in s["index_files"] if f["begin_phy_offset"] is not None]
     if indexed:
         lanes.append("IndexFile coverage")
         traces.append(_lane_segments([(f["begin_phy_offset"], f["end_phy_offset"]) for f in indexed],
                                      "IndexFile coverage", "IndexFile", _COLOURS["index"],
-                                     [f"{f['file'].rsplit('/', 1)[-1]}: {f['index_count']} entries, "
+                                     [f"{_file_name(f['file'], s['root'])}: {f['index_count']} entries, "
                                       f"{iso(f['begin_timestamp'])} .. {iso(f['end_timestamp'])}" for f in indexed]))
     damaged = [d for d in s["damaged"] if d["physical_offset"] is not None]
     if damaged:
         lanes.append("damaged")
+        words = [f"{d['reason']}: bytes {d['first_byte']}..{d['last_byte']} of {_file_name(d['file'], s['root'])}"
+                 for d in damaged]
         traces.append(_lane_segments([(d["physical_offset"], d["physical_offset"] + d["last_byte"] - d["first_byte"])
-                                      for d in damaged], "damaged", "damaged", _COLOURS["damage"],
-                                     [f"{d['reason']}: bytes {d['first_byte']}..{d['last_byte']} of "
-                                      f"{d['file'].rsplit('/', 1)[-1]}" for d in damaged]))
-    finding_traces, finding_lanes = _finding_traces(s["findings"]["shown"])
+                                      for d in damaged], "damaged", "damaged", _COLOURS["damage"], words))
+        traces.append(_damage_marks([d["physical_offset"] for d in damaged], words))
+    finding_traces, finding_lanes = _finding_traces(s["findings"], s["root"])
     traces += finding_traces
     lanes += finding_lanes
     shapes, notes = [], []
@@ -265,7 +326,7 @@ def _store_coverage(s: ReportStore) -> dict:
     return {"data": traces, "layout": {
         "title": {"text": "CommitLog and IndexFile coverage, damage and findings along the physical offsets"},
         "height": 160 + 26 * max(len(lanes), 1), "shapes": shapes, "annotations": notes, "hovermode": "closest",
-        "xaxis": {"title": {"text": "CommitLog physical offset"}, "anchor": "y2"},
+        "xaxis": {"title": {"text": "CommitLog physical offset (bytes)"}, "anchor": "y2", **_BYTE_TICKS},
         "yaxis2": {"domain": [0, 1], "type": "category", "categoryorder": "array",
                    "categoryarray": list(reversed(lanes)), "automargin": True},
         "margin": {"t": 60}}}
@@ -280,16 +341,17 @@ def _table(head: list[str], rows: list[list], css: str = "") -> str:
     return f'<table class="{css}"><thead><tr>{cells}</tr></thead><tbody>{body}</tbody></table>'
 
 
-def _findings_html(findings: dict) -> str:
+def _findings_html(findings: dict, root: str | None = None) -> str:
     if not findings["total"]:
         return "<p>verify found nothing here.</p>"
     counts = ", ".join(f"{kind} {n}" for kind, n in sorted(findings["by_kind"].items()))
-    rows = [[f["severity"], f["kind"], f["file"].rsplit("/", 1)[-1], "-" if f["byte_offset"] is None else f["byte_offset"],
+    rows = [[f["severity"], f["kind"], _file_name(f["file"], root), "-" if f["byte_offset"] is None else f["byte_offset"],
              "-" if f["offset"] is None else f["offset"],
              "-" if f["placed_at"] is None else f"{f['placed_at']} ({f['placed_by']})", f["message"]]
             for f in findings["shown"]]
     more = "" if findings["total"] == len(findings["shown"]) else \
-        f"<p class=note>{findings['total'] - len(findings['shown'])} more findings are counted above, not listed.</p>"
+        f"<p class=note>{findings['total'] - len(findings['shown'])} more findings are counted above and drawn in " \
+        "the plot's bins, not listed (segtool verify --json lists every one).</p>"
     return (f"<p>{findings['total']} findings: {html.escape(counts)}</p>"
             + _table(["severity", "kind", "file", "byte", "offset", "drawn at", "message"], rows, "findings") + more)
 
@@ -315,6 +377,17 @@ def _plotly_js() -> str:
     return (Path(spec.submodule_search_locations[0]) / "package_data" / "plotly.min.js").read_text(encoding="utf-8")
 
 
+def _plotly_loader() -> str:
+    """plotly's bundle deflated and in base64 (4.8 MB becomes 1.9 MB: the page's 5 MB leave room for the
+    figures), inflated by the browser's own DecompressionStream; each figure is drawn once it has run."""
+    packed = base64.b64encode(zlib.compress(_plotly_js().encode(), 6)).decode()
+    return ("<script>window.segtoolDraw=(function(){var queue=[];"
+            f'var bytes=Uint8Array.from(atob("{packed}"),function(c){{return c.charCodeAt(0);}});'
+            "new Response(new Blob([bytes]).stream().pipeThrough(new DecompressionStream('deflate'))).text()"
+            ".then(function(code){(0,eval)(code);queue.forEach(function(f){f();});queue=null;});"
+            "return function(f){if(queue){queue.push(f);}else{f();}};})();</script>")
+
+
 def _script_json(value) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False).replace("</", "<\\/")
 
@@ -333,11 +406,44 @@ class _Page:
         div = f"segtool-figure-{self.figures}"
         height = figure["layout"].get("height", 400)
         self.parts.append(f'<div id="{div}" class="plotly-graph-div" style="height:{height}px;width:100%"></div>'
-                          f'<script>Plotly.newPlot("{div}",{_script_json(figure["data"])},'
-                          f'{_script_json(figure["layout"])},{_script_json(_PLOT_CONFIG)});</script>')
+                          f'<script>segtoolDraw(function(){{Plotly.newPlot("{div}",{_script_json(figure["data"])},'
+                          f'{_script_json(figure["layout"])},{_script_json(_PLOT_CONFIG)});}});</script>')
 
     def add(self, text: str) -> None:
         self.parts.append(text)
+
+
+def _segment_name(s: dict) -> str:
+    first = s["file"].rsplit("/", 1)[-1]
+    return first if s["segments"] == 1 else f"{first} .. {s['last_file'].rsplit('/', 1)[-1]} ({s['segments']} segments)"
+
+
+def _startup_html(p: ReportPartition) -> str:
+    """What start-up drops and what salvage gets back of it, in the plan's words."""
+    startup = p["startup"]
+    if startup is None:
+        return ""
+    shutdown = "after a clean shutdown" if startup["clean_shutdown"] else \
+        f"after an unclean shutdown (recovery from the segment holding offset {startup['recovery_point']})"
+    if startup["truncated_file"] is None:
+        return (f"<p><b>At start-up</b> ({html.escape(shutdown)}) Kafka keeps every offset: the log ends at "
+                f"{startup['log_end_offset']}.</p>")
+    last = startup["dropped_last_offset"]
+    deleted = "" if not startup["segments_deleted"] else (
+        f" and deletes the {startup['segments_deleted']} later segment(s) "
+        f"{startup['first_deleted'].rsplit('/', 1)[-1]}..{startup['last_deleted'].rsplit('/', 1)[-1]}")
+    torn = f", {startup['torn_batch_records']} of them in a torn batch" if startup["torn_batch_records"] else ""
+    lost = [f"{r['first_offset']}..{'?' if r['last_offset'] is None else r['last_offset']} ({r['reason']})"
+            for r in startup["lost_ranges"]]
+    lost_records = startup["dropped_records"] - startup["salvageable_records"]
+    return (f"<p class=startup><b>At start-up</b> ({html.escape(shutdown)}) Kafka truncates "
+            f"{html.escape(startup['truncated_file'].rsplit('/', 1)[-1])} at byte {startup['truncated_at_byte']}"
+            f"{html.escape(deleted)}: <b>recovery drops offsets {startup['truncated_at_offset']}.."
+            f"{'?' if last is None else last} ({startup['dropped_records']} records{torn}, "
+            f"{startup['dropped_bytes']} bytes)</b>; the log ends at {startup['log_end_offset']}. "
+            f"<b>salvage gets back {startup['salvageable_records']} of these records</b> (the dropped batches whose "
+            f"CRC holds); {lost_records} are in damaged bytes nothing reads"
+            + (f" (offsets {html.escape(', '.join(lost))})" if lost else "") + ".</p>")
 
 
 def _partition_section(page: _Page, p: ReportPartition) -> None:
@@ -355,6 +461,7 @@ def _partition_section(page: _Page, p: ReportPartition) -> None:
                       "keeps everything" if truncation is None else
                       f"truncates {truncation['file'].rsplit('/', 1)[-1]} at byte {truncation['byte_offset']} "
                       f"(offset {truncation['offset']}, {truncation['reason']})"]], "summary"))
+    page.add(_startup_html(p))
     page.add(_notes_html(p["notes"]))
     page.figure(_partition_timeline(p))
     page.figure(_rates_figure(p))
@@ -362,11 +469,29 @@ def _partition_section(page: _Page, p: ReportPartition) -> None:
     page.add("<h3>Findings</h3>" + _findings_html(p["findings"]))
     page.add("<details><summary>Segments</summary>" + _table(
         ["file", "base offset", "bytes", "status", "batches", "records", "offsets", "first timestamp",
-         "last timestamp", "recovery keeps bytes"],
-        [[s["file"].rsplit("/", 1)[-1], s["base_offset"], s["size"], s["status"], s["batches"], s["records"],
+         "last timestamp", "at start-up"],
+        [[_segment_name(s), s["base_offset"], s["size"], s["status"], s["batches"], s["records"],
           f"{s['first_offset']}..{s['last_offset']}", iso(s["first_timestamp"]), iso(s["last_timestamp"]),
-          "-" if s["valid_bytes"] is None else s["valid_bytes"]] for s in p["segments"]]) + "</details>")
+          _at_startup(s, p["startup"])] for s in p["segments"]]) + "</details>")
     page.add("</section>")
+
+
+def _at_startup(s: dict, startup: dict | None) -> str:
+    if "at_startup" not in s:
+        return "-"
+    if s["at_startup"] == "truncated" and startup is not None:
+        return f"truncated at byte {startup['truncated_at_byte']}"
+    return {"deleted": "deleted by recovery"}.get(s["at_startup"], s["at_startup"])
+
+
+def _store_recovery_text(s: ReportStore) -> str:
+    truncation = s["truncation"]
+    if not s["commitlog"]:
+        return "no CommitLog here: nothing for recovery to keep or cut"
+    if truncation is None:
+        return "keeps every message"
+    return (f"cuts at physical offset {truncation['offset']} ({truncation['reason']}): "
+            f"{sum(s['timeline']['dropped_by_recovery'])} messages dropped")
 
 
 def _store_section(page: _Page, s: ReportStore) -> None:
@@ -377,8 +502,7 @@ def _store_section(page: _Page, s: ReportStore) -> None:
                     [[s["messages"], s["bytes"], len(s["queues"]), len(s["commitlog"]), len(s["index_files"]),
                       iso(s["first_timestamp"]), iso(s["last_timestamp"]),
                       _rate(s["messages"], s["first_timestamp"], s["last_timestamp"]),
-                      "keeps everything" if truncation is None else
-                      f"cuts at physical offset {truncation['offset']} ({truncation['reason']})"]], "summary"))
+                      _store_recovery_text(s)]], "summary"))
     page.add(_notes_html(s["notes"]))
     page.figure(_store_timeline(s))
     page.figure(_store_coverage(s))
@@ -388,7 +512,7 @@ def _store_section(page: _Page, s: ReportStore) -> None:
             [[c["group"], c["topic"], c["queue_id"], c["committed_offset"],
               "-" if c["max_queue_offset"] is None else c["max_queue_offset"], "-" if c["lag"] is None else c["lag"]]
              for c in s["consumer_progress"]]))
-    page.add("<h3>Findings</h3>" + _findings_html(s["findings"]))
+    page.add("<h3>Findings</h3>" + _findings_html(s["findings"], s["root"]))
     page.add("<details><summary>Queues</summary>" + _table(
         ["topic", "queue", "messages", "bytes", "queue offsets", "first store time", "last store time"],
         [[q["topic"], q["queue_id"], q["messages"], q["bytes"], f"{q['first_queue_offset']}..{q['last_queue_offset']}",
@@ -427,9 +551,11 @@ def report_html(figures: ReportFigures) -> str:
              f"made {iso(figures['generated_at'])} (the reference time for future timestamps); "
              f"verify: {summary['files']} files, {summary['ok']} ok, {summary['problems']} with problems, "
              f"{summary['unreadable']} unreadable, {summary['skipped']} skipped</p>")
-    page.add("<p class=note>Every point of a timeline is a group of consecutive batches of one segment (one batch "
-             "when a partition has few); index entries, events and findings beyond the caps are counted, not drawn. "
-             "Each section says where it aggregated.</p>")
+    if figures["partitions"]:
+        page.add("<p class=note>Every point of a timeline is a group of consecutive batches of one segment (one "
+                 "batch when a partition has few); index entries and events beyond the caps are counted, not drawn; "
+                 "findings beyond the listed ones are drawn in bins along the offsets. Each section says where it "
+                 "aggregated.</p>")
     page.add(_notes_html(figures["notes"]))
     for partition in figures["partitions"]:
         _partition_section(page, partition)
@@ -438,6 +564,6 @@ def report_html(figures: ReportFigures) -> str:
     if figures["other_findings"]["total"]:
         page.add("<section><h2>Other files</h2>" + _findings_html(figures["other_findings"]) + "</section>")
     return ("<!DOCTYPE html><html><head><meta charset=utf-8><title>segtool report</title>"
-            f"<style>{_STYLE}</style><script>{_plotly_js()}</script></head><body>" + "".join(page.parts)
+            f"<style>{_STYLE}</style>{_plotly_loader()}</head><body>" + "".join(page.parts)
             + f'<script type="application/json" id="segtool-figures">{_script_json(figures)}</script>'
             "</body></html>\n")

@@ -255,57 +255,97 @@ def _span_text(count: int, what: str, first, last) -> str:
     return f"{iso_time(first)} .. {iso_time(last)} ({seconds:g} s{rate})"
 
 
-def _findings_lines(found: dict) -> Iterator[Styled]:
+def _plural(count: int, what: str) -> str:
+    return f"{count} {what}" if count == 1 else f"{count} {what}{'es' if what.endswith('ch') else 's'}"
+
+
+def _fitted(text: str, width: int, style: str | None, indent: str = "  ") -> Iterator[Styled]:
+    """A line wrapped at words to the terminal's ``width``, its continuation indented one step more."""
+    import textwrap
+
+    for line in textwrap.wrap(text, width=max(width, 40), subsequent_indent=indent + "  ", break_on_hyphens=False,
+                              break_long_words=True) or [""]:
+        yield line, style
+
+
+def _cut(text: str, width: int) -> str:
+    """One line of at most ``width`` columns; the rest is in --json and on the page."""
+    return text if len(text) <= width else text[:max(width, 40) - 1] + "…"
+
+
+def _findings_lines(found: dict, width: int) -> Iterator[Styled]:
     if not found["total"]:
         yield "  findings: none", "green"
         return
-    yield "  findings: " + ", ".join(f"{kind} {n}" for kind, n in sorted(found["by_kind"].items())), "red"
+    yield from _fitted("  findings: " + ", ".join(f"{kind} {n}" for kind, n in sorted(found["by_kind"].items())),
+                       width, "red")
     errors = [f for f in found["shown"] if f["severity"] == Severity.ERROR.value]
     for item in errors[:10]:
         where = "" if item["placed_at"] is None else f" at {item['placed_at']}"
-        yield f"    {item['kind']}{where}: {item['message']}", "red"
+        yield _cut(f"    {item['kind']}{where}: {item['message']}", width), "red"
     if len(errors) > 10:
         yield f"    … {len(errors) - 10} more errors (see --json or --out)", None
 
 
-def report_lines(figures: dict) -> Iterator[Styled]:
-    """Per partition and store: counts, span, rates, a sparkline of its timeline, its findings."""
+def report_lines(figures: dict, width: int = 80) -> Iterator[Styled]:
+    """Per partition and store: counts, span, rates, a sparkline of its timeline, what start-up drops,
+    its findings; every line fitted to ``width`` columns (the terminal's)."""
+    spark = max(10, width - 14)
     for p in figures["partitions"]:
-        yield f"Kafka partition {p['directory']}", "bold"
-        yield (f"  {len(p['segments'])} segments, {p['batches']} batches, {p['records']} records, {p['bytes']} bytes, "
-               f"offsets {p['first_offset']}..{p['last_offset']}"), None
-        yield f"  {_span_text(p['records'], 'records', p['first_timestamp'], p['last_timestamp'])}", None
-        yield f"  records/s {_sparkline(p['rates']['records_per_second'])}", None
-        yield (f"  {p['gaps']['count']} offset gaps, {p['out_of_order']['count']} timestamps out of order, "
-               f"{p['future']['count']} in the future; transactions {p['transactions']['committed']} committed, "
-               f"{p['transactions']['aborted']} aborted, {p['transactions']['open']} open"), None
-        truncation = p["truncation"]
-        if truncation is not None:
-            yield (f"  Kafka's recovery truncates {truncation['file']} at byte {truncation['byte_offset']} "
-                   f"(offset {truncation['offset']}, {truncation['reason']})"), "red"
-        yield from _findings_lines(p["findings"])
+        yield from _fitted(f"Kafka partition {p['directory']}", width, "bold", "")
+        yield from _fitted(f"  {_plural(p['segments_total'], 'segment')}, {_plural(p['batches'], 'batch')}, "
+                           f"{_plural(p['records'], 'record')}, {p['bytes']} bytes, offsets "
+                           f"{p['first_offset']}..{p['last_offset']}", width, None)
+        yield from _fitted(f"  {_span_text(p['records'], 'records', p['first_timestamp'], p['last_timestamp'])}",
+                           width, None)
+        yield f"  records/s {_sparkline(p['rates']['records_per_second'], spark)}", None
+        yield from _fitted(f"  {_plural(p['gaps']['count'], 'offset gap')}, {p['out_of_order']['count']} "
+                           f"out-of-order and {p['future']['count']} future timestamps; transactions "
+                           f"{p['transactions']['committed']} committed, {p['transactions']['aborted']} aborted, "
+                           f"{p['transactions']['open']} open", width, None)
+        startup = p["startup"]
+        if startup is not None and startup["truncated_file"] is not None:
+            last = startup["dropped_last_offset"]
+            yield from _fitted(
+                f"  at start-up Kafka truncates {os.path.basename(startup['truncated_file'])} at byte "
+                f"{startup['truncated_at_byte']}" + (f" and deletes {_plural(startup['segments_deleted'], 'later segment')}"
+                                                     if startup["segments_deleted"] else "")
+                + f": offsets {startup['truncated_at_offset']}..{'?' if last is None else last} dropped "
+                f"({_plural(startup['dropped_records'], 'record')}); salvage gets back "
+                f"{startup['salvageable_records']}", width, "red")
+        elif p["truncation"] is not None:
+            truncation = p["truncation"]
+            yield from _fitted(f"  Kafka's recovery truncates {os.path.basename(truncation['file'])} at byte "
+                               f"{truncation['byte_offset']} (offset {truncation['offset']}, {truncation['reason']})",
+                               width, "red")
+        yield from _findings_lines(p["findings"], width)
     for s in figures["stores"]:
-        yield f"RocketMQ store {s['root']}", "bold"
-        yield (f"  {s['messages']} messages, {s['bytes']} bytes, {len(s['queues'])} queues, "
-               f"{len(s['commitlog'])} CommitLog files, {len(s['index_files'])} IndexFiles"), None
-        yield f"  {_span_text(s['messages'], 'messages', s['first_timestamp'], s['last_timestamp'])}", None
-        yield f"  messages {_sparkline([sum(c) for c in zip(*(q['messages'] for q in s['timeline']['series']))])}", None
+        yield from _fitted(f"RocketMQ store {s['root']}", width, "bold", "")
+        yield from _fitted(f"  {_plural(s['messages'], 'message')}, {s['bytes']} bytes, {_plural(len(s['queues']), 'queue')}, "
+                           f"{_plural(len(s['commitlog']), 'CommitLog file')}, {_plural(len(s['index_files']), 'IndexFile')}",
+                           width, None)
+        yield from _fitted(f"  {_span_text(s['messages'], 'messages', s['first_timestamp'], s['last_timestamp'])}",
+                           width, None)
+        yield (f"  messages {_sparkline([sum(c) for c in zip(*(q['messages'] for q in s['timeline']['series']))], spark)}",
+               None)
         if s["truncation"] is not None:
-            yield (f"  RocketMQ's recovery cuts at physical offset {s['truncation']['offset']} "
-                   f"({s['truncation']['reason']})"), "red"
-        yield from _findings_lines(s["findings"])
+            yield from _fitted(f"  RocketMQ's recovery cuts at physical offset {s['truncation']['offset']}, dropping "
+                               f"{_plural(sum(s['timeline']['dropped_by_recovery']), 'message')} "
+                               f"({s['truncation']['reason']})", width, "red")
+        yield from _findings_lines(s["findings"], width)
     if figures["other_findings"]["total"]:
         yield "Other files", "bold"
-        yield from _findings_lines(figures["other_findings"])
+        yield from _findings_lines(figures["other_findings"], width)
     summary = figures["summary"]
-    yield (f"{summary['files']} files: {summary['ok']} ok, {summary['problems']} with problems, "
-           f"{summary['unreadable']} unreadable, {summary['skipped']} skipped"), "bold"
+    yield from _fitted(f"{_plural(summary['files'], 'file')}: {summary['ok']} ok, {summary['problems']} with problems, "
+                       f"{summary['unreadable']} unreadable, {summary['skipped']} skipped", width, "bold", "")
 
 
 def report_written_lines(figures: dict, out: str) -> Iterator[Styled]:
     """``report --out``: what the page holds."""
-    yield (f"wrote {out}: {len(figures['partitions'])} partitions, {len(figures['stores'])} stores, "
-           f"{sum(f['problems'] for f in figures['files'])} findings"), "bold"
+    findings = figures["summary"]
+    yield (f"wrote {out}: {_plural(len(figures['partitions']), 'partition')}, {_plural(len(figures['stores']), 'store')}, "
+           f"{_plural(findings['files'], 'file')} verified"), "bold"
 
 
 def inspect_lines(report: dict) -> Iterator[Styled]:
