@@ -298,7 +298,7 @@ def startup_plan(view: PartitionView) -> PartitionPlan:
                     if name in offsets_by_file}
     paths = sorted(entry.path for entry in os.scandir(directory) if entry.is_file())
     return _plan(directory, view, topic, renamed_directory_state(os.path.basename(directory)),
-                 os.path.isfile(os.path.join(root, kafka_log_dir.CLEAN_SHUTDOWN)), checkpointed,
+                 os.path.isfile(os.path.join(root, kafka_names.CLEAN_SHUTDOWN)), checkpointed,
                  _leader_epochs(directory, ignored), _producer_snapshots(paths, ignored))
 
 
