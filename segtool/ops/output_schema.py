@@ -294,7 +294,9 @@ class RocketMQSalvage(TypedDict):
 class Recovery(TypedDict):
     valid_bytes: int
     bytes_lost: int
-    records_lost: int
+    records_lost: int  # what recovery drops: the offsets of the dropped ranges (records_salvageable + records_gone)
+    records_salvageable: NotRequired[int]  # Kafka: of those, in batches whose checksum holds (salvage writes them)
+    records_gone: NotRequired[int]  # Kafka: of those, lost for good
     stop_reason: str | None
     salvage: NotRequired[KafkaSalvage | RocketMQSalvage | None]
 
@@ -325,8 +327,29 @@ class VerifyReport(TypedDict):
 
 # -- lookup ---------------------------------------------------------------------------------
 
+class RecoveryCut(TypedDict):
+    """Where Kafka's load (LogLoader.recoverLog) truncates the partition: the first offset it drops."""
+    segment: str
+    byte: int
+    offset: int
+
+
+class BeyondRecovery(TypedDict):
+    """What still lies on disk past the recovery cut (dump and salvage reach it; a fetch does not):
+    ``records`` dropped, ``salvageable`` of them in batches whose checksum holds, ``gone`` the rest."""
+    records: int
+    salvageable: int
+    gone: int
+    first_offset: int | None
+    last_offset: int | None
+    bytes: int
+    deleted_segments: list[str]
+
+
 class LookupAnswer(TypedDict):
     """Every lookup answer: the fields of its method, the record(s) or message(s) it found, notes."""
+    recovery_cut: NotRequired[RecoveryCut]  # Kafka --offset/--timestamp: where the broker's load truncates
+    beyond_recovery: NotRequired[BeyondRecovery]
     record: NotRequired[KafkaRecordItem | ShownRecordItem]
     records: NotRequired[list[KafkaRecordItem | ShownRecordItem]]
     message: NotRequired[RocketMQMessageItem | None]
