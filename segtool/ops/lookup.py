@@ -646,9 +646,15 @@ _ROCKETMQ_MODES = ("key", "queue_id", "msg_ids", "print_msg")
 
 
 def lookup(path: str, request: LookupRequest) -> tuple[LookupAnswer, bool]:
-    """The answer to ``request`` on the partition or store at ``path``, and whether anything was
-    found.  What ``path`` is (a Kafka partition or a RocketMQ store) is decided here, once;
-    a request that does not fit it is a usage error (UsageError)."""
+    """The answer to ``request`` on the partition or store at ``path``, and whether it found something
+    with nothing wrong (damage a Kafka answer names is a problem found: exit 1).  What ``path`` is (a
+    Kafka partition or a RocketMQ store) is decided here, once; a request that does not fit it is a
+    usage error (UsageError)."""
+    answer, found = _lookup(path, request)
+    return answer, found and "recovery_cut" not in answer and "damage" not in answer
+
+
+def _lookup(path: str, request: LookupRequest) -> tuple[LookupAnswer, bool]:
     modes = [name for name in ("offset", "timestamp", "key", "queue_id", "msg_ids") if getattr(request, name) is not None]
     modes += ["print_msg"] if request.print_msg else []
     if len(modes) != 1:

@@ -327,6 +327,13 @@ class VerifyReport(TypedDict):
 
 # -- lookup ---------------------------------------------------------------------------------
 
+class ReadStopped(TypedDict):
+    """Where reading a segment stopped at damage: what came before it was read, nothing after."""
+    file: str
+    byte: int | None
+    message: str
+
+
 class RecoveryCut(TypedDict):
     """Where Kafka's load (LogLoader.recoverLog) truncates the partition: the first offset it drops."""
     segment: str
@@ -349,6 +356,7 @@ class BeyondRecovery(TypedDict):
 class LookupAnswer(TypedDict):
     """Every lookup answer: the fields of its method, the record(s) or message(s) it found, notes."""
     recovery_cut: NotRequired[RecoveryCut]  # Kafka --offset/--timestamp: where the broker's load truncates
+    damage: NotRequired[list[ReadStopped]]  # Kafka --key: segments searched only up to damage
     beyond_recovery: NotRequired[BeyondRecovery]
     record: NotRequired[KafkaRecordItem | ShownRecordItem]
     records: NotRequired[list[KafkaRecordItem | ShownRecordItem]]
@@ -447,6 +455,7 @@ class IndexKeysReport(TypedDict):
     index_dir: str
     records_indexed: int
     index_file: Written
+    damage: list[ReadStopped]  # segments whose records were indexed only up to damage (exit 1)
 
 
 # -- scan -----------------------------------------------------------------------------------

@@ -577,3 +577,6 @@ def salvage_lines(report: dict) -> Iterator[str]:
 
 def index_keys_lines(report: dict) -> Iterator[str]:
     yield f"indexed {report['records_indexed']} keyed records into {report['index_dir']}"
+    for item in report["damage"]:
+        yield (f"{item['file']} cannot be read past byte {item['byte']} ({item['message']}): its records before "
+               "it are indexed, none after it")
