@@ -165,22 +165,29 @@ def lost_past_cut(buf, path: str, position: int, next_offset: int, next_base_off
     records = salvageable = batches = 0
     first = last = kept_first = kept_last = None
     ranges = []
+    failed = 0  # the records a batch whose checksum fails declares: its offsets are not to be trusted
     for piece in kafka_pieces(buf, path, base_offset=next_offset, next_base_offset=next_base_offset,
                               start=position):
         if isinstance(piece, DamagedRange):
             ranges.append(piece)
-            if piece.reason is DamageReason.CRC_MISMATCH or not piece.offsets_lost:
-                continue  # the batch it stands for is counted as a batch; or it held no known offsets
-            records += piece.offsets_lost
-            low, high = piece.first_offset, piece.last_offset
+            # the offsets the valid neighbours leave to the range; else what its failed batch declares
+            count = piece.offsets_lost if piece.offsets_lost is not None else failed
+            failed = 0
+            if not count:
+                continue  # it held no offset we can name
+            records += count
+            low = piece.first_offset
+            high = piece.last_offset if piece.last_offset is not None else low + count - 1
+        elif not piece.crc_valid:
+            failed = batch_record_count(piece, path, cap)  # the range it opens comes next
+            continue
         else:
             count = batch_record_count(piece, path, cap)
             records += count
-            if piece.crc_valid:
-                salvageable += count
-                batches += 1
-                kept_first = piece.base_offset if kept_first is None else kept_first
-                kept_last = piece.last_offset
+            salvageable += count
+            batches += 1
+            kept_first = piece.base_offset if kept_first is None else kept_first
+            kept_last = piece.last_offset
             low, high = piece.base_offset, piece.last_offset
         first = low if first is None else min(first, low)
         last = high if last is None else max(last, high)

@@ -586,6 +586,7 @@ class SalvageSummary(TypedDict):
     bytes_damaged: int
     batches_kept: int
     batches_lost: int
+    records_lost: int  # Kafka: the offsets offset_ranges_lost lists (= verify's records_gone, inspect's)
     messages_kept: int
     messages_lost: int
     nothing_lost: bool
@@ -779,8 +780,11 @@ class Truncation(TypedDict):
     segment: str
     byte_offset: int
     offset: int  # the log end after truncation
-    dropped_until: int  # the log end as the files are: offsets [offset, dropped_until) are dropped
+    dropped_until: int  # offsets [offset, dropped_until) lie on disk past the cut (what recovery drops)
     bytes_dropped: int  # the truncated tail and the segments deleted after it
+    records_dropped: int  # records there (engine.salvage.RecoveryLoss): records_salvageable + records_gone
+    records_salvageable: int  # of those, in batches whose checksum holds (what salvage writes back)
+    records_gone: int
 
 
 class SplitSegment(TypedDict):
