@@ -286,7 +286,9 @@ def lookup(
     with the first record from the broker's answer on that passes them, --key keeps the
     records that pass.
 
-    Exit code 0 when something was found, 1 when nothing was, 2 for a usage error.
+    Exit code 0 when something was found, 1 when nothing was or the partition is damaged (the
+    answer then says where the broker's recovery cuts, or where the key search stopped), 2 for a
+    usage error.
 
     Examples:
 
@@ -929,7 +931,7 @@ def index_keys(
         from segtool.ops.text import index_keys_lines
 
         _print_lines(index_keys_lines(report))
-    raise typer.Exit(EXIT_CLEAN)
+    raise typer.Exit(EXIT_PROBLEMS if report["damage"] else EXIT_CLEAN)
 
 
 def _err_line_after(out: _LineWriter):

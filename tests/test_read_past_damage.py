@@ -138,7 +138,9 @@ def test_c11b_and_c11c_end_in_one_range_after_the_last_whole_batch():
         end_of_whole = whole[-1][0] + len(whole[-1][1])
         assert [(r.first_byte, r.end_byte, r.reason) for r in ranges] == [(end_of_whole, len(data), reason)], name
         assert corruption["new_size"] == len(data)
-        assert ranges[0].first_offset == valid[-1].last_offset + 1 and ranges[0].last_offset is None
+        assert ranges[0].first_offset == valid[-1].last_offset + 1
+        # a torn batch's whole header bounds the range (its declared last offset); zeros bound nothing
+        assert ranges[0].last_offset == corruption.get("last_batch_last_offset"), name
 
 
 # -- RocketMQ ---------------------------------------------------------------------------------------

@@ -21,7 +21,9 @@ from typing import Iterator
 from segtool.errors import CorruptData
 from segtool.rocketmq import store_files as rmq
 from segtool.engine.carving import KAFKA, ROCKETMQ, next_find
-from segtool.kafka.log import BatchScan, RecordBatch, batch_at
+from segtool.kafka.log import (BATCH_HEADER_V2_FAST, BATCH_V2_OVERHEAD, DEFAULT_CAP, MAGIC_AT, BatchScan,
+                               RecordBatch, batch_at)
+from segtool.kafka.records import batch_records
 from segtool.formats.outcomes import DamageReason, WalkEnd
 
 
@@ -118,12 +120,141 @@ def kafka_pieces(buf, path: str, base_offset: int | None = None, next_base_offse
         if reason is not DamageReason.CRC_MISMATCH and _all_zero(buf, first, stop):
             reason, message = DamageReason.ZERO_FILLED, f"{stop - first} zero bytes"
         last_lost = (following if following is not None else next_base_offset)
+        if last_lost is None and reason is DamageReason.TRUNCATED:
+            last_lost = _torn_batch_end(buf, first, end)
         yield DamagedRange(path, first, stop, reason, message,
                            None if previous_last is None else previous_last + 1,
                            None if last_lost is None else last_lost - 1)
         if found is None:
             return
         pos = found.position
+
+
+def _torn_batch_end(buf, position: int, end: int) -> int | None:
+    """The offset after a batch cut short by the end of the file, as its whole v2 header declares it."""
+    if end - position < BATCH_V2_OVERHEAD or buf[position + MAGIC_AT] != 2:
+        return None
+    header = BATCH_HEADER_V2_FAST.as_dict(buf, position)
+    return header["base_offset"] + header["last_offset_delta"] + 1
+
+
+@dataclass(frozen=True)
+class LostPastCut:
+    """What lies on disk in a segment from the byte where recovery cuts it (or in a whole segment recovery
+    deletes): ``records`` in every batch framed there (checksum or not), the records a torn last batch
+    declares and the offsets of the damaged stretches between (inferred from their neighbours);
+    ``salvageable`` of them in batches whose checksum holds (what ``salvage`` writes back)."""
+
+    records: int
+    salvageable: int
+    first_offset: int | None
+    last_offset: int | None
+    ranges: tuple[DamagedRange, ...]
+    salvageable_batches: int
+    salvageable_first: int | None  # the offsets of the batches salvage keeps
+    salvageable_last: int | None
+
+    @property
+    def gone(self) -> int:
+        return self.records - self.salvageable
+
+
+def lost_past_cut(buf, path: str, position: int, next_offset: int, next_base_offset: int | None = None,
+                  cap: int = DEFAULT_CAP) -> LostPastCut:
+    """``LostPastCut`` of ``buf`` from ``position``; ``next_offset`` is the first offset recovery drops."""
+    records = salvageable = batches = 0
+    first = last = kept_first = kept_last = None
+    ranges = []
+    failed = 0  # the records a batch whose checksum fails declares: its offsets are not to be trusted
+    for piece in kafka_pieces(buf, path, base_offset=next_offset, next_base_offset=next_base_offset,
+                              start=position):
+        if isinstance(piece, DamagedRange):
+            ranges.append(piece)
+            # the offsets the valid neighbours leave to the range; else what its failed batch declares
+            count = piece.offsets_lost if piece.offsets_lost is not None else failed
+            failed = 0
+            if not count:
+                continue  # it held no offset we can name
+            records += count
+            low = piece.first_offset
+            high = piece.last_offset if piece.last_offset is not None else low + count - 1
+        elif not piece.crc_valid:
+            failed = batch_record_count(piece, path, cap)  # the range it opens comes next
+            continue
+        else:
+            count = batch_record_count(piece, path, cap)
+            records += count
+            salvageable += count
+            batches += 1
+            kept_first = piece.base_offset if kept_first is None else kept_first
+            kept_last = piece.last_offset
+            low, high = piece.base_offset, piece.last_offset
+        first = low if first is None else min(first, low)
+        last = high if last is None else max(last, high)
+    return LostPastCut(records, salvageable, first, last, tuple(ranges), batches, kept_first, kept_last)
+
+
+def batch_record_count(batch: RecordBatch, path: str, cap: int = DEFAULT_CAP) -> int:
+    """Records a batch holds: a v2 header's count, a legacy wrapper's inner messages (none when they do not
+    decode)."""
+    if batch.magic >= 2:
+        return max(batch.record_count or 0, 0)
+    try:
+        return len(batch_records(batch, path, cap))
+    except CorruptData:
+        return 0
+
+
+@dataclass(frozen=True)
+class RecoveryLoss:
+    """What Kafka's load drops from a partition (``LogLoader.recoverLog``: the first segment recovery
+    truncates is cut at ``byte``, every later one deleted), and how much of it reading past the damage
+    gets back: recovery drops ``records`` (offsets ``first_offset``..``last_offset``), salvage
+    recovers ``salvageable``, ``gone`` are lost for good."""
+
+    segment: str
+    byte: int
+    offset: int  # the log end after the load
+    bytes: int
+    records: int
+    salvageable: int
+    first_offset: int | None
+    last_offset: int | None
+    deleted_segments: tuple[str, ...]
+
+    @property
+    def gone(self) -> int:
+        return self.records - self.salvageable
+
+    def cut_dict(self) -> dict:
+        return {"segment": self.segment, "byte": self.byte, "offset": self.offset}
+
+    def beyond_dict(self) -> dict:
+        return {"records": self.records, "salvageable": self.salvageable, "gone": self.gone,
+                "first_offset": self.first_offset, "last_offset": self.last_offset, "bytes": self.bytes,
+                "deleted_segments": list(self.deleted_segments)}
+
+
+def recovery_loss(plan) -> RecoveryLoss | None:
+    """The ``RecoveryLoss`` of a ``kafka.startup.PartitionPlan``; None when its load truncates nothing."""
+    step = plan.truncated_segment
+    if step is None:
+        return None
+    from segtool.source import open_buffer
+
+    later = [s for s in plan.segments if s.deleted_by_recovery]
+    parts = [lost_past_cut(open_buffer(step.log_path), step.log_path, step.recovery.valid_bytes,
+                           step.next_offset_after_recovery, later[0].base_offset if later else None)]
+    for number, deleted in enumerate(later):
+        following = later[number + 1].base_offset if number + 1 < len(later) else None
+        parts.append(lost_past_cut(open_buffer(deleted.log_path), deleted.log_path, 0, deleted.base_offset,
+                                   following))
+    firsts = [p.first_offset for p in parts if p.first_offset is not None]
+    lasts = [p.last_offset for p in parts if p.last_offset is not None]
+    return RecoveryLoss(step.log_path, step.recovery.valid_bytes, step.next_offset_after_recovery,
+                        step.recovery.bytes_lost + sum(s.size for s in later),
+                        sum(p.records for p in parts), sum(p.salvageable for p in parts),
+                        min(firsts, default=None), max(lasts, default=None), tuple(s.log_path for s in later))
 
 
 # --------------------------------------------------------------------------

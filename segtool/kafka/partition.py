@@ -23,6 +23,7 @@ from segtool.kafka.index import NO_TIMESTAMP, OffsetIndex, TimeIndex
 from segtool.kafka.log import (DEFAULT_CAP, BatchScan, RecordBatch, batch_at, seek_offset_position,
                                seek_timestamp_position)
 from segtool.kafka.records import batch_records, first_record_where
+from segtool.kafka.recovery import SegmentRecovery
 
 
 
@@ -68,6 +69,13 @@ class Segment:
         self.timeindex_path = kafka_names.sibling(log_path, kafka_names.TIME_INDEX + suffix)
         self.txnindex_path = kafka_names.sibling(log_path, kafka_names.TXN_INDEX + suffix)
         self.damaged_at: CorruptData | None = None  # where reading the segment to its end failed
+        # set once the broker's load recovered this segment (``recovered``): its valid bytes and rebuilt indexes
+        self.recovery: SegmentRecovery | None = None
+
+    def recovered(self, recovery: SegmentRecovery) -> None:
+        """The segment as the broker holds it after ``LogSegment.recover``: the bytes up to the first
+        invalid batch, searched through the indexes recovery rebuilt (the files' are not trusted)."""
+        self.recovery = recovery
 
     def __repr__(self) -> str:
         return f"Segment({self.log_path!r})"
@@ -101,8 +109,13 @@ class Segment:
         for name in ("log", "offset_index", "time_index"):
             self.__dict__.pop(name, None)
 
+    @property
+    def end(self) -> int:
+        """Where the segment's readable bytes end: its size, or where recovery truncates it."""
+        return len(self.log) if self.recovery is None else self.recovery.valid_bytes
+
     def batches_from(self, position: int = 0) -> Iterator[RecordBatch]:
-        return iter(BatchScan(self.log, position, path=self.log_path))
+        return iter(BatchScan(self.log, position, self.end, self.log_path))
 
     def records(self, batch: RecordBatch):
         return batch_records(batch, self.log_path, self.cap)
@@ -111,6 +124,10 @@ class Segment:
 
     def index_position(self, offset: int) -> int:
         """OffsetIndex.lookup: byte position to start scanning for ``offset``."""
+        if self.recovery is not None:
+            entries = self.recovery.offset_entries
+            slot = bisect.bisect_right(entries, (offset - self.base_offset, self.end)) - 1
+            return 0 if slot < 0 else entries[slot][1]
         if self.offset_index is None:
             return 0
         position = self.offset_index.lookup_position(offset)
@@ -119,7 +136,7 @@ class Segment:
 
     def batches_reaching(self, offset: int) -> Iterator[RecordBatch]:
         """Batches from the first whose last offset >= ``offset``, found from the offset index."""
-        return iter(BatchScan(self.log, self.index_position(offset), path=self.log_path).seek_offset(offset))
+        return iter(BatchScan(self.log, self.index_position(offset), self.end, self.log_path).seek_offset(offset))
 
     def read_from(self, offset: int) -> RecordHit | None:
         """The first record with offset >= ``offset`` in this segment (what a fetch returns).
@@ -127,14 +144,14 @@ class Segment:
         Control records are skipped, as consumers never see them.
         """
         log, path = self.log, self.log_path
-        position, found = seek_offset_position(log, self.index_position(offset), len(log), offset)
+        position, found = seek_offset_position(log, self.index_position(offset), self.end, offset)
         if found:  # the usual case, answered from one batch without a scanner
             batch = batch_at(log, position, path)
             hit = None if batch.is_control else self._hit(batch, offset, None)
             if hit is not None:
                 return hit
             position = batch.end
-        for batch in BatchScan(log, position, path=path):  # after a control batch or a compaction gap: read on
+        for batch in BatchScan(log, position, self.end, path):  # after a control batch or a compaction gap: read on
             hit = None if batch.is_control else self._hit(batch, offset, None)
             if hit is not None:
                 return hit
@@ -148,6 +165,9 @@ class Segment:
 
     def max_timestamp_so_far(self) -> tuple[int, int]:
         """LogSegment.maxTimestampAndOffsetSoFar as loaded: the time index's last entry."""
+        if self.recovery is not None:
+            return ((self.recovery.max_timestamp, self.recovery.offset_of_max_timestamp)
+                    if self.recovery.batches else (NO_TIMESTAMP, self.base_offset))
         if self.time_index is not None and self.time_index.entries > 0:
             entry = self.time_index.last_entry()
             return entry.timestamp, entry.offset
@@ -176,21 +196,25 @@ class Segment:
 
     def find_offset_by_timestamp(self, timestamp: int, starting_offset: int) -> RecordHit | None:
         """LogSegment.findOffsetByTimestamp then FileRecords.searchForTimestamp."""
-        if self.time_index is not None:
+        if self.recovery is not None:
+            entries = self.recovery.time_entries
+            slot = bisect.bisect_right(entries, (timestamp, 2**63)) - 1
+            floor_offset = self.base_offset + (entries[slot][1] if slot >= 0 else 0)
+        elif self.time_index is not None:
             from_index = self.time_index.lookup(timestamp)
             floor_offset = from_index.offset
         else:
             floor_offset = self.base_offset
         log, path = self.log, self.log_path
         start = self.index_position(max(floor_offset, starting_offset))
-        position, found = seek_timestamp_position(log, start, len(log), timestamp)
+        position, found = seek_timestamp_position(log, start, self.end, timestamp)
         if found:  # the usual case, answered from one batch without a scanner
             batch = batch_at(log, position, path)
             hit = self._hit(batch, starting_offset, timestamp)
             if hit is not None:
                 return hit
             position = batch.end
-        for batch in BatchScan(log, position, path=path):  # legacy messages, damage, no match yet: read on
+        for batch in BatchScan(log, position, self.end, path):  # legacy messages, damage, no match yet: read on
             if batch.max_timestamp >= timestamp:
                 hit = self._hit(batch, starting_offset, timestamp)
                 if hit is not None:
@@ -199,6 +223,8 @@ class Segment:
 
     def next_offset(self) -> int:
         """The offset after the last batch (LogSegment.readNextOffset)."""
+        if self.recovery is not None:
+            return self.base_offset if self.recovery.next_offset is None else self.recovery.next_offset
         start = 0
         if self.offset_index is not None and self.offset_index.entries > 0:
             start = self.offset_index.last_entry().position
@@ -309,6 +335,18 @@ class PartitionView:
             if found is not None:
                 return max(found, self.base_offsets[0])
         return self.base_offsets[0]
+
+    def loaded(self, log_end_offset: int, recoveries: dict[str, SegmentRecovery], deleted: set[str]) -> None:
+        """Answer as the broker does once its load is done (``kafka.startup.load_partition`` gives the plan):
+        the segments recovery deletes are gone, those it recovered end where it truncated them, and the
+        log ends at ``log_end_offset``."""
+        self.segments = [s for s in self.segments if s.log_path not in deleted]
+        for segment in self.segments:
+            if segment.log_path in recoveries:
+                segment.recovered(recoveries[segment.log_path])
+        self.base_offsets = [s.base_offset for s in self.segments]
+        self.__dict__["log_end_offset"] = log_end_offset
+        self.__dict__.pop("_running_largest_timestamps", None)
 
     @cached_property
     def log_end_offset(self) -> int:

@@ -28,8 +28,8 @@ from enum import StrEnum
 from segtool.errors import CorruptData, SegtoolError
 from segtool.formats.checksums import ChecksumHelper
 from segtool.kafka.index import OFFSET_INDEX_LAYOUT, TIME_INDEX_LAYOUT, TXN_INDEX_LAYOUT
-from segtool.kafka.log import (DEFAULT_CAP, BATCH_HEADER_V2_FAST, BATCH_V2_OVERHEAD, MAGIC_AT, NO_TIMESTAMP,
-                               BatchHeaders, BatchScan, HeaderScan, RecordBatch)
+from segtool.kafka.log import (DEFAULT_CAP, BATCH_V2_OVERHEAD, NO_TIMESTAMP, BatchHeaders, HeaderScan,
+                               RecordBatch)
 from segtool.kafka.records import batch_records, control_record_type
 from segtool.formats.outcomes import WalkEnd
 
@@ -382,29 +382,3 @@ def _update_transactions(batch: RecordBatch, state: ProducerTxnState, aborted: l
             aborted.append((pid, first, batch.last_offset, lso))
     elif pid not in state.ongoing:
         state.ongoing[pid] = batch.base_offset
-
-
-def records_after(buf, position: int, path: str, cap: int = DEFAULT_CAP) -> tuple[int, int]:
-    """What recovery discards from ``position`` on.
-
-    Returns (records in the well-framed batches there, CRC ignored — the records
-    Kafka's tools could still list; records a torn last batch declares).
-    """
-    count = 0
-    scan = BatchScan(buf, position, path=path)
-    try:
-        for batch in scan:
-            if batch.magic >= 2:
-                count += max(batch.record_count or 0, 0)
-            else:
-                try:
-                    count += len(batch_records(batch, path, cap))
-                except CorruptData:
-                    count += 1
-    except CorruptData:
-        pass
-    torn = 0
-    end = scan.valid_bytes
-    if scan.stop_reason is WalkEnd.TRUNCATED and len(buf) - end >= BATCH_V2_OVERHEAD and buf[end + MAGIC_AT] == 2:
-        torn = BATCH_HEADER_V2_FAST.as_dict(buf, end)["record_count"]
-    return count, max(torn, 0)

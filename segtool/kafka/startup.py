@@ -34,12 +34,18 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from segtool.kafka.partition import Segment
+from typing import TYPE_CHECKING
+
+from segtool.errors import SegtoolError
+from segtool.kafka import names as kafka_names
+from segtool.kafka.partition import PartitionView, Segment
 from segtool.kafka.recovery import RecoveryStop, SegmentRecovery, recover_segment
 from segtool.kafka.index import CorruptIndex, TransactionIndex
 from segtool.kafka.log import BatchScan
 from segtool.kafka.names import LOG, file_name
-from segtool.kafka.state import EpochEntry
+
+if TYPE_CHECKING:  # kafka.state loads construct: a lookup reads it only when the partition has state files
+    from segtool.kafka.state import EpochEntry
 
 
 # why a segment is recovered
@@ -265,6 +271,8 @@ def _plan_leader_epochs(plan: PartitionPlan, epochs: list[EpochEntry]) -> None:
     below_start = [e for e in epochs if e.start_offset < plan.log_end_offset
                    and e.start_offset <= plan.log_start_offset_checkpoint]
     if below_start:
+        from segtool.kafka.state import EpochEntry
+
         plan.leader_epochs_dropped += below_start[:-1]
         if below_start[-1].start_offset != plan.log_start_offset_checkpoint:
             plan.leader_epoch_start_moved_to = EpochEntry(below_start[-1].epoch, plan.log_start_offset_checkpoint)
@@ -285,3 +293,72 @@ def _deleted_snapshots(offsets: list[int], segment_bases: list[int], log_start: 
     kept = [offset for offset in offsets if offset not in deleted]
     deleted += [offset for offset in kept if offset > log_end or offset <= log_start]
     return sorted(deleted)
+
+
+# the log dir's files LogManager.loadLogs reads before it loads a partition
+CLEAN_SHUTDOWN_MARKER = ".kafka_cleanshutdown"
+RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
+LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
+
+
+def _checkpointed(log_dir: str, name: str, topic: str, partition: int) -> int:
+    """The partition's entry in an offset checkpoint of its log dir; 0 when absent or unreadable, as
+    LogManager reads it."""
+    path = os.path.join(log_dir, name)
+    if not os.path.isfile(path):
+        return 0
+    from segtool.kafka.state import read_offset_checkpoint
+
+    try:
+        return read_offset_checkpoint(path).get((topic, partition)) or 0
+    except SegtoolError:
+        return 0
+
+
+def load_partition(view: PartitionView, state_files: bool = True) -> PartitionPlan:
+    """``startup_plan`` of ``view``, and ``view`` made to answer as the loaded log does
+    (``PartitionView.loaded``)."""
+    plan = startup_plan(view, state_files)
+    apply_plan(view, plan)
+    return plan
+
+
+def startup_plan(view: PartitionView, state_files: bool = True) -> PartitionPlan:
+    """LogLoader.load of ``view``'s directory as its log dir would start it (the clean-shutdown marker and
+    the checkpoints of the directory above it; none there is an unclean start from offset 0).  The one
+    plan every command's figures come from: lookup's answers, inspect's plan, verify's, salvage's and
+    report's losses.  Without ``state_files`` the leader epochs and producer snapshots are not read
+    (the log end and what recovery keeps do not depend on them; a lookup then does not load their
+    parsers)."""
+    directory = os.path.normpath(os.path.abspath(view.directory))
+    log_dir = os.path.dirname(directory)
+    topic, partition = kafka_names.topic_partition(os.path.basename(directory))
+    state = kafka_names.renamed_directory_state(os.path.basename(directory))
+    is_metadata = topic == kafka_names.METADATA_TOPIC
+    clean = not is_metadata and os.path.isfile(os.path.join(log_dir, CLEAN_SHUTDOWN_MARKER))
+    recovery_point = log_start = 0
+    if partition is not None and not is_metadata:
+        recovery_point = _checkpointed(log_dir, RECOVERY_POINT_CHECKPOINT, topic, partition)
+        log_start = _checkpointed(log_dir, LOG_START_OFFSET_CHECKPOINT, topic, partition)
+    epochs = []
+    epoch_file = os.path.join(view.directory, "leader-epoch-checkpoint")
+    if state_files and os.path.isfile(epoch_file):
+        from segtool.kafka.state import read_leader_epoch_checkpoint
+
+        try:
+            epochs = read_leader_epoch_checkpoint(epoch_file)
+        except SegtoolError:  # inspect reports it; the log end does not depend on it
+            epochs = []
+    snapshots = [kafka_names.offset_from_file_name(name) for name in os.listdir(view.directory)
+                 if state_files and name.endswith(kafka_names.PRODUCER_SNAPSHOT) and kafka_names.has_offset_name(name)]
+    return plan_partition(view.directory, view.segments, view.notes, clean, recovery_point, log_start, epochs,
+                          snapshots, state == "delete")
+
+
+def apply_plan(view: PartitionView, plan: PartitionPlan) -> None:
+    """``view`` answering as the log ``plan`` loads (a split overflowed segment is left as it is on disk)."""
+    if any(step.split_from is not None for step in plan.segments):
+        return
+    view.loaded(plan.log_end_offset, {step.log_path: step.recovery for step in plan.segments
+                                      if step.recovery is not None and not step.deleted_by_recovery},
+                {step.log_path for step in plan.segments if step.deleted_by_recovery})

@@ -14,6 +14,7 @@ import os
 from collections import defaultdict
 
 from segtool.engine.inventory import Partition, inventory
+from segtool.engine.salvage import RecoveryLoss, recovery_loss
 from segtool.kafka.partition import PartitionView, Segment
 from segtool.kafka.startup import PartitionPlan, plan_partition
 from segtool.errors import CorruptData, UnreadableInput
@@ -183,16 +184,21 @@ def _checkpoints(root: str, problems: list[Finding]) -> tuple[list[dict], dict[s
 
 
 def _segment_summary(segment: Segment) -> InspectedSegment:
-    first = first_timestamp = None
+    """The segment as it is on disk: its whole batches from the start, whatever its index says."""
+    first = first_timestamp = last = None
     try:
-        batch = next(segment.batches_from(0), None)
-        if batch is not None:
-            first = batch.base_offset
-            first_timestamp = batch.base_timestamp if batch.magic >= 2 else batch.max_timestamp
-        end = segment.next_offset()
+        for batch in segment.batches_from(0):
+            if first is None:
+                first = batch.base_offset
+                first_timestamp = batch.base_timestamp if batch.magic >= 2 else batch.max_timestamp
+            last = batch.last_offset
+    except CorruptData:  # a torn or zero-filled tail: the whole batches before it are the segment's
+        pass
+    end = segment.base_offset if last is None else last + 1
+    try:
         max_timestamp = segment.max_timestamp_so_far()[0]
     except CorruptData:
-        end, max_timestamp = segment.next_offset(), None
+        max_timestamp = None
     return {"path": segment.log_path, "base_offset": segment.base_offset, "size": segment.size,
             "first_offset": first, "next_offset": end, "first_timestamp": first_timestamp,
             "max_timestamp": max_timestamp if max_timestamp is None or max_timestamp >= 0 else None}
@@ -219,6 +225,7 @@ def _inspect_partition(directory: str, topic: str, number: int, files: Partition
     plan = _plan(directory, view, topic, state, clean, checkpointed, epochs, snapshots)
     segments = view.segments if view is not None else []
     summaries = [_segment_summary(segment) for segment in segments]
+    loss = recovery_loss(plan) if plan.truncated_segment is not None else None
     report: InspectedPartition = {
         "directory": directory, "topic": topic, "partition": number,
         "state": "metadata" if is_metadata else state or "live",
@@ -235,7 +242,7 @@ def _inspect_partition(directory: str, topic: str, number: int, files: Partition
         "kraft_snapshots": [],
         "quorum_state": None,
         "checkpoints": checkpointed,
-        "plan": _plan_report(plan, is_metadata, summaries),
+        "plan": _plan_report(plan, is_metadata, loss),
         "problems": problems,
     }
     if is_metadata:
@@ -245,8 +252,8 @@ def _inspect_partition(directory: str, topic: str, number: int, files: Partition
         problems.append(finding(FindingKind.RECOVERY_TRUNCATION, truncated["byte_offset"],
                                 f"{truncated['segment']}: LogLoader truncates at offset {truncated['offset']} "
                                 f"({plan.truncated_segment.recovery.stop_message}) and deletes "
-                                f"{len(report['plan']['deleted_segments'])} later segment(s); offsets "
-                                f"{truncated['offset']}..{truncated['dropped_until'] - 1} are dropped",
+                                f"{len(report['plan']['deleted_segments'])} later segment(s); "
+                                + _dropped_text(truncated),
                                 offset=truncated["offset"]))
     return report
 
@@ -285,24 +292,16 @@ def _plan(directory: str, view: PartitionView | None, topic: str, state: str | N
                           [s["offset"] for s in snapshots], state == "delete")
 
 
-def startup_plan(view: PartitionView) -> PartitionPlan:
-    """The startup plan ``inspect`` gives one partition (its log dir: the directory's parent), for the
-    commands that show what the broker's start-up drops (``report``); unreadable state counts as
-    the broker counts it (a checkpoint as empty)."""
-    directory = os.path.normpath(view.directory)
-    root = os.path.dirname(directory)
-    topic, number = topic_partition(os.path.basename(directory))
-    ignored: list[Finding] = []  # inspect reports them; the plan only needs what the broker reads
-    _, offsets_by_file = _checkpoints(root, ignored)
-    checkpointed = {field: offsets_by_file[name].get((topic, number)) for name, field in CHECKPOINT_FIELDS.items()
-                    if name in offsets_by_file}
-    paths = sorted(entry.path for entry in os.scandir(directory) if entry.is_file())
-    return _plan(directory, view, topic, renamed_directory_state(os.path.basename(directory)),
-                 os.path.isfile(os.path.join(root, kafka_names.CLEAN_SHUTDOWN)), checkpointed,
-                 _leader_epochs(directory, ignored), _producer_snapshots(paths, ignored))
+def _dropped_text(truncated: dict) -> str:
+    """What the truncation drops, in the figures every command gives for it."""
+    if not truncated["records_dropped"]:
+        return f"no record lies past the cut ({truncated['bytes_dropped']} bytes dropped)"
+    return (f"{truncated['records_dropped']} record(s) at offsets {truncated['offset']}.."
+            f"{truncated['dropped_until'] - 1} are dropped: {truncated['records_salvageable']} in batches whose "
+            f"checksum holds (salvage writes them back), {truncated['records_gone']} gone")
 
 
-def _plan_report(plan: PartitionPlan, is_metadata: bool, summaries: list[InspectedSegment]) -> StartupPlan:
+def _plan_report(plan: PartitionPlan, is_metadata: bool, loss: RecoveryLoss | None) -> StartupPlan:
     recovered: list[RecoveredSegment] = []
     for step in plan.recovered:
         recovery = step.recovery
@@ -315,11 +314,10 @@ def _plan_report(plan: PartitionPlan, is_metadata: bool, summaries: list[Inspect
     truncated = None
     step = plan.truncated_segment
     if step is not None:
-        on_disk_end = max(s["next_offset"] for s in summaries)
-        truncated = {"segment": step.log_path, "byte_offset": step.recovery.valid_bytes,
-                     "offset": step.next_offset_after_recovery, "dropped_until": on_disk_end,
-                     "bytes_dropped": step.recovery.bytes_lost + sum(s.size for s in plan.segments
-                                                                     if s.deleted_by_recovery)}
+        truncated = {"segment": loss.segment, "byte_offset": loss.byte, "offset": loss.offset,
+                     "dropped_until": loss.offset if loss.last_offset is None else loss.last_offset + 1,
+                     "bytes_dropped": loss.bytes, "records_dropped": loss.records,
+                     "records_salvageable": loss.salvageable, "records_gone": loss.gone}
     moved = plan.leader_epoch_start_moved_to
     return {
         "loaded_by": "KafkaMetadataLog" if is_metadata else "LogManager",

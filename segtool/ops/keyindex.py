@@ -23,7 +23,7 @@ from array import array
 
 from segtool.kafka.partition import PartitionView
 from segtool.engine.safe_write import plan_outputs, refuse_inside_inputs, write_atomically
-from segtool.errors import UnreadableInput
+from segtool.errors import CorruptData, UnreadableInput
 from segtool.rocketmq import store_files as rmq
 from segtool.kafka.log import BatchHeaders, BatchScan
 from segtool.kafka.record_columns import chunk_records
@@ -47,18 +47,31 @@ def _segment_fingerprint(partition: PartitionView) -> list[dict]:
     return [{"log": os.path.basename(s.log_path), "size": os.path.getsize(s.log_path)} for s in partition.segments]
 
 
-def _records(partition: PartitionView, progress=None):
-    """Every keyed record of the partition; ``progress(bytes read)`` after each batch."""
+def _damage_item(segment, exc: CorruptData) -> dict:
+    """Where reading a segment stopped, with the sentence a key lookup or index carries about it."""
+    name = os.path.basename(segment.log_path)
+    return {"file": segment.log_path, "byte": exc.offset, "message": exc.message,
+            "note": f"{name} cannot be read past byte {exc.offset} ({exc.message}): the records before it are "
+                    "searched, none after it (Kafka's recovery truncates the segment there; dump and salvage "
+                    "read past the damage)"}
+
+
+def _records(partition: PartitionView, damage: list[dict], progress=None):
+    """Every keyed record of the partition up to where a segment stops framing (each such place goes to
+    ``damage``); ``progress(bytes read)`` after each batch."""
     done = 0
     for segment in partition.segments:
-        for batch in BatchScan(segment.log, path=segment.log_path):
-            if progress is not None:
-                progress(done + batch.end)
-            if batch.is_control:
-                continue
-            for record in batch_records(batch, segment.log_path):
-                if record.key is not None:
-                    yield record
+        try:
+            for batch in BatchScan(segment.log, path=segment.log_path):
+                if progress is not None:
+                    progress(done + batch.end)
+                if batch.is_control:
+                    continue
+                for record in batch_records(batch, segment.log_path):
+                    if record.key is not None:
+                        yield record
+        except CorruptData as exc:
+            damage.append(_damage_item(segment, exc))
         done += segment.size
 
 
@@ -91,7 +104,8 @@ def index_keys(partition_dir: str, out_dir: str | None = None, progress_factory=
     progress = None
     if progress_factory is not None:
         progress = progress_factory(partition.name, sum(segment.size for segment in partition.segments))
-    for record in _records(partition, progress):
+    damage: list[dict] = []
+    for record in _records(partition, damage, progress):
         hashes.append(rmq.index_key_hash(_key_text(record.key)))
         offsets.append(record.offset)
         stamps.append(max(record.timestamp, 0))
@@ -111,13 +125,16 @@ def index_keys(partition_dir: str, out_dir: str | None = None, progress_factory=
         "key_encoding": "ISO-8859-1 characters of the key bytes, Java String.hashCode",
         "records_indexed": count,
         "segments": _segment_fingerprint(partition),
+        "damage": damage,  # a lookup through the index says where its records end
     }
     write_atomically(files[1], json.dumps(meta, indent=1).encode(), replace=replace, backup=not in_cache)
-    return {"index_dir": target, "records_indexed": count, "index_file": written}
+    return {"index_dir": target, "records_indexed": count, "index_file": written,
+            "damage": [_read_stopped(item) for item in damage]}
 
 
 def _usable_index(partition: PartitionView, directory: str | None):
-    """The key index in ``directory`` (default: the cache's) when it was built from these exact segments."""
+    """The key index in ``directory`` (default: the cache's) when it was built from these exact segments, a
+    note when it is not used, and where its building stopped at damage."""
     from segtool.rocketmq.store_files import IndexFile
 
     if directory is not None:  # asked for by name: it must be there
@@ -130,16 +147,16 @@ def _usable_index(partition: PartitionView, directory: str | None):
     directory = directory or key_index_dir(partition.directory)
     meta_path = os.path.join(directory, META_NAME)
     if not os.path.exists(meta_path):
-        return None, None
+        return None, None, []
     try:
         with open(meta_path) as handle:
             meta = json.load(handle)
     except (OSError, ValueError):
-        return None, "the key index metadata is unreadable; scanned instead"
+        return None, "the key index metadata is unreadable; scanned instead", []
     if meta.get("segments") != _segment_fingerprint(partition):
-        return None, "the key index is stale (segments changed since it was built); scanned instead"
+        return None, "the key index is stale (segments changed since it was built); scanned instead", []
     view = IndexFile(os.path.join(directory, INDEX_NAME), meta["hash_slot_num"], meta["index_num"])
-    return view, None
+    return view, None, meta.get("damage", [])
 
 
 def _keyed_records(headers: BatchHeaders, wanted: bytes, path: str) -> list[tuple[int, list[int] | None]]:
@@ -185,7 +202,7 @@ def lookup_kafka_key(partition_dir: str, key: str, max_num: int = 1000, key_inde
     """
     partition = PartitionView(partition_dir)
     wanted = key.encode("utf-8")
-    view, note = _usable_index(partition, key_index)
+    view, note, damage = _usable_index(partition, key_index)
     hits = []
     if view is not None:
         candidates: list[int] = []
@@ -204,16 +221,28 @@ def lookup_kafka_key(partition_dir: str, key: str, max_num: int = 1000, key_inde
         collisions = 0
         for segment in partition.segments:
             scan = BatchScan(segment.log, path=segment.log_path)
-            for positions, end in scan.chunks():
-                headers = BatchHeaders(segment.log, segment.log_path, positions, end)
-                keyed = ((batch, None) for batch in headers.batches()) if not headers.regular else (
-                    (headers.batch(i), offsets) for i, offsets in _keyed_records(headers, wanted, segment.log_path))
-                for batch, offsets in keyed:
-                    if not batch.is_control:
-                        hits.extend(record_item(batch, record, segment.log_path)
-                                    for record in _records_keyed(batch, wanted, offsets, segment.log_path))
+            try:
+                for positions, end in scan.chunks():
+                    headers = BatchHeaders(segment.log, segment.log_path, positions, end)
+                    keyed = ((batch, None) for batch in headers.batches()) if not headers.regular else (
+                        (headers.batch(i), offsets) for i, offsets in _keyed_records(headers, wanted,
+                                                                                     segment.log_path))
+                    for batch, offsets in keyed:
+                        if not batch.is_control:
+                            hits.extend(record_item(batch, record, segment.log_path)
+                                        for record in _records_keyed(batch, wanted, offsets, segment.log_path))
+            except CorruptData as exc:
+                damage.append(_damage_item(segment, exc))
         hits = hits[:max_num]
         method = "scan"
     hits.sort(key=lambda h: h["offset"])
-    return {"partition_dir": partition_dir, "key": key, "method": method, "note": note,
-            "offsets": [h["offset"] for h in hits], "records": hits, "hash_collisions_dropped": collisions}
+    answer = {"partition_dir": partition_dir, "key": key, "method": method, "note": note,
+              "offsets": [h["offset"] for h in hits], "records": hits, "hash_collisions_dropped": collisions}
+    if damage:
+        answer["damage"] = [_read_stopped(item) for item in damage]
+        answer["notes"] = [item["note"] for item in damage]
+    return answer
+
+
+def _read_stopped(item: dict) -> dict:
+    return {name: item[name] for name in ("file", "byte", "message")}

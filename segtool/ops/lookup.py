@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from segtool.engine.inventory import directory_kind
 from segtool.formats.file_kinds import DirectoryKind
@@ -19,6 +20,9 @@ from segtool.kafka.partition import PartitionView, RecordHit
 from segtool.errors import CorruptData, SegtoolError, UsageError
 from segtool.formats.json_names import snake_case_keys
 from segtool.ops.output_schema import LookupAnswer
+
+if TYPE_CHECKING:
+    from segtool.engine.salvage import RecoveryLoss
 from segtool.ops.record_filters import RecordFilter, RecordShape, Summary, epoch_ms, shape_record
 
 LATEST, EARLIEST, MAX_TIMESTAMP = -1, -2, -3
@@ -44,22 +48,54 @@ def _empty(partition: PartitionView, **extra) -> dict:
             "segment": None, "position": None, **extra}
 
 
-def _with_notes(answer: dict, partition: PartitionView) -> dict:
-    """The answer, with what loading the partition changed (an interrupted swap completed), if anything."""
-    if partition.notes:
-        answer["notes"] = list(partition.notes) + answer.get("notes", [])
+def _loaded(directory: str) -> tuple[PartitionView, "RecoveryLoss | None"]:
+    """The partition as the broker holds it once it has loaded these files (``kafka.startup.load_partition``),
+    and what that load drops."""
+    from segtool.kafka.startup import load_partition
+
+    partition = PartitionView(directory)
+    plan = load_partition(partition, state_files=False)
+    if plan.truncated_segment is None:
+        return partition, None
+    # imported here: reading past damage loads the RocketMQ layouts too, which a whole partition never needs
+    from segtool.engine.salvage import recovery_loss
+
+    return partition, recovery_loss(plan)
+
+
+def _with_notes(answer: dict, partition: PartitionView, loss: "RecoveryLoss | None" = None) -> dict:
+    """The answer, with what loading the partition changed (an interrupted swap completed, a recovery
+    cut), if anything."""
+    notes = list(partition.notes)
+    if loss is not None:
+        answer["recovery_cut"] = loss.cut_dict()
+        answer["beyond_recovery"] = loss.beyond_dict()
+        notes.append(recovery_cut_note(loss))
+    if notes:
+        answer["notes"] = notes + answer.get("notes", [])
     return answer
+
+
+def recovery_cut_note(loss: "RecoveryLoss") -> str:
+    """The sentence a lookup answer carries when the broker's load truncates the partition."""
+    deleted = (f" and deletes {len(loss.deleted_segments)} later segment(s)" if loss.deleted_segments else "")
+    beyond = (f"beyond it {loss.records} record(s) at offsets {loss.first_offset}..{loss.last_offset} still lie "
+              f"on disk (dump lists them): salvage writes back the {loss.salvageable} in batches whose checksum "
+              f"holds, {loss.gone} are gone" if loss.records else "no record lies on disk beyond it")
+    return (f"Kafka's recovery (LogLoader.recoverLog) truncates {os.path.basename(loss.segment)} at byte "
+            f"{loss.byte}{deleted}: the log ends at offset {loss.offset} and a fetch there or beyond finds "
+            f"nothing; {beyond}")
 
 
 def lookup_offset(directory: str, offset: int) -> LookupAnswer:
     """The first record a fetch at ``offset`` returns (the next one inside a compaction gap)."""
-    partition = PartitionView(directory)
+    partition, loss = _loaded(directory)
     hit = partition.read_at(offset)
     if hit is None:
         answer = _empty(partition, requested_offset=offset, log_end_offset=partition.log_end_offset)
     else:
         answer = {"partition_dir": directory, "requested_offset": offset, **hit.as_dict(), "record": _record(hit)}
-    return _with_notes(answer, partition)
+    return _with_notes(answer, partition, loss)
 
 
 def _record(hit) -> dict:
@@ -70,7 +106,7 @@ def _record(hit) -> dict:
 
 def lookup_timestamp(directory: str, timestamp: int) -> LookupAnswer:
     """ListOffsets: the first offset whose timestamp >= ``timestamp`` (or a special value)."""
-    partition = PartitionView(directory)
+    partition, loss = _loaded(directory)
     base = {"partition_dir": directory, "requested_timestamp": timestamp}
     if timestamp == LATEST:
         answer = {**_empty(partition), **base, "offset": partition.log_end_offset}
@@ -85,7 +121,7 @@ def lookup_timestamp(directory: str, timestamp: int) -> LookupAnswer:
                 answer.setdefault("notes", []).append(
                     f"{os.path.basename(log)} holds no timestamped batch: as in Kafka, its file's mtime stands in "
                     "for its timestamp, and this answer depends on it (copies often lose mtimes: cp -p, rsync -t)")
-    return _with_notes(answer, partition)
+    return _with_notes(answer, partition, loss)
 
 
 def lookup_index_entry(directory: str, offset: int, ceiling: bool) -> LookupAnswer:
@@ -521,7 +557,7 @@ def _filtered_fetch(path: str, request: "LookupRequest") -> LookupAnswer:
     first passing record at or after the broker's answer (``--limit`` N: the first N)."""
     from segtool.ops.dump_kafka_log import record_item
 
-    partition = PartitionView(path)
+    partition, loss = _loaded(path)
     record_filter = request.record_filter
     if request.offset is not None:
         base = {"partition_dir": path, "requested_offset": request.offset}
@@ -540,7 +576,7 @@ def _filtered_fetch(path: str, request: "LookupRequest") -> LookupAnswer:
     if notes:
         answer["notes"] = notes
     pairs = [(hit.batch, record_item(hit.batch, hit.record, hit.segment)) for hit in hits]
-    return _with_notes(_with_records(answer, pairs, request, many=record_filter.limit is not None), partition)
+    return _with_notes(_with_records(answer, pairs, request, many=record_filter.limit is not None), partition, loss)
 
 
 def _filtered_key_lookup(path: str, request: "LookupRequest") -> LookupAnswer:
@@ -610,9 +646,15 @@ _ROCKETMQ_MODES = ("key", "queue_id", "msg_ids", "print_msg")
 
 
 def lookup(path: str, request: LookupRequest) -> tuple[LookupAnswer, bool]:
-    """The answer to ``request`` on the partition or store at ``path``, and whether anything was
-    found.  What ``path`` is (a Kafka partition or a RocketMQ store) is decided here, once;
-    a request that does not fit it is a usage error (UsageError)."""
+    """The answer to ``request`` on the partition or store at ``path``, and whether it found something
+    with nothing wrong (damage a Kafka answer names is a problem found: exit 1).  What ``path`` is (a
+    Kafka partition or a RocketMQ store) is decided here, once; a request that does not fit it is a
+    usage error (UsageError)."""
+    answer, found = _lookup(path, request)
+    return answer, found and "recovery_cut" not in answer and "damage" not in answer
+
+
+def _lookup(path: str, request: LookupRequest) -> tuple[LookupAnswer, bool]:
     modes = [name for name in ("offset", "timestamp", "key", "queue_id", "msg_ids") if getattr(request, name) is not None]
     modes += ["print_msg"] if request.print_msg else []
     if len(modes) != 1:

@@ -297,7 +297,9 @@ class RocketMQSalvage(TypedDict):
 class Recovery(TypedDict):
     valid_bytes: int
     bytes_lost: int
-    records_lost: int
+    records_lost: int  # what recovery drops: the offsets of the dropped ranges (records_salvageable + records_gone)
+    records_salvageable: NotRequired[int]  # Kafka: of those, in batches whose checksum holds (salvage writes them)
+    records_gone: NotRequired[int]  # Kafka: of those, lost for good
     stop_reason: str | None
     salvage: NotRequired[KafkaSalvage | RocketMQSalvage | None]
 
@@ -328,8 +330,37 @@ class VerifyReport(TypedDict):
 
 # -- lookup ---------------------------------------------------------------------------------
 
+class ReadStopped(TypedDict):
+    """Where reading a segment stopped at damage: what came before it was read, nothing after."""
+    file: str
+    byte: int | None
+    message: str
+
+
+class RecoveryCut(TypedDict):
+    """Where Kafka's load (LogLoader.recoverLog) truncates the partition: the first offset it drops."""
+    segment: str
+    byte: int
+    offset: int
+
+
+class BeyondRecovery(TypedDict):
+    """What still lies on disk past the recovery cut (dump and salvage reach it; a fetch does not):
+    ``records`` dropped, ``salvageable`` of them in batches whose checksum holds, ``gone`` the rest."""
+    records: int
+    salvageable: int
+    gone: int
+    first_offset: int | None
+    last_offset: int | None
+    bytes: int
+    deleted_segments: list[str]
+
+
 class LookupAnswer(TypedDict):
     """Every lookup answer: the fields of its method, the record(s) or message(s) it found, notes."""
+    recovery_cut: NotRequired[RecoveryCut]  # Kafka --offset/--timestamp: where the broker's load truncates
+    damage: NotRequired[list[ReadStopped]]  # Kafka --key: segments searched only up to damage
+    beyond_recovery: NotRequired[BeyondRecovery]
     record: NotRequired[KafkaRecordItem | ShownRecordItem]
     records: NotRequired[list[KafkaRecordItem | ShownRecordItem]]
     message: NotRequired[RocketMQMessageItem | None]
@@ -428,6 +459,7 @@ class IndexKeysReport(TypedDict):
     index_dir: str
     records_indexed: int
     index_file: Written
+    damage: list[ReadStopped]  # segments whose records were indexed only up to damage (exit 1)
 
 
 # -- scan -----------------------------------------------------------------------------------
@@ -558,6 +590,7 @@ class SalvageSummary(TypedDict):
     bytes_damaged: int
     batches_kept: int
     batches_lost: int
+    records_lost: int  # Kafka: the offsets offset_ranges_lost lists (= verify's records_gone, inspect's)
     messages_kept: int
     messages_lost: int
     nothing_lost: bool
@@ -751,8 +784,11 @@ class Truncation(TypedDict):
     segment: str
     byte_offset: int
     offset: int  # the log end after truncation
-    dropped_until: int  # the log end as the files are: offsets [offset, dropped_until) are dropped
+    dropped_until: int  # offsets [offset, dropped_until) lie on disk past the cut (what recovery drops)
     bytes_dropped: int  # the truncated tail and the segments deleted after it
+    records_dropped: int  # records there (engine.salvage.RecoveryLoss): records_salvageable + records_gone
+    records_salvageable: int  # of those, in batches whose checksum holds (what salvage writes back)
+    records_gone: int
 
 
 class SplitSegment(TypedDict):

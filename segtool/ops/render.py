@@ -671,8 +671,13 @@ def answer_lines(answer: dict, full: bool = False) -> list[str]:
     yes/no, lists comma-separated, nested objects as indented lines or tables), then the
     record(s) or message(s) it found; never Python reprs, never a raw control byte."""
     nested = {"record", "records", "message", "messages"}
-    fields = {key: value for key, value in answer.items() if key not in nested}
     record = answer.get("record")
+    if record and "batch_position" in record:  # a Kafka record: its block below shows these once
+        nested |= {"offset", "timestamp", "key", "segment", "position"}
+    missed = _kafka_miss(answer)
+    if missed is not None:  # nothing found: say so, without a row of dashes
+        nested |= {key for key in ("offset", "timestamp", "segment", "position") if answer.get(key) is None}
+    fields = {key: value for key, value in answer.items() if key not in nested}
     if record and "key_b64" in record and "key" in fields:
         fields["key"] = _Shown(show_bytes(record["key_b64"], full))  # the key's bytes, not a lossy decoding
     if answer.get("topic") == _SCHEDULE_TOPIC and isinstance(fields.get("tags_code"), int):
@@ -682,7 +687,7 @@ def answer_lines(answer: dict, full: bool = False) -> list[str]:
     if isinstance(fields.get("requested_timestamp"), int) and fields["requested_timestamp"] in _SPECIAL_TIMES:
         code = fields["requested_timestamp"]
         fields["requested_timestamp"] = _Shown(f"{_SPECIAL_TIMES[code]}  ({code})")
-    lines = _field_lines(fields, full, "")
+    lines = ([missed] if missed is not None else []) + _field_lines(fields, full, "")
     records = answer.get("records") or ([record] if record else [])
     for item in records:
         lines.append("")
@@ -692,6 +697,20 @@ def answer_lines(answer: dict, full: bool = False) -> list[str]:
         lines.append("")
         lines.extend(message_lines(item, full))
     return lines
+
+
+def _kafka_miss(answer: dict) -> str | None:
+    """The sentence of a Kafka fetch or ListOffsets answer that found nothing; None when it found something."""
+    if "partition_dir" not in answer or answer.get("offset") is not None or answer.get("record") \
+            or answer.get("records") or "mode" in answer or "summary" in answer:
+        return None
+    end = answer.get("log_end_offset")
+    if "requested_offset" in answer:
+        where = f"no record at or after offset {answer['requested_offset']}"
+        return where + (f": the log ends at offset {end}" if end is not None else "")
+    if "requested_timestamp" in answer:
+        return f"no record with a timestamp at or after {_scalar('timestamp', answer['requested_timestamp'], False)}"
+    return None
 
 
 class _Shown(str):

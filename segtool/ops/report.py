@@ -35,7 +35,7 @@ from segtool.kafka.log import CODEC_NAMES, HeaderScan, batch_at
 from segtool.kafka.records import batch_records, control_record_type
 from segtool.kafka.names import LOG, PRODUCER_SNAPSHOT, file_name, has_offset_name, offset_from_file_name, sibling
 from segtool.ops.file_formats import file_format
-from segtool.ops.inspect import startup_plan
+from segtool.kafka.startup import startup_plan
 from segtool.ops.output_schema import (
     ReportFigures,
     ReportFindings,

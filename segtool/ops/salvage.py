@@ -43,7 +43,7 @@ from segtool.kafka.records import batch_records
 from segtool.kafka.names import INDEX, LOG, TIME_INDEX, TXN_INDEX, file_name
 from segtool.kafka.state import read_leader_epoch_checkpoint, read_partition_metadata
 from segtool.formats.file_kinds import FileKind
-from segtool.formats.outcomes import WalkEnd
+from segtool.formats.outcomes import DamageReason, WalkEnd
 from segtool.ops.file_formats import file_format
 from segtool.ops.output_schema import SalvageReport
 from segtool.ops.rebuild_rocketmq import index_geometry
@@ -123,6 +123,9 @@ def _summary(report: dict) -> dict:
         "bytes_damaged": sum(r["length"] for r in ranges),
         "batches_kept": sum(p["batches_kept"] for p in partitions),
         "batches_lost": sum(p["batches_failed_crc"] + len(p["conflicts"]) for p in partitions),
+        # Kafka: the offsets of offset_ranges_lost (a range whose end nothing bounds counts none)
+        "records_lost": sum(r["last_offset"] - r["first_offset"] + 1 for p in partitions
+                            for r in p["offset_ranges_lost"] if r["last_offset"] is not None),
         "messages_kept": sum(s["messages_kept"] for s in stores),
         "messages_lost": sum(s["messages_failed_crc"] + len(s["conflicts"]) for s in stores),
         "nothing_lost": not ranges and not any(lost),
@@ -251,8 +254,10 @@ def _salvage_partition(partition: Partition, out: str, interval: int, force: boo
         copied.append({"source": path, "written": write_atomically(os.path.join(out, os.path.basename(path)),
                                                                   open_buffer(path)[:], replace=force)})
     kept_ranges = _merge([(b.first_offset, b.last_offset) for b, _ in kept])
+    # a zero-filled tail nothing follows held no batch: it loses no offset (Kafka's recovery drops none there)
     lost = [(r["first_offset"], UNKNOWN_END if r["last_offset"] is None else r["last_offset"])
-            for r in damaged if r["first_offset"] is not None and r["offsets_lost"] != 0]
+            for r in damaged if r["first_offset"] is not None and r["offsets_lost"] != 0
+            and not (r["reason"] is DamageReason.ZERO_FILLED and r["last_offset"] is None)]
     lost += [(c["first_offset"], c["last_offset"]) for c in conflicts]
     lost_ranges = _subtract(_merge(lost), kept_ranges)
     return {

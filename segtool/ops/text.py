@@ -398,8 +398,10 @@ def _kafka_inspect_lines(report: dict) -> Iterator[Styled]:
             truncated = plan["truncated_at"]
             if truncated:
                 yield (f"    truncates {os.path.basename(truncated['segment'])} at byte {truncated['byte_offset']} "
-                       f"(offset {truncated['offset']}), dropping offsets {truncated['offset']}.."
-                       f"{truncated['dropped_until'] - 1} and {truncated['bytes_dropped']} bytes"), "red"
+                       f"(offset {truncated['offset']}), dropping {truncated['bytes_dropped']} bytes and "
+                       + (f"{truncated['records_dropped']} record(s) at offsets {truncated['offset']}.."
+                          f"{truncated['dropped_until'] - 1} ({truncated['records_salvageable']} salvageable, "
+                          f"{truncated['records_gone']} gone)" if truncated["records_dropped"] else "no record")), "red"
             yield (f"    after start-up: log end {plan['log_end_offset']}, recovery point "
                    f"{plan['new_recovery_point']}, log start {plan['new_log_start_offset']}"), None
             for note in plan["notes"]:
@@ -618,3 +620,6 @@ def salvage_lines(report: dict) -> Iterator[str]:
 
 def index_keys_lines(report: dict) -> Iterator[str]:
     yield f"indexed {report['records_indexed']} keyed records into {report['index_dir']}"
+    for item in report["damage"]:
+        yield (f"{item['file']} cannot be read past byte {item['byte']} ({item['message']}): its records before "
+               "it are indexed, none after it")

@@ -16,7 +16,8 @@ from dataclasses import replace
 from typing import Callable
 
 from segtool.kafka.partition import PartitionView
-from segtool.kafka.recovery import RecoveryStop, SegmentObserver, recover_segment, records_after
+from segtool.kafka.recovery import RecoveryStop, SegmentObserver, recover_segment
+from segtool.formats.outcomes import DamageReason
 from segtool.source import open_buffer
 from segtool.errors import CorruptData, SegtoolError, UnreadableInput
 from segtool.findings import Finding, FindingKind, Severity, finding
@@ -160,15 +161,17 @@ def verify_log(path: str, deep: bool = False, progress: Callable[[int], None] | 
     # an offset outside the base's 32-bit range is not cut: LogLoader splits the segment there and
     # loads again (LocalLog.splitOverflowedSegment; `inspect` shows the split)
     splits = recovery.stop_reason is RecoveryStop.OFFSET_OUT_OF_RANGE
-    lost_records, torn_records = records_after(buf, recovery.valid_bytes, path) \
-        if recovery.bytes_lost and not splits else (0, 0)
     if recovery.bytes_lost and recovery.stop_reason is RecoveryStop.INVALID_BATCH:
         problems.append(finding(FindingKind.RECOVERY_TRUNCATION, recovery.valid_bytes,
                                 f"Kafka's recovery stops here: {recovery.stop_message}"))
-    salvage = None
+    salvage, lost = None, None
     if recovery.bytes_lost and not splits:  # a clean segment never pays for reading past damage
-        salvage = salvage_after(buf, path, recovery.valid_bytes,
-                                base if recovery.next_offset is None else recovery.next_offset, problems)
+        lost = salvage_after(buf, path, recovery.valid_bytes,
+                             base if recovery.next_offset is None else recovery.next_offset, problems)
+        salvage = {"batches": lost.salvageable_batches, "records": lost.salvageable,
+                   "first_offset": lost.salvageable_first, "last_offset": lost.salvageable_last}
+        _name_trailing_batches(problems, lost)
+    torn = [r for r in lost.ranges if r.reason is DamageReason.TRUNCATED and r.end_byte == len(buf)] if lost else []
     return {
         "batches": checks.batches,
         "records": checks.records,
@@ -178,8 +181,10 @@ def verify_log(path: str, deep: bool = False, progress: Callable[[int], None] | 
         "recovery": {
             "valid_bytes": recovery.valid_bytes,
             "bytes_lost": recovery.bytes_lost,
-            "records_lost": lost_records,
-            "torn_batch_records": torn_records,
+            "records_lost": 0 if lost is None else lost.records,
+            "records_salvageable": 0 if lost is None else lost.salvageable,
+            "records_gone": 0 if lost is None else lost.gone,
+            "torn_batch_records": (torn[0].offsets_lost or 0) if torn else 0,
             "stop_reason": recovery.stop_reason,
             "stop_message": recovery.stop_message,
             "salvage": salvage,
@@ -187,33 +192,30 @@ def verify_log(path: str, deep: bool = False, progress: Callable[[int], None] | 
     }
 
 
-def salvage_after(buf, path: str, position: int, next_offset: int, problems: list[Finding]) -> dict:
-    """What reading past damage keeps of the bytes recovery cuts from ``position``: valid batches,
-    their records and offsets; each damaged range becomes a finding."""
+def _name_trailing_batches(problems: list[Finding], lost) -> None:
+    """A tail that does not frame from the last whole batch may still hold whole batches further on (bytes
+    cut out of the middle): say so in the trailing-bytes finding, with reading past the damage's count."""
+    if not lost.salvageable_batches:
+        return
+    for number, problem in enumerate(problems):
+        if problem.kind is FindingKind.TRAILING_BYTES:
+            problems[number] = replace(problem, message=(
+                f"{problem.message} from there; reading past the damage finds {lost.salvageable_batches} whole "
+                f"batch(es) in them ({lost.salvageable} records, offsets {lost.salvageable_first}.."
+                f"{lost.salvageable_last})"))
+
+
+def salvage_after(buf, path: str, position: int, next_offset: int, problems: list[Finding]):
+    """What lies past the byte where recovery cuts (``engine.salvage.LostPastCut``): what recovery drops,
+    what reading past the damage keeps of it; each damaged range becomes a finding."""
     # imported here: the search loads numpy and the RocketMQ layouts, which a clean segment never needs
-    from segtool.engine.salvage import DamagedRange, kafka_pieces
+    from segtool.engine.salvage import lost_past_cut
 
-    kept = records = 0
-    first = last = None
-    for piece in kafka_pieces(buf, path, base_offset=next_offset, start=position):
-        if isinstance(piece, DamagedRange):
-            problems.append(finding(FindingKind.DAMAGED_RANGE, piece.first_byte,
-                                    damaged_range_text(piece.as_dict()), offset=piece.first_offset))
-        elif piece.crc_valid:
-            kept += 1
-            records += _record_count(piece, path)
-            first = piece.base_offset if first is None else first
-            last = piece.last_offset
-    return {"batches": kept, "records": records, "first_offset": first, "last_offset": last}
-
-
-def _record_count(batch, path: str) -> int:
-    if batch.magic >= 2:
-        return max(batch.record_count or 0, 0)
-    try:
-        return len(batch_records(batch, path))
-    except CorruptData:  # a wrapper whose inner messages do not decode keeps none
-        return 0
+    lost = lost_past_cut(buf, path, position, next_offset)
+    for piece in lost.ranges:
+        problems.append(finding(FindingKind.DAMAGED_RANGE, piece.first_byte,
+                                damaged_range_text(piece.as_dict()), offset=piece.first_offset))
+    return lost
 
 
 # -- indexes ----------------------------------------------------------------

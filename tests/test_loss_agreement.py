@@ -1,0 +1,180 @@
+"""One answer per byte: lookup, inspect, verify and salvage give the same log end and the same loss for
+the same damaged partition, and those equal Kafka's own recovery.
+
+The rule checked is Kafka 3.9's LogLoader.recoverLog over LogSegment.recover: segments are recovered
+from the recovery point in order, the first that loses bytes is truncated at its first invalid batch
+(RecordBatch.ensureValid; FileLogInputStream.nextBatch's framing) and every later one deleted; the
+indexes on disk are not trusted (recovery rebuilds them).  A fetch (UnifiedLog.read) or ListOffsets
+LATEST then answers from what is kept.  Expected values come from the case files (case.json's
+corruption record, Kafka's own recovered copy under expected/kafka-recovery) or from the clean
+original segment the damage is generated from.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import struct
+
+import pytest
+
+from segtool.errors import CorruptData
+from segtool.kafka.log import BatchScan
+from segtool.kafka.records import batch_records
+from segtool.source import open_buffer
+from tests.conftest import corpus_path, segtool
+
+CLEAN = ("kafka", "c01-multiseg-clean", "data", "c01-plain-0")
+LAST_SEGMENT = "00000000000000002093.log"
+
+
+def _json(*args) -> tuple[dict, int]:
+    run = segtool(*args, "--json")
+    assert run.returncode in (0, 1), run.stderr
+    return json.loads(run.stdout), run.returncode
+
+
+def _in_log_dir(source, tmp_path):
+    """A copy of a partition directory inside a log dir of its own (no clean-shutdown marker, no
+    checkpoints: an unclean start from recovery point 0, as Kafka recovered the corpus cases)."""
+    partition = tmp_path / "logdir" / source.name
+    shutil.copytree(source, partition)
+    return partition
+
+
+def _figures(partition, tmp_path) -> dict:
+    """Each command's figures for the partition: the log end and what recovery drops."""
+    latest, _ = _json("lookup", str(partition), "--timestamp", "latest")
+    inspected, _ = _json("inspect", str(partition.parent))
+    plan = inspected["log_dirs"][0]["partitions"][0]["plan"]
+    verified, _ = _json("verify", str(partition))
+    cut = [f["recovery"] for f in verified["files"] if f.get("recovery") and f["recovery"]["bytes_lost"]]
+    salvaged, _ = _json("salvage", str(partition), "--out", str(tmp_path / "salvaged"))
+    truncated = plan["truncated_at"]
+    return {
+        "lookup_log_end": latest["offset"],
+        "lookup_dropped": latest.get("beyond_recovery", {}).get("records", 0),
+        "lookup_gone": latest.get("beyond_recovery", {}).get("gone", 0),
+        "inspect_log_end": plan["log_end_offset"],
+        "inspect_dropped": truncated["records_dropped"] if truncated else 0,
+        "inspect_gone": truncated["records_gone"] if truncated else 0,
+        "verify_dropped": sum(r["records_lost"] for r in cut),
+        "verify_salvageable": sum(r["records_salvageable"] for r in cut),
+        "verify_gone": sum(r["records_gone"] for r in cut),
+        "salvage_gone": salvaged["summary"]["records_lost"],
+        "salvage_ranges": sum(r["last_offset"] - r["first_offset"] + 1
+                              for r in salvaged["partitions"][0]["offset_ranges_lost"]),
+    }
+
+
+def _assert_agree(figures: dict, log_end: int, dropped: int, gone: int) -> None:
+    assert figures["lookup_log_end"] == figures["inspect_log_end"] == log_end, figures
+    assert figures["lookup_dropped"] == figures["inspect_dropped"] == figures["verify_dropped"] == dropped, figures
+    assert (figures["lookup_gone"] == figures["inspect_gone"] == figures["verify_gone"] == figures["salvage_gone"]
+            == figures["salvage_ranges"] == gone), figures
+    assert figures["verify_salvageable"] == dropped - gone, figures
+
+
+def test_a_torn_batch_behind_the_last_index_entry_ends_the_log_after_the_last_whole_batch(tmp_path):
+    """LogSegment.recover keeps every whole batch before the torn one; the .index entry pointing at the
+    torn batch is not used (OffsetIndex rebuilt), so the log ends at 2493, not at the base 2093."""
+    source = corpus_path(*CLEAN)
+    original = open_buffer(str(source / LAST_SEGMENT))
+    batches = list(BatchScan(original, path=LAST_SEGMENT))
+    torn = batches[-1]  # the file is cut 100 bytes into its last batch, past its header
+    partition = _in_log_dir(source, tmp_path)
+    with open(partition / LAST_SEGMENT, "r+b") as handle:
+        handle.truncate(torn.position + 100)
+    whole_end = batches[-2].last_offset + 1
+    declared = torn.last_offset - torn.base_offset + 1
+    assert whole_end == torn.base_offset  # offsets run on: the torn batch starts where the log ends
+
+    fetched, code = _json("lookup", str(partition), "--offset", str(whole_end - 1))
+    assert fetched["offset"] == whole_end - 1 and code == 1  # found, and the damage is named (exit 1)
+    assert fetched["recovery_cut"] == {"segment": str(partition / LAST_SEGMENT), "byte": torn.position,
+                                       "offset": whole_end}
+    missed, code = _json("lookup", str(partition), "--offset", str(whole_end))
+    assert missed["offset"] is None and missed["log_end_offset"] == whole_end and code == 1
+    assert any("truncates" in note and str(whole_end) in note for note in missed["notes"])
+    text = segtool("lookup", str(partition), "--offset", str(whole_end)).stdout
+    assert text.splitlines()[0] == f"no record at or after offset {whole_end}: the log ends at offset {whole_end}"
+
+    inspected = segtool("inspect", str(partition.parent)).stdout
+    assert f"offsets 0..{whole_end - 1}" in inspected  # 00000000000000000000.log starts the partition
+    _assert_agree(_figures(partition, tmp_path), whole_end, dropped=declared, gone=declared)
+
+
+def test_a_damaged_first_batch_claiming_base_offset_0_cuts_its_segment_at_byte_0(tmp_path):
+    """RecordBatch.ensureValid fails on the first batch of the last segment (its CRC-32C; its base offset
+    field says 0): LogSegment.recover keeps nothing of that segment, the log ends at its base offset,
+    and salvage gets back every later batch; only the damaged batch's offsets are gone."""
+    source = corpus_path(*CLEAN)
+    partition = _in_log_dir(source, tmp_path)
+    data = bytearray((partition / LAST_SEGMENT).read_bytes())
+    batches = list(BatchScan(open_buffer(str(source / LAST_SEGMENT)), path=LAST_SEGMENT))
+    data[0:8] = struct.pack(">q", 0)
+    data[batches[0].position + 100] ^= 0x20
+    (partition / LAST_SEGMENT).write_bytes(bytes(data))
+    on_disk = sum(b.record_count for b in batches)
+    _assert_agree(_figures(partition, tmp_path), 2093, dropped=on_disk, gone=batches[0].record_count)
+
+
+@pytest.mark.parametrize("case", ["c11a-crc-byte-flip", "c11b-truncated-last-batch", "c11c-zero-tail-64k",
+                                  "c11f-index-pos-mid-batch"])
+def test_every_command_counts_what_kafkas_recovery_dropped(case, tmp_path):
+    """LogLoader's truncation point is the broker's own (case.json's recovery record, the producer snapshot
+    Kafka wrote at the log end under expected/kafka-recovery); the records past it are those the clean
+    original held there; of them, salvage gets back the ones in batches whose checksum holds."""
+    meta = json.loads(corpus_path("kafka", case, "case.json").read_text())
+    corruption, counts = meta["corruption"], meta["partitions"]["c01-plain-0"]
+    partition = _in_log_dir(corpus_path("kafka", case, "data", "c01-plain-0"), tmp_path)
+    # what the damaged file still holds: a torn last batch's header declares its offsets (case.json names them)
+    on_disk_end = corruption.get("last_batch_last_offset", counts["last_offset"]) + 1
+    if corruption.get("recovery_topic_partition") is None:  # an index-only damage: recovery keeps everything
+        log_end, gone = on_disk_end, 0
+    else:
+        recovered = corpus_path("kafka", case, "expected", "kafka-recovery", corruption["recovery_topic_partition"])
+        log_end = corruption.get("recovery", {}).get("truncated_to_offset") or min(
+            int(p.stem) for p in recovered.glob("*.snapshot"))
+        if corruption["kind"] == "crc-byte-flip":
+            gone = corruption["batch_last_offset"] - corruption["batch_base_offset"] + 1
+        elif corruption["kind"] == "zero-tail":
+            gone = 0  # zeros hold no batch
+        else:
+            gone = on_disk_end - log_end
+    dropped = 0 if corruption["kind"] == "zero-tail" else on_disk_end - log_end
+    _assert_agree(_figures(partition, tmp_path), log_end, dropped=dropped, gone=gone)
+
+
+def test_key_lookup_and_index_keys_search_the_records_before_a_zero_tail(tmp_path, monkeypatch):
+    """The zero tail stops framing at byte 129462 (FileLogInputStream.nextBatch: "Found record size 0");
+    the 525 records before it are searched and the damage is named, exit 1 (a problem found)."""
+    partition = corpus_path("kafka", "c11c-zero-tail-64k", "data", "c01-plain-0")
+    log = open_buffer(str(partition / "00000000000000000000.log"))
+    records, keys, end = 0, {}, 0
+    try:
+        for batch in BatchScan(log, path="00000000000000000000.log"):
+            records += batch.record_count
+            end = batch.end
+    except CorruptData as exc:
+        assert exc.offset == end
+    for batch in BatchScan(log, 0, end, "00000000000000000000.log"):
+        for record in batch_records(batch, "00000000000000000000.log"):
+            if record.key is not None:
+                keys.setdefault(record.key.decode(), []).append(record.offset)
+    assert records == json.loads(corpus_path("kafka", "c11c-zero-tail-64k", "case.json").read_text())[
+        "partitions"]["c01-plain-0"]["records"]
+    key, offsets = max(keys.items(), key=lambda item: len(item[1]))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    for index_first in (False, True):
+        if index_first:
+            built = segtool("index-keys", str(partition), "--json")
+            report = json.loads(built.stdout)
+            assert built.returncode == 1 and report["records_indexed"] == sum(map(len, keys.values()))
+            assert report["damage"][0]["byte"] == end
+        run = segtool("lookup", str(partition), "--key", key, "--json")
+        answer = json.loads(run.stdout)
+        assert run.returncode == 1, run.stderr
+        assert answer["offsets"] == offsets
+        assert answer["damage"][0]["byte"] == end and "record size 0" in answer["damage"][0]["message"]
+        assert answer["method"] == ("key index" if index_first else "scan")
