@@ -392,12 +392,13 @@ def _follow(buf, fmt: str, pos: int, found: tuple[int, int], end: int, formats: 
             return
         counts.finds += len(following)
         pos = following.end
-        if following.format == chain.format and len(chain) + len(following) <= CHAIN_MOST:
+        if (following.format == chain.format and (following.messages is None) == (chain.messages is None)
+                and len(chain) + len(following) <= CHAIN_MOST):
             chain.positions += following.positions
             chain.sizes += following.sizes
             chain.magics += following.magics
-            if following.messages is not None or chain.messages is not None:
-                chain.messages = (chain.messages or []) + (following.messages or [])
+            if following.messages is not None:
+                chain.messages += following.messages
             continue
         yield chain
         chain = following
