@@ -794,9 +794,10 @@ def scan(
 @app.command()
 def carve(
     paths: List[str] = typer.Argument(..., help="Any files (disk or partition images, core dumps, damaged segments) or directories (every file below them).", metavar="PATH..."),
-    out: str = typer.Option(..., "--out", "-o", help="Directory for finds.jsonl, kafka_batches.parquet, kafka_records.parquet, rocketmq_messages.parquet and carve-report.json.", metavar="DIR"),
+    out: str = typer.Option(..., "--out", "-o", help="Directory for finds.jsonl, kafka_batches.parquet, rocketmq_messages.parquet, carve-report.json (and kafka_records.parquet with --records).", metavar="DIR"),
     force: bool = typer.Option(False, "--force", help="Replace the outputs of an earlier carve in DIR (each is backed up first)."),
     no_hash: bool = typer.Option(False, "--no-hash", help="Skip the sha256 of each input (faster on huge images)."),
+    records: bool = typer.Option(False, "--records", help="Decode every Kafka record and copy every message body: finds.jsonl gets an item per batch, record and message (not per chain), kafka_records.parquet is written and rocketmq_messages.parquet holds the bodies."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
 ):
     """Find every checksum-valid Kafka batch and RocketMQ message at any byte of any file.
@@ -816,7 +817,8 @@ def carve(
     from segtool.ops.carve import carve as run_carve, exit_code as carve_exit_code
 
     with _Progress(enabled=not as_json) as progress:
-        report = run_carve(paths, out, force=force, hash_inputs=not no_hash, progress_factory=progress.factory)
+        report = run_carve(paths, out, force=force, hash_inputs=not no_hash, progress_factory=progress.factory,
+                           records=records)
     if as_json:
         _print_json(report)
     else:

@@ -132,7 +132,7 @@ def carved(tmp_path_factory):
     (root / "evidence").mkdir()
     pieces = _pieces()
     build_image(root / "evidence" / "image.bin", pieces)
-    report = carve([str(root / "evidence")], str(root / "out"))
+    report = carve([str(root / "evidence")], str(root / "out"), records=True)
     return pieces, report, root / "out"
 
 
@@ -220,7 +220,7 @@ def test_runs_follow_offsets_and_queues(carved):
 
 def test_crc_flip_case_loses_only_the_flipped_batch(tmp_path):
     data = corpus_path("kafka", "c11a-crc-byte-flip", "data")
-    report = carve([str(data)], str(tmp_path / "out"))
+    report = carve([str(data)], str(tmp_path / "out"), records=True)
     expected = set()
     for log in data.rglob("*.log"):
         expected |= {(str(log), batch.position) for batch in BatchScan(log.read_bytes()) if batch.crc_valid}
@@ -283,3 +283,46 @@ def test_cli_unplaced_finds_exit_1(tmp_path):
     run = segtool("carve", tmp_path / "in", "--out", tmp_path / "out")
     assert run.returncode == 1, run.stderr
     assert "duplicate" in run.stdout
+
+
+# -- a dense image: a broker's disk ----------------------------------------------------------------
+
+
+def test_a_dense_image_yields_exactly_the_batches_and_messages_it_was_built_from(tmp_path):
+    """Corpus segments and CommitLog messages end to end, twice (the copy's offsets moved): every batch
+    and message is found once, at its position, with its CRC, whether the search follows the chain
+    or picks it up again after a window boundary."""
+    from segtool.engine.carving import find
+    from segtool.kafka.log import BATCH_HEADER_V2_FAST
+    from segtool.rocketmq.store_files import message_header
+    from tests.dense_images import corpus_pieces, write_dense_image
+
+    if not (corpus_path("kafka").is_dir() and corpus_path("rocketmq").is_dir()):
+        pytest.skip("conformance corpus not present")
+    (tmp_path / "in").mkdir()
+    image = tmp_path / "in" / "disk.img"
+    one_copy = sum(len(data) for _, data, _ in corpus_pieces(corpus_path()))
+    built = write_dense_image(image, corpus_path(), one_copy + 1)  # two copies
+    data = image.read_bytes()
+    expected = list(built)
+    # small windows put many window boundaries inside chains and between them
+    for window in (64 * 1024, 4 * 1024 * 1024):
+        assert [(f.format, f.position, f.size) for f in find(data, window=window)] == expected
+
+    report = carve([str(tmp_path / "in")], str(tmp_path / "out"))
+    summary = report["summary"]
+    assert summary["kafka_batches"] == sum(fmt == KAFKA for fmt, _, _ in built)
+    assert summary["rocketmq_messages"] == sum(fmt == ROCKETMQ for fmt, _, _ in built)
+    assert summary["unplaced"] == 0
+    batches = pq.read_table(tmp_path / "out" / "kafka_batches.parquet").to_pylist()
+    assert [(row["position"], row["size"], row["crc"]) for row in batches] == [
+        (position, size, BATCH_HEADER_V2_FAST.unpack_from(data, position)[4])
+        for fmt, position, size in built if fmt == KAFKA]
+    messages = pq.read_table(tmp_path / "out" / "rocketmq_messages.parquet").to_pylist()
+    assert [(row["position"], row["size"], row["body_crc"], row["queue_offset"]) for row in messages] == [
+        (position, size, message_header(data, position)["bodyCRC"], message_header(data, position)["queueOffset"])
+        for fmt, position, size in built if fmt == ROCKETMQ]
+    chains = _lines(tmp_path / "out")
+    assert all(line["kind"] == "chain" for line in chains)
+    assert sum(line["count"] for line in chains) == len(built)
+    assert sum(line["size"] for line in chains) == sum(size for _, _, size in built)

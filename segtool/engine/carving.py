@@ -11,8 +11,14 @@ counts the checksums it computed: a report can say how likely one false find is.
 The search is vectorised: numpy tests every byte position of a window at once
 against the few header bytes any real batch or message has (a Kafka base offset
 below 2^56, a size below 64 MiB, a magic of 0-2; a RocketMQ magic code), then
-decodes only the positions that pass.  Windows are bounded, and pages already
-searched are released, so memory stays flat whatever the size of the input.
+decodes only the positions that pass.  After a find it follows the chain: the
+next batch or message most likely starts where this one ends (a segment, a
+CommitLog), so that position is checked first and directly, RocketMQ messages a
+stretch at a time (``MessageColumns``: one framing loop, their body CRCs in one
+pass), and the byte-by-byte search resumes only where the chain breaks.  The
+finds come out as ``Chain`` pieces of bounded length.  Windows are bounded, and
+pages already searched are released, so memory stays flat whatever the size of
+the input.
 
 Limits (docs/salvage.md): Kafka batches of 64 MiB or more and base offsets of
 2^56 or more are not looked for; a batch nested inside another find is not
@@ -22,6 +28,7 @@ apart from a batch written twice.
 
 from __future__ import annotations
 
+import functools
 import mmap
 import re
 from dataclasses import dataclass
@@ -36,7 +43,7 @@ from segtool.kafka.log import BATCH_HEADER_V2_FAST, BATCH_V2_OVERHEAD, CRC_V2_ST
 from segtool.formats.fastdecode import compiled
 from segtool.rocketmq.store_files import (
     BLANK_RECORD_FAST, MESSAGE_MAGIC_BYTES, MESSAGE_VERSIONS, MIN_MESSAGE_SIZE,
-    PROPERTIES_LENGTH_FAST, PROPERTY_SEPARATOR, TOPIC_LENGTH_FAST, decode_message,
+    PROPERTIES_LENGTH_FAST, PROPERTY_SEPARATOR, TOPIC_LENGTH_FAST, MessageColumns, decode_message,
 )
 
 KAFKA = "kafka"
@@ -44,12 +51,16 @@ ROCKETMQ = "rocketmq"
 
 WINDOW = 4 * 1024 * 1024  # positions tested at once: bounds the temporary arrays (a few bytes per position)
 _RELEASE_EVERY = 8 * 1024 * 1024  # searched pages leave the resident set this often
+CHAIN_MOST = 4096  # finds in one Chain piece: bounds what a caller holds at once
+_CHAIN_SPAN = 1024 * 1024  # bytes of RocketMQ messages framed and checksummed at once
 
 _SIZE_AT = LOG_ENTRY_HEADER_FAST.field_offset("size")
 _V2_ATTRIBUTES_AT = BATCH_HEADER_V2_FAST.field_offset("attributes")
 _LEGACY_ATTRIBUTES_AT = LEGACY_HEADER_V0_FAST.field_offset("attributes")
 _SMALLEST_KAFKA = LOG_OVERHEAD + RECORD_OVERHEAD_V0  # a v0 message with null key and value
 _LARGEST_SIZE_HIGH_BYTE = 4  # the size field's first byte is below this: batches under 64 MiB
+_LENGTH_LIMIT = _LARGEST_SIZE_HIGH_BYTE << 24
+_BASE_OFFSET_LIMIT = 1 << 56  # the base offset's first byte is 0
 _KNOWN_CODECS = 4  # none, gzip, snappy, lz4, zstd
 
 _LEGACY_LENGTH = compiled("LEGACY_BYTES_LENGTH")  # a legacy key or value length, -1 for null
@@ -70,6 +81,36 @@ class Find:
     @property
     def end(self) -> int:
         return self.position + self.size
+
+
+@dataclass
+class Chain:
+    """Finds of one format that follow each other in the bytes, each starting where the previous ends.
+
+    ``messages`` (RocketMQ) holds, when the whole piece was read a stretch at a time,
+    their fixed fields as columns (``MessageColumns``, aligned with ``positions``).
+    """
+
+    format: str
+    positions: list[int]
+    sizes: list[int]
+    magics: list[int]
+    messages: list[MessageColumns] | None = None
+
+    @property
+    def position(self) -> int:
+        return self.positions[0]
+
+    @property
+    def end(self) -> int:
+        return self.positions[-1] + self.sizes[-1]
+
+    def __len__(self) -> int:
+        return len(self.positions)
+
+    def finds(self) -> Iterator[Find]:
+        for position, size, magic in zip(self.positions, self.sizes, self.magics):
+            yield Find(self.format, position, size, magic)
 
 
 @dataclass
@@ -99,7 +140,9 @@ def kafka_batch_size(buf, pos: int, end: int, counts: SearchCounts | None = None
         return None
     base_offset, length = LOG_ENTRY_HEADER_FAST.unpack_from(buf, pos)
     size = LOG_OVERHEAD + length
-    if base_offset < 0 or length < RECORD_OVERHEAD_V0 or pos + size > end:
+    # the limits the vectorised search tests every position for, so that following a chain finds what it would
+    if (not 0 <= base_offset < _BASE_OFFSET_LIMIT or not RECORD_OVERHEAD_V0 <= length < _LENGTH_LIMIT
+            or pos + size > end):
         return None
     magic = buf[pos + MAGIC_AT]
     if magic == 2:
@@ -168,7 +211,16 @@ def rocketmq_message_size(buf, pos: int, end: int, counts: SearchCounts | None =
 
 
 _TOPIC = re.compile(rb"[%|a-zA-Z0-9_-]+")  # TopicValidator.VALID_PATTERN_STR: a broker stores no other topic
-_PAIR = re.compile(rb"[^\x01\x02]+\x01[^\x02]+")  # name NAME_VALUE_SEPARATOR value, as messageProperties2String writes
+# name NAME_VALUE_SEPARATOR value pairs, each after a PROPERTY_SEPARATOR but the first, as
+# messageProperties2String writes them (an empty item between two separators passes, as the broker's
+# string2messageProperties skips it)
+_PROPERTIES = re.compile(rb"(?:\x02|[^\x01\x02]+\x01[^\x02]+)*")
+assert PROPERTY_SEPARATOR == "\x02"
+
+
+@functools.lru_cache(maxsize=1024)  # a store holds a few topics: most messages repeat one
+def _topic_valid(topic: bytes) -> bool:
+    return _TOPIC.fullmatch(topic) is not None
 
 
 def _names_plausible(buf, p: int, version: int) -> bool:
@@ -181,18 +233,20 @@ def _names_plausible(buf, p: int, version: int) -> bool:
     topic_length = TOPIC_LENGTH_FAST[version]
     (length,) = topic_length.unpack_from(buf, p)
     p += topic_length.size
-    if not _TOPIC.fullmatch(bytes(buf[p:p + length])):
+    topic_at, topic_end = p, p + length
+    (length,) = PROPERTIES_LENGTH_FAST.unpack_from(buf, topic_end)
+    properties_at = topic_end + PROPERTIES_LENGTH_FAST.size
+    return _texts_plausible(buf[topic_at:topic_end], buf[properties_at:properties_at + max(length, 0)])
+
+
+def _texts_plausible(topic: bytes, properties: bytes) -> bool:
+    if not _topic_valid(topic):
         return False
-    p += length
-    (length,) = PROPERTIES_LENGTH_FAST.unpack_from(buf, p)
-    p += PROPERTIES_LENGTH_FAST.size
-    properties = bytes(buf[p:p + max(length, 0)])
     try:
         properties.decode("utf-8")
     except UnicodeDecodeError:
         return False
-    separator = PROPERTY_SEPARATOR.encode()
-    return all(_PAIR.fullmatch(pair) for pair in properties.split(separator) if pair)
+    return _PROPERTIES.fullmatch(properties) is not None
 
 
 # --------------------------------------------------------------------------
@@ -211,13 +265,26 @@ def _kafka_positions(data: np.ndarray, lo: int, hi: int) -> np.ndarray:
     keep &= at(_SIZE_AT) < _LARGEST_SIZE_HIGH_BYTE
     keep &= ((at(_SIZE_AT + 1) | at(_SIZE_AT + 2)) != 0) | (at(_SIZE_AT + 3) >= RECORD_OVERHEAD_V0)
     found = np.flatnonzero(keep) + lo
+    return found[_kafka_attributes_plausible(data, found)]
+
+
+def _kafka_attributes_plausible(data: np.ndarray, found: np.ndarray) -> np.ndarray:
+    """Which of the positions ``found`` (whose magic byte is 0-2) hold attributes a batch or message can have."""
     magic = data[found + MAGIC_AT]
     v2 = magic == 2
     # v2: attributes is a non-negative int16 below 0x80; v0/v1: a byte with codec and timestamp-type bits only
     high, low = data[found + _V2_ATTRIBUTES_AT], data[found + _V2_ATTRIBUTES_AT + 1]
     legacy_attributes = data[found + _LEGACY_ATTRIBUTES_AT]
-    plausible = np.where(v2, (high == 0) & (low < 0x80), (legacy_attributes & 0xF0) == 0)
-    return found[plausible]
+    return np.where(v2, (high == 0) & (low < 0x80), (legacy_attributes & 0xF0) == 0)
+
+
+def _kafka_plausible_at(data: np.ndarray, positions: np.ndarray) -> np.ndarray:
+    """``_kafka_positions``' test at the given positions (each with room for a Kafka header)."""
+    keep = (data[positions + MAGIC_AT] <= 2) & (data[positions] == 0) & (data[positions + _SIZE_AT] < _LARGEST_SIZE_HIGH_BYTE)
+    keep &= ((data[positions + _SIZE_AT + 1] | data[positions + _SIZE_AT + 2]) != 0) | (
+        data[positions + _SIZE_AT + 3] >= RECORD_OVERHEAD_V0)
+    keep[keep] = _kafka_attributes_plausible(data, positions[keep])
+    return keep
 
 
 def _rocketmq_positions(data: np.ndarray, lo: int, hi: int) -> np.ndarray:
@@ -239,51 +306,160 @@ _SEARCHES = {
 }
 
 
-def find(buf, start: int = 0, end: int | None = None, formats: tuple[str, ...] = (KAFKA, ROCKETMQ),
-         counts: SearchCounts | None = None, window: int = WINDOW,
-         progress: Callable[[int], None] | None = None) -> Iterator[Find]:
-    """Every find in ``buf[start:end]`` in position order; finds never overlap (the search goes on after each).
+def chains(buf, start: int = 0, end: int | None = None, formats: tuple[str, ...] = (KAFKA, ROCKETMQ),
+           counts: SearchCounts | None = None, window: int = WINDOW,
+           progress: Callable[[int], None] | None = None) -> Iterator[Chain]:
+    """Every find in ``buf[start:end]`` in position order, as chains; finds never overlap (the search
+    goes on after each).
 
     ``buf`` is anything with the buffer protocol (a mapped file is searched in
     place); a mapped file's searched pages are released as the search moves on.
-    ``progress`` is called with the position searched up to after each window.
+    ``progress`` is called with the position searched up to after each window
+    and chain piece.
     """
     end = len(buf) if end is None else min(end, len(buf))
     counts = counts if counts is not None else SearchCounts()
     searches = [_SEARCHES[name] + (name,) for name in formats]
     smallest = min(search[2] for search in searches)
     data = np.frombuffer(buf, dtype=np.uint8)
+    released = start - start % mmap.PAGESIZE
+
+    def release(upto: int) -> None:
+        nonlocal released
+        if isinstance(buf, mmap.mmap) and upto - released > _RELEASE_EVERY:
+            page_end = upto - upto % mmap.PAGESIZE
+            buf.madvise(mmap.MADV_DONTNEED, released, page_end - released)
+            released = page_end
+
     try:
         free = start  # no find may start before this (the end of the last find)
-        released = start - start % mmap.PAGESIZE
         lo = start
         last_position = end - smallest  # no whole find starts after this
         while lo <= last_position:
             hi = min(lo + window, last_position + 1)
-            candidates = []
-            for positions, check, _, name in searches:
-                candidates.extend((int(p), check, name) for p in positions(data, lo, hi))
-            candidates.sort(key=lambda candidate: candidate[0])
-            for pos, check, name in candidates:
-                if pos < free:
-                    continue
+            found_at = [positions(data, lo, hi) for positions, _, _, _ in searches]
+            at = np.concatenate(found_at)
+            which = np.repeat(np.arange(len(searches)), [len(positions) for positions in found_at])
+            order = np.argsort(at, kind="stable")  # by position; at one position, in the order of ``formats``
+            at, which = at[order], which[order]
+            i = 0
+            while i < len(at):
+                pos = int(at[i])
+                _, check, _, name = searches[which[i]]
+                i += 1
                 counts.candidates += 1
                 found = check(buf, pos, end, counts)
-                if found is not None:
-                    size, magic = found
-                    counts.finds += 1
-                    free = pos + size
-                    yield Find(name, pos, size, magic)
+                if found is None:
+                    continue
+                for chain in _follow(buf, name, pos, found, end, formats, counts):
+                    yield chain
+                    free = chain.end
+                    if progress is not None:
+                        progress(free)
+                    release(free)
+                if free >= hi:
+                    break
+                i = int(np.searchsorted(at, free))  # candidates inside the chain are not looked at
             lo = max(hi, free)
             if progress is not None:
                 progress(min(lo, end))
-            if isinstance(buf, mmap.mmap) and lo - released > _RELEASE_EVERY:
-                page_end = lo - lo % mmap.PAGESIZE
-                buf.madvise(mmap.MADV_DONTNEED, released, page_end - released)
-                released = page_end
+            release(lo)
         counts.bytes_searched += max(0, end - start)
     finally:
         del data  # release the buffer export: the caller may close the mapping
+
+
+def _follow(buf, fmt: str, pos: int, found: tuple[int, int], end: int, formats: tuple[str, ...],
+            counts: SearchCounts) -> Iterator[Chain]:
+    """The chain that starts with the find ``found`` (size, magic) at ``pos``, in pieces of at most
+    CHAIN_MOST finds: each next position is checked as the search would check it (every format,
+    in the search's order), until one holds no find."""
+    chain = Chain(fmt, [pos], [found[0]], [found[1]])
+    counts.finds += 1
+    pos += found[0]
+    while True:
+        following = None
+        for name in formats:
+            if name == ROCKETMQ and (following := _message_stretch(buf, pos, end, KAFKA in formats, counts)):
+                break
+            counts.candidates += 1
+            checked = _SEARCHES[name][1](buf, pos, end, counts)
+            if checked is not None:
+                following = Chain(name, [pos], [checked[0]], [checked[1]])
+                break
+        if following is None:
+            yield chain
+            return
+        counts.finds += len(following)
+        pos = following.end
+        if (following.format == chain.format and (following.messages is None) == (chain.messages is None)
+                and len(chain) + len(following) <= CHAIN_MOST):
+            chain.positions += following.positions
+            chain.sizes += following.sizes
+            chain.magics += following.magics
+            if following.messages is not None:
+                chain.messages += following.messages
+            continue
+        yield chain
+        chain = following
+
+
+def _message_stretch(buf, pos: int, end: int, kafka_too: bool, counts: SearchCounts) -> Chain | None:
+    """The plain RocketMQ messages (``MessageColumns``) framed from ``pos`` whose topic and properties are
+    what a broker writes, checked a stretch at a time; None when the message at ``pos`` is not one.
+
+    With ``kafka_too`` a message whose first bytes could also start a Kafka batch is checked for
+    one first, as the search checks every position (``pos`` itself has been); the stretch stops
+    before a Kafka find."""
+    columns = MessageColumns(buf, pos, span=_CHAIN_SPAN)
+    if kafka_too and columns.count > 1:
+        with memoryview(buf) as view:
+            data = np.frombuffer(view, dtype=np.uint8)
+            kafka_like = np.flatnonzero(_kafka_plausible_at(data, columns.positions[1:])) + 1
+            del data
+        for index in kafka_like.tolist():
+            counts.candidates += 1
+            if kafka_batch_size(buf, int(columns.positions[index]), end, counts) is not None:
+                _keep_first(columns, index)
+                break
+    ends = (columns.positions + columns.header["totalSize"]).tolist()
+    count = 0
+    for message_end, topic, properties in zip(ends, _cut(buf, columns.topic_at, columns.topic_length),
+                                              _cut(buf, columns.properties_at, columns.properties_length)):
+        if message_end > end or not _texts_plausible(topic, properties):
+            break
+        count += 1
+    count = min(count, CHAIN_MOST)
+    if not count:
+        return None
+    counts.candidates += count
+    counts.checksums += count
+    positions = columns.positions[:count].tolist()
+    _keep_first(columns, count)
+    return Chain(ROCKETMQ, positions, [e - p for e, p in zip(ends, positions)], [1] * count, [columns])
+
+
+def _cut(buf, starts: np.ndarray, lengths: np.ndarray) -> list[bytes]:
+    """``buf[start:start + length]`` for each start (empty for a length <= 0)."""
+    return list(map(buf.__getitem__, map(slice, starts.tolist(), (starts + np.maximum(lengths, 0)).tolist())))
+
+
+def _keep_first(columns: MessageColumns, count: int) -> None:
+    """Cut ``columns`` to its first ``count`` messages."""
+    if count < columns.count:
+        columns.stop = int(columns.positions[count])
+        columns.count = count
+        for name in ("positions", "header", "body_at", "topic_at", "topic_length", "properties_at",
+                     "properties_length"):
+            setattr(columns, name, getattr(columns, name)[:count])
+
+
+def find(buf, start: int = 0, end: int | None = None, formats: tuple[str, ...] = (KAFKA, ROCKETMQ),
+         counts: SearchCounts | None = None, window: int = WINDOW,
+         progress: Callable[[int], None] | None = None) -> Iterator[Find]:
+    """Every find in ``buf[start:end]`` in position order (``chains``, one find at a time)."""
+    for chain in chains(buf, start, end, formats, counts, window, progress):
+        yield from chain.finds()
 
 
 def next_find(buf, start: int, end: int, fmt: str, counts: SearchCounts | None = None) -> Find | None:

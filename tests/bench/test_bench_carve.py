@@ -1,4 +1,4 @@
-"""Issue 15 benchmark: `segtool carve` of a 1 GiB image against `sha256sum` of the same image, and peak memory.
+"""Issue 15 and 27 benchmarks: `segtool carve` of a sparse and of a dense 1 GiB image against `sha256sum` of the same image, and peak memory.
 
 The image is random bytes with copies of corpus segments and CommitLog stretches
 dropped in at random byte positions (a piece every 8 MiB or so).  Targets: carve
@@ -78,4 +78,33 @@ def test_carve_1gib_image_against_sha256sum(bench_dir):
     assert check.returncode in (0, 1), check.stderr
     report("carve of a 1 GiB image", best, reference, "sha256sum", target=5.0)
     print(f"[bench] carve peak RSS: {peak:.0f} MB (target <= 200 MB: {'met' if peak <= 200 else 'NOT met'})")
+    shutil.rmtree(outputs, ignore_errors=True)
+
+
+@pytest.mark.skipif(not have("sha256sum"), reason="needs sha256sum for the same-run reference")
+def test_carve_dense_1gib_image_against_sha256sum(bench_dir):
+    """A broker's disk: corpus segments and CommitLog messages end to end (tests/dense_images.py).
+    Targets: <= 5x sha256sum in the same run, outputs no larger than the image, peak RSS <= 200 MB."""
+    if not (CORPUS / "kafka").is_dir() or not (CORPUS / "rocketmq").is_dir():
+        pytest.skip(f"conformance corpus not present at {CORPUS} (needs ../shared/corpus beside the repo)")
+    from tests.dense_images import write_dense_image
+
+    image = bench_dir / "carve-dense-1g" / "image.bin"
+    if not image.exists():
+        image.parent.mkdir(exist_ok=True)
+        write_dense_image(image, CORPUS, GIB)
+    outputs = bench_dir / "carve-dense-1g-out"
+    shutil.rmtree(outputs, ignore_errors=True)
+    outputs.mkdir()
+    reference = timed(["sha256sum", str(image)])
+    best = float("inf")
+    for run in range(3):
+        best = min(best, timed([*SEGTOOL, "carve", str(image), "--out", str(outputs / f"run{run}")], runs=1))
+    peak = _peak_rss_mb([*SEGTOOL, "carve", str(image), "--out", str(outputs / "rss")])
+    written = sum(path.stat().st_size for path in (outputs / "run0").iterdir())
+    report("carve of a dense 1 GiB image", best, reference, "sha256sum", target=5.0)
+    size = image.stat().st_size
+    print(f"[bench] dense carve: {size / best / 1e6:.0f} MB/s; outputs {written / 1e6:.1f} MB for {size / 1e6:.0f} MB "
+          f"({written / size:.3f} of the input); peak RSS {peak:.0f} MB (target <= 200 MB: "
+          f"{'met' if peak <= 200 else 'NOT met'})")
     shutil.rmtree(outputs, ignore_errors=True)
