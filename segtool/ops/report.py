@@ -23,6 +23,7 @@ from typing import Iterable
 import numpy as np
 
 from segtool.engine.inventory import Partition, inventory
+from segtool.engine.salvage import recovery_loss
 from segtool.kafka.partition import PartitionView, Segment
 from segtool.kafka.recovery import PARALLEL_MIN_BYTES, ProducerTxnState, recoveries_remembered
 from segtool.errors import CorruptData, SegtoolError
@@ -341,34 +342,18 @@ class _PartitionFigures:
         if truncated is None:
             return figures
         deleted = [step for step in plan.segments if step.deleted_by_recovery]
-        by_path = {os.path.normpath(path): self.verified.get(path, {}) for path in self.logs}
-        figures.update(truncated_file=truncated.log_path, truncated_at_byte=truncated.recovery.valid_bytes,
-                       truncated_at_offset=truncated.next_offset_after_recovery, segments_deleted=len(deleted),
-                       first_deleted=deleted[0].log_path if deleted else None,
-                       last_deleted=deleted[-1].log_path if deleted else None,
-                       dropped_bytes=truncated.recovery.bytes_lost + sum(step.size for step in deleted),
-                       dropped_first_offset=truncated.next_offset_after_recovery)
-        cut_files = set()
-        last_offsets = []
-        for step in [truncated] + deleted:
-            cut_files.add(os.path.normpath(step.log_path))
-            entry = by_path.get(os.path.normpath(step.log_path), {})
-            recovery = entry.get("recovery") or {}
-            salvage = recovery.get("salvage") or {}
-            records, lost = entry.get("records") or 0, recovery.get("records_lost") or 0
-            torn = recovery.get("torn_batch_records") or 0
-            figures["torn_batch_records"] += torn
-            if step is truncated:  # from the cut: the batches past it, the torn one, what salvage reads of them
-                figures["dropped_records"] += lost + torn
-                figures["salvageable_records"] += salvage.get("records") or 0
-            else:  # the whole segment: its valid batches, and what salvage reads past its own damage
-                figures["dropped_records"] += records + torn
-                figures["salvageable_records"] += records - lost + (salvage.get("records") or 0)
-            last_offsets += [entry.get("last_offset"), salvage.get("last_offset")]
+        loss = recovery_loss(plan)  # the figures inspect, verify, salvage and lookup give
+        verified = {os.path.normpath(path): self.verified.get(path, {}) for path in self.logs}
+        torn = sum((verified.get(os.path.normpath(step.log_path), {}).get("recovery") or {}).get("torn_batch_records")
+                   or 0 for step in [truncated] + deleted)
+        figures.update(truncated_file=truncated.log_path, truncated_at_byte=loss.byte, truncated_at_offset=loss.offset,
+                       segments_deleted=len(deleted), first_deleted=deleted[0].log_path if deleted else None,
+                       last_deleted=deleted[-1].log_path if deleted else None, dropped_bytes=loss.bytes,
+                       dropped_records=loss.records, dropped_first_offset=loss.first_offset,
+                       dropped_last_offset=loss.last_offset, torn_batch_records=torn,
+                       salvageable_records=loss.salvageable)
+        cut_files = {os.path.normpath(step.log_path) for step in [truncated] + deleted}
         lost = [d for d in self.damaged if os.path.normpath(d["file"]) in cut_files]
-        last_offsets += [d["last_offset"] for d in lost]
-        known = [o for o in last_offsets if o is not None and o >= truncated.next_offset_after_recovery]
-        figures["dropped_last_offset"] = max(known) if known else None
         figures["lost_ranges"] = [{"file": d["file"], "first_offset": d["first_offset"], "last_offset": d["last_offset"],
                                    "reason": d["reason"]} for d in lost[:self.shares.damaged]]
         return figures

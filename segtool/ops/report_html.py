@@ -438,9 +438,10 @@ def _startup_html(p: ReportPartition) -> str:
     lost_records = startup["dropped_records"] - startup["salvageable_records"]
     return (f"<p class=startup><b>At start-up</b> ({html.escape(shutdown)}) Kafka truncates "
             f"{html.escape(startup['truncated_file'].rsplit('/', 1)[-1])} at byte {startup['truncated_at_byte']}"
-            f"{html.escape(deleted)}: <b>recovery drops offsets {startup['truncated_at_offset']}.."
-            f"{'?' if last is None else last} ({startup['dropped_records']} records{torn}, "
-            f"{startup['dropped_bytes']} bytes)</b>; the log ends at {startup['log_end_offset']}. "
+            f"{html.escape(deleted)}: <b>recovery drops "
+            + (f"offsets {startup['dropped_first_offset']}..{last} ({startup['dropped_records']} records{torn}, "
+               if startup["dropped_records"] else "no record (")
+            + f"{startup['dropped_bytes']} bytes)</b>; the log ends at {startup['log_end_offset']}. "
             f"<b>salvage gets back {startup['salvageable_records']} of these records</b> (the dropped batches whose "
             f"CRC holds); {lost_records} are in damaged bytes nothing reads"
             + (f" (offsets {html.escape(', '.join(lost))})" if lost else "") + ".</p>")

@@ -310,9 +310,10 @@ def report_lines(figures: dict, width: int = 80) -> Iterator[Styled]:
                 f"  at start-up Kafka truncates {os.path.basename(startup['truncated_file'])} at byte "
                 f"{startup['truncated_at_byte']}" + (f" and deletes {_plural(startup['segments_deleted'], 'later segment')}"
                                                      if startup["segments_deleted"] else "")
-                + f": offsets {startup['truncated_at_offset']}..{'?' if last is None else last} dropped "
-                f"({_plural(startup['dropped_records'], 'record')}); salvage gets back "
-                f"{startup['salvageable_records']}", width, "red")
+                + (f": offsets {startup['dropped_first_offset']}..{last} dropped "
+                   f"({_plural(startup['dropped_records'], 'record')}); salvage gets back {startup['salvageable_records']}"
+                   if startup["dropped_records"] else f": no record lies past the cut ({startup['dropped_bytes']} bytes "
+                   "dropped)"), width, "red")
         elif p["truncation"] is not None:
             truncation = p["truncation"]
             yield from _fitted(f"  Kafka's recovery truncates {os.path.basename(truncation['file'])} at byte "
