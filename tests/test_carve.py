@@ -19,7 +19,7 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from segtool.engine.carving import KAFKA, ROCKETMQ
-from segtool.formats.json_names import message_json
+from segtool.rocketmq.message_shape import message_json
 from segtool.kafka.log import CRC_V2_START, MAGIC_AT, BatchScan
 from segtool.kafka.records import batch_records
 from segtool.rocketmq.store_files import decode_message, walk_commitlog

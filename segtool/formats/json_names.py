@@ -13,7 +13,6 @@ import re
 from functools import lru_cache
 
 USER_KEYED = frozenset({"properties"})
-_BODIES = ("body", "bodyDecompressed")  # bytes, shown as text and base64 (``bytes_fields``)
 _WORD_START = re.compile(r"([a-z0-9])([A-Z])")
 _ACRONYM_END = re.compile(r"([A-Z]+)([A-Z][a-z])")
 
@@ -51,25 +50,3 @@ def utf8_text(data: bytes) -> str | None:
         return data.decode("utf-8")
     except UnicodeDecodeError:
         return None
-
-
-def message_json(msg: dict) -> dict:
-    """A decoded CommitLog message (kept with ``keep_body``) as every command shows it:
-    snake_case names, the body (and a compressed body's plain bytes) as text and base64."""
-    item = dict(zip(map(snake_case, msg), msg.values()))  # the names alone: no recursion into every value
-    dispatch = item.get("dispatch")
-    if dispatch is not None:
-        item["dispatch"] = dict(zip(map(snake_case, dispatch), dispatch.values()))
-    for name in _BODIES:
-        item.pop(snake_case(name), None)
-    if "body" in msg:
-        item.update(bytes_fields("body", msg["body"]))
-    if "bodyDecompressed" in msg:
-        item.update(bytes_fields("body_decompressed", msg["bodyDecompressed"]))
-    return item
-
-
-def message_item(msg: dict) -> dict:
-    """A decoded CommitLog message as a dump item (``message_json``; its file is the item's, added by the dump)."""
-    msg.pop("file", None)
-    return {"kind": "message", **message_json(msg)}

@@ -36,11 +36,14 @@ from segtool.engine.inventory import inventory
 from segtool.engine.safe_write import plan_outputs, staged, write_atomically
 from segtool.errors import SegtoolError
 from segtool.engine.carving import KAFKA, ROCKETMQ, Chain, Find, SearchCounts, chains
-from segtool.formats.json_names import message_json
+from segtool.formats.record_shapes import arrow_fields
+from segtool.kafka.record_shape import BATCH_FIELDS, RECORD_FIELDS
+from segtool.rocketmq.message_shape import MESSAGE_FIELDS, message_json
 from segtool.kafka.log import RecordBatch, batch_at, increment_sequence
 from segtool.kafka.records import batch_records
+from segtool.rocketmq.msgid import format_host
 from segtool.rocketmq.store_files import (
-    PROPERTY_KEYS, PROPERTY_TAGS, PROPERTY_UNIQ_KEY, MessageColumns, decode_message, format_host, message_header,
+    PROPERTY_KEYS, PROPERTY_TAGS, PROPERTY_UNIQ_KEY, MessageColumns, decode_message, message_header,
 )
 from segtool.ops.dump_kafka_log import batch_item, record_item
 from segtool.ops.output_schema import CarveReport
@@ -65,29 +68,18 @@ _ROWS_PER_PARQUET_BATCH = 8192  # rows held before they go to the Parquet writer
 
 _FIND_COLUMNS = [("file", pa.string()), ("position", pa.int64()), ("size", pa.int64()), ("run_id", pa.int64()),
                  ("unplaced", pa.string())]
-KAFKA_BATCH_SCHEMA = pa.schema(_FIND_COLUMNS + [
-    ("magic", pa.int8()), ("base_offset", pa.int64()), ("last_offset", pa.int64()), ("crc", pa.int64()),
-    ("codec", pa.string()), ("timestamp_type", pa.string()), ("max_timestamp", pa.int64()),
-    ("record_count", pa.int32()), ("partition_leader_epoch", pa.int32()), ("base_timestamp", pa.int64()),
-    ("producer_id", pa.int64()), ("producer_epoch", pa.int16()), ("base_sequence", pa.int32()),
-    ("last_sequence", pa.int32()), ("is_transactional", pa.bool_()), ("is_control", pa.bool_()),
-    ("delete_horizon_ms", pa.int64()), ("records_decoded", pa.int32()),
-])
-KAFKA_RECORD_SCHEMA = pa.schema([
-    ("file", pa.string()), ("batch_position", pa.int64()), ("run_id", pa.int64()), ("offset", pa.int64()),
-    ("timestamp", pa.int64()), ("key_size", pa.int32()), ("value_size", pa.int32()), ("key", pa.binary()),
-    ("value", pa.binary()), ("sequence", pa.int32()),
-    ("headers", pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))),
-    ("control_type", pa.string()), ("crc", pa.int64()), ("crc_valid", pa.bool_()),
-])
-ROCKETMQ_MESSAGE_SCHEMA = pa.schema(_FIND_COLUMNS + [
-    ("topic", pa.string()), ("queue_id", pa.int32()), ("queue_offset", pa.int64()), ("phy_offset", pa.int64()),
-    ("version", pa.int8()), ("body_crc", pa.int64()), ("flag", pa.int32()), ("sys_flag", pa.int32()),
-    ("born_timestamp", pa.int64()), ("born_host", pa.string()), ("store_timestamp", pa.int64()),
-    ("store_host", pa.string()), ("reconsume_times", pa.int32()), ("prepared_transaction_offset", pa.int64()),
-    ("keys", pa.string()), ("tags", pa.string()), ("uniq_key", pa.string()), ("offset_msg_id", pa.string()),
-    ("properties", pa.map_(pa.string(), pa.string())), ("body", pa.binary()),
-])
+# the finds' own columns, then the items' fields with their types from the field tables
+# (``kafka.record_shape``, ``rocketmq.message_shape``); a find's position and size are its batch's
+KAFKA_BATCH_SCHEMA = pa.schema(_FIND_COLUMNS + arrow_fields(
+    BATCH_FIELDS, tuple(f.name for f in BATCH_FIELDS if f.name not in ("position", "size", "crc_valid")))
+    + [("records_decoded", pa.int32())])
+KAFKA_RECORD_SCHEMA = pa.schema([("file", pa.string())] + arrow_fields(RECORD_FIELDS, ("batch_position",))
+                                + [("run_id", pa.int64())]
+                                + arrow_fields(RECORD_FIELDS, tuple(f.name for f in RECORD_FIELDS[1:] if f.arrow)))
+ROCKETMQ_MESSAGE_SCHEMA = pa.schema(_FIND_COLUMNS + arrow_fields(MESSAGE_FIELDS, (
+    "topic", "queue_id", "queue_offset", "phy_offset", "version", "body_crc", "flag", "sys_flag", "born_timestamp",
+    "born_host", "store_timestamp", "store_host", "reconsume_times", "prepared_transaction_offset", "keys", "tags",
+    "uniq_key", "offset_msg_id", "properties", "body")))
 
 
 # --------------------------------------------------------------------------

@@ -7,6 +7,7 @@ item (``engine.salvage``) and decoding goes on after it.  ``record_item`` and
 
 from __future__ import annotations
 
+from operator import attrgetter
 from typing import Iterator
 
 from segtool.errors import CorruptData, SegtoolError
@@ -15,6 +16,7 @@ from segtool.formats.json_names import bytes_fields
 from segtool.engine.salvage import DamagedRange, kafka_pieces
 from segtool.kafka.log import DEFAULT_CAP, BatchHeaders, BatchScan, RecordBatch
 from segtool.kafka.record_columns import chunk_records
+from segtool.kafka.record_shape import BATCH_EVERY, BATCH_V2
 from segtool.kafka.records import batch_records, control_record_type
 from segtool.kafka.names import has_offset_name, internal_topic, offset_from_file_name
 from segtool.ops.runs import BatchRun
@@ -46,34 +48,18 @@ def record_item(batch, record, path: str | None = None) -> dict:
 
 
 def batch_item(batch) -> dict:
-    """A Kafka batch as every command shows it: dump's batch item, carve's finds."""
-    item = {
-        "kind": "batch",
-        "position": batch.position,
-        "magic": batch.magic,
-        "base_offset": batch.base_offset,
-        "last_offset": batch.last_offset,
-        "size": batch.size,
-        "crc": batch.crc,
-        "crc_valid": batch.crc_valid,
-        "codec": batch.codec_name,
-        "timestamp_type": batch.timestamp_type,
-        "max_timestamp": batch.max_timestamp,
-    }
+    """A Kafka batch as every command shows it: dump's batch item, carve's finds (``record_shape.BATCH_FIELDS``)."""
+    item = {"kind": "batch", **dict(zip(_BATCH_EVERY_NAMES, _batch_every(batch)))}
     if batch.magic >= 2:
-        item.update(
-            record_count=batch.record_count,
-            partition_leader_epoch=batch.partition_leader_epoch,
-            base_timestamp=batch.base_timestamp,
-            producer_id=batch.producer_id,
-            producer_epoch=batch.producer_epoch,
-            base_sequence=batch.base_sequence,
-            last_sequence=batch.last_sequence,
-            is_transactional=batch.is_transactional,
-            is_control=batch.is_control,
-            delete_horizon_ms=batch.delete_horizon_ms,
-        )
+        item.update(zip(_BATCH_V2_NAMES, _batch_v2(batch)))
     return item
+
+
+# the table's attribute reads, compiled once
+_BATCH_EVERY_NAMES = tuple(field.name for field in BATCH_EVERY)
+_batch_every = attrgetter(*(field.source for field in BATCH_EVERY))
+_BATCH_V2_NAMES = tuple(field.name for field in BATCH_V2)
+_batch_v2 = attrgetter(*(field.source for field in BATCH_V2))
 
 
 def dump_kafka_log(path: str, deep: bool = True, cap: int = DEFAULT_CAP) -> Iterator[dict]:

@@ -12,7 +12,8 @@ from segtool.source import open_buffer, release_pages
 from segtool.engine.salvage import DamagedRange, body_crc_valid, commitlog_pieces
 from segtool.rocketmq import v5 as rocketmq5
 from segtool.rocketmq import store_files as rocketmq
-from segtool.formats.json_names import message_item, snake_case_keys
+from segtool.formats.json_names import snake_case_keys
+from segtool.rocketmq.message_shape import message_item
 from segtool.formats.outcomes import WalkEnd
 from segtool.ops.runs import MessageRun
 from segtool.ops.dump_errors import errors_as_items

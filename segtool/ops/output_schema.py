@@ -20,6 +20,9 @@ from typing import Any, Literal, NotRequired, TypedDict, Union, get_args, get_or
 
 from segtool.findings import FindingKind, Severity
 from segtool.formats.outcomes import DamageReason, WalkEnd
+from segtool.formats.record_shapes import annotations
+from segtool.kafka.record_shape import BATCH_FIELDS, RECORD_FIELDS
+from segtool.rocketmq.message_shape import MESSAGE_FIELDS
 
 SNAKE_CASE = "^[a-z][a-z0-9_]*$"
 
@@ -67,50 +70,15 @@ class Header(TypedDict):
 
 # -- dump: one item per line ----------------------------------------------------------------
 
-class KafkaBatchItem(TypedDict):
-    kind: Literal["batch"]
-    position: int
-    magic: int
-    base_offset: int
-    last_offset: int
-    size: int
-    crc: int
-    crc_valid: bool
-    codec: str
-    timestamp_type: str
-    max_timestamp: int
-    record_count: NotRequired[int]
-    partition_leader_epoch: NotRequired[int]
-    base_timestamp: NotRequired[int]
-    producer_id: NotRequired[int]
-    producer_epoch: NotRequired[int]
-    base_sequence: NotRequired[int]
-    last_sequence: NotRequired[int]
-    is_transactional: NotRequired[bool]
-    is_control: NotRequired[bool]
-    delete_horizon_ms: NotRequired[int | None]
-    file: str
+# a batch, a record and a CommitLog message: their fields are their tables' (``Field.json``), declared
+# once in kafka/record_shape.py and rocketmq/message_shape.py
+KafkaBatchItem = TypedDict("KafkaBatchItem", {  # type: ignore[misc]
+    "kind": Literal["batch"], **annotations(BATCH_FIELDS), "file": str})
+KafkaBatchItem.__doc__ = "A Kafka batch (a legacy message: the fields every batch has), in dump and carve."
 
-
-class KafkaRecordItem(TypedDict):
-    """A Kafka record, the same whichever command found it (dump, lookup by offset, time or key)."""
-    kind: Literal["record"]
-    batch_position: int
-    offset: int
-    timestamp: int
-    key_size: int
-    value_size: int
-    key: str | None
-    key_b64: str | None
-    value: str | None
-    value_b64: str | None
-    sequence: NotRequired[int]
-    headers: NotRequired[list[Header]]
-    control_type: NotRequired[str]
-    crc: NotRequired[int]
-    crc_valid: NotRequired[bool]
-    decoded: NotRequired[dict[str, Any]]  # an internal topic's record: key and value as its schema reads them
-    file: str
+KafkaRecordItem = TypedDict("KafkaRecordItem", {  # type: ignore[misc]
+    "kind": Literal["record"], **annotations(RECORD_FIELDS), "file": str})
+KafkaRecordItem.__doc__ = "A Kafka record, the same whichever command found it (dump, lookup by offset, time or key)."
 
 
 class ShownRecordItem(TypedDict):
@@ -137,32 +105,30 @@ class ShownRecordItem(TypedDict):
     file: NotRequired[str]
 
 
-class RocketMQMessageItem(TypedDict):
-    """A CommitLog message, the same in dump and in lookup answers (every header field besides these)."""
-    kind: Literal["message"]
-    phy_offset: int
-    topic: str
-    queue_id: int
-    queue_offset: int
-    total_size: int
-    store_timestamp: int
-    born_timestamp: int
-    keys: str | None
-    tags: str | None
-    uniq_key: str | None
-    properties: dict[str, str]
-    body: str | None
-    body_b64: str | None
-    file: str
+class MessageDispatch(TypedDict):
+    """What ``CommitLog.checkMessageAndReturnSize`` hands the dispatcher (ConsumeQueue and index), or why not."""
+    success: bool
+    msg_size: int  # -1 when refused
+    tags_code: NotRequired[int]
+    keys: NotRequired[str | None]
+    uniq_key: NotRequired[str | None]
+    commit_log_offset: NotRequired[int]
+    reason: NotRequired[str]
+
+
+RocketMQMessageItem = TypedDict("RocketMQMessageItem", {  # type: ignore[misc]
+    "kind": Literal["message"], **annotations(MESSAGE_FIELDS),
     # lookup answers only (docs/rocketmq-lookups.md)
-    mqadmin: NotRequired["MqadminMessage"]
-    queried_id: NotRequired[str]
-    msg_id: NotRequired[str]
-    body_text: NotRequired[str | None]
-    body_charset: NotRequired[str]
-    index_state: NotRequired[Literal["indexed", "reindexed_by_recovery", "dispatched_by_recovery",
-                                     "index_file_dropped", "after_recovery_cut", "not_dispatched"]]
-    index_state_reason: NotRequired[str]
+    "mqadmin": NotRequired["MqadminMessage"],
+    "queried_id": NotRequired[str],
+    "msg_id": NotRequired[str],
+    "body_text": NotRequired[str | None],
+    "body_charset": NotRequired[str],
+    "index_state": NotRequired[Literal["indexed", "reindexed_by_recovery", "dispatched_by_recovery",
+                                       "index_file_dropped", "after_recovery_cut", "not_dispatched"]],
+    "index_state_reason": NotRequired[str],
+})
+RocketMQMessageItem.__doc__ = "A CommitLog message, the same in dump, carve and lookup answers."
 
 
 class MqadminMessage(TypedDict):

@@ -9,7 +9,10 @@ from functools import lru_cache, partial
 from itertools import repeat
 from operator import itemgetter, methodcaller
 
-from segtool.formats.json_names import bytes_fields, message_item, utf8_text
+from segtool.formats.json_names import bytes_fields, utf8_text
+from segtool.formats.record_shapes import json_key
+from segtool.kafka.record_shape import BATCH_FIELDS, RECORD_FIELDS
+from segtool.rocketmq.message_shape import MESSAGE_FIELDS, message_item
 
 _SKIP = {"kind", "file"}
 _PREVIEW = 60  # characters of a key or value a dump line shows
@@ -119,6 +122,29 @@ def column_lines(pieces: list, count: int) -> list[str]:
     return list(map("".join, zip(*[repeat(piece) if isinstance(piece, str) else piece for piece in merged])))
 
 
+# each field's ``, "name": `` as a column run's JSON puts it, made once from the tables
+_JSON_KEYS = {field.name: json_key(field.name) for fields in (BATCH_FIELDS, RECORD_FIELDS, MESSAGE_FIELDS)
+              for field in fields}
+
+
+def _item_json(kind: str, fields, values: dict, file_json: str) -> list:
+    """``column_lines`` pieces of a JSON item: its kind, then the fields ``values`` holds (a piece,
+    or a tuple of pieces) in the order of their table ``fields``, then its file."""
+    pieces: list = ['{"kind": ' + _json_text(kind)]
+    for field in fields:
+        value = values.pop(field.name, None)
+        if value is not None:
+            pieces.append(_JSON_KEYS[field.name])
+            if isinstance(value, tuple):
+                pieces.extend(value)
+            else:
+                pieces.append(value)
+    if values:
+        raise KeyError(f"not fields of a {kind} item: {sorted(values)}")
+    pieces += [', "file": ', file_json, "}"]
+    return pieces
+
+
 def run_json_lines(run) -> list[str]:
     """``to_json`` of every batch and record item of the run (all of whose CRCs are valid), or of
     every message item of a ``MessageRun``."""
@@ -141,22 +167,21 @@ def run_json_lines(run) -> list[str]:
                      else column_texts(column["base_timestamp"]))
     position_texts, base_sequence_texts = column_texts(column["position"]), column_texts(column["base_sequence"])
     last_sequences = _last_sequences(column)
-    batch_lines = column_lines([
-        '{"kind": "batch", "position": ', position_texts, ', "magic": 2, "base_offset": ', base_texts,
-        ', "last_offset": ', last_texts, ', "size": ', column_texts(column["size"]), ', "crc": ', column_texts(column["crc"]),
-        ', "crc_valid": true, "codec": ', kinds.each(lambda kind: _json_text(kind.codec_name)),
-        ', "timestamp_type": ', kinds.each(lambda kind: _json_text(kind.timestamp_type)),
-        ', "max_timestamp": ', max_ts_texts, ', "record_count": ', column_texts(column["record_count"]),
-        ', "partition_leader_epoch": ', column_texts(column["partition_leader_epoch"]),
-        ', "base_timestamp": ', base_ts_texts, ', "producer_id": ', column_texts(column["producer_id"]),
-        ', "producer_epoch": ', column_texts(column["producer_epoch"]),
-        ', "base_sequence": ', base_sequence_texts,
-        ', "last_sequence": ', (base_sequence_texts if (last_sequences == column["base_sequence"]).all()
-                                else column_texts(last_sequences)),
-        ', "is_transactional": ', kinds.each(lambda kind: "true" if kind.is_transactional else "false"),
-        ', "is_control": ', kinds.each(lambda kind: "true" if kind.is_control else "false"),
-        ', "delete_horizon_ms": ', horizon, ', "file": ', file_json, "}",
-    ], len(base))
+    batch_lines = column_lines(_item_json("batch", BATCH_FIELDS, {
+        "position": position_texts, "magic": "2", "base_offset": base_texts, "last_offset": last_texts,
+        "size": column_texts(column["size"]), "crc": column_texts(column["crc"]), "crc_valid": "true",
+        "codec": kinds.each(lambda kind: _json_text(kind.codec_name)),
+        "timestamp_type": kinds.each(lambda kind: _json_text(kind.timestamp_type)),
+        "max_timestamp": max_ts_texts, "record_count": column_texts(column["record_count"]),
+        "partition_leader_epoch": column_texts(column["partition_leader_epoch"]),
+        "base_timestamp": base_ts_texts, "producer_id": column_texts(column["producer_id"]),
+        "producer_epoch": column_texts(column["producer_epoch"]), "base_sequence": base_sequence_texts,
+        "last_sequence": (base_sequence_texts if (last_sequences == column["base_sequence"]).all()
+                          else column_texts(last_sequences)),
+        "is_transactional": kinds.each(lambda kind: "true" if kind.is_transactional else "false"),
+        "is_control": kinds.each(lambda kind: "true" if kind.is_control else "false"),
+        "delete_horizon_ms": horizon,
+    }, file_json), len(base))
     if run.records is None:
         return batch_lines
     fields = _RunRecords(run)
@@ -169,15 +194,15 @@ def run_json_lines(run) -> list[str]:
     if records.headers is not None:
         headers = [to_json([{"key": key, **bytes_fields("value", value)} for key, value in found])
                    for found in records.headers[r0:r1]]
-    record_lines = column_lines([
-        '{"kind": "record", "batch_position": ', position_texts if fields.one_each else column_texts(column["position"][fields.batch_of]),
-        ', "offset": ', fields.texts(fields.offsets, base, base_texts, column_texts),
-        ', "timestamp": ', fields.texts(fields.timestamps, max_ts, max_ts_texts, column_texts),
-        ', "key_size": ', column_texts(records.key_len[r0:r1]), ', "value_size": ', column_texts(records.value_len[r0:r1]),
-        ', "key": ', *key_text, ', "key_b64": ', key_b64, ', "value": ', *value_text, ', "value_b64": ', value_b64,
-        ', "sequence": ', fields.texts(fields.sequences(), column["base_sequence"], base_sequence_texts, column_texts),
-        ', "headers": ', headers, ', "file": ', file_json, "}",
-    ], fields.count)
+    record_lines = column_lines(_item_json("record", RECORD_FIELDS, {
+        "batch_position": position_texts if fields.one_each else column_texts(column["position"][fields.batch_of]),
+        "offset": fields.texts(fields.offsets, base, base_texts, column_texts),
+        "timestamp": fields.texts(fields.timestamps, max_ts, max_ts_texts, column_texts),
+        "key_size": column_texts(records.key_len[r0:r1]), "value_size": column_texts(records.value_len[r0:r1]),
+        "key": tuple(key_text), "key_b64": key_b64, "value": tuple(value_text), "value_b64": value_b64,
+        "sequence": fields.texts(fields.sequences(), column["base_sequence"], base_sequence_texts, column_texts),
+        "headers": headers,
+    }, file_json), fields.count)
     return fields.merged(batch_lines, record_lines)
 
 
@@ -256,30 +281,27 @@ def _message_run_json_lines(run) -> list[str]:
     body_text, body_b64 = _json_bytes(columns.buf[first:int(columns.positions[-1] + header["totalSize"][-1])],
                                       columns.body_at - first, header["bodyLength"])
     sys_flag, body_crc, physical_offset = header["sysFlag"], header["bodyCRC"], header["physicalOffset"]
-    lines = column_lines([
-        '{"kind": "message", "file_offset": ', column_texts(columns.positions),
-        ', "phy_offset": ', column_texts(columns.positions + run.file_from_offset),
-        ', "total_size": ', column_texts(header["totalSize"]), f', "magic": {rmq.MESSAGE_MAGIC_CODE}, "version": 1',
-        ', "body_crc": ', column_texts(body_crc), ', "body_crc_computed": ', column_texts(body_crc),
-        ', "queue_id": ', column_texts(header["queueId"]), ', "flag": ', column_texts(header["flag"]),
-        ', "queue_offset": ', column_texts(header["queueOffset"]),
-        ', "physical_offset_field": ', column_texts(physical_offset),
-        ', "sys_flag": ', column_texts(sys_flag),
-        ', "transaction_type": ', column_texts(sys_flag & rmq.TRANSACTION_ROLLBACK_TYPE), ', "compressed": false',
-        ', "born_timestamp": ', column_texts(header["bornTimestamp"]),
-        ', "born_host": ', _host_texts(header["bornHost"], header["bornPort"]),
-        ', "store_timestamp": ', column_texts(header["storeTimestamp"]),
-        ', "store_host": ', _host_texts(header["storeHost"], header["storePort"]),
-        ', "reconsume_times": ', column_texts(header["reconsumeTimes"]),
-        ', "prepared_transaction_offset": ', column_texts(header["preparedTransactionOffset"]),
-        ', "body_offset": ', column_texts(columns.body_at), ', "body_length": ', column_texts(header["bodyLength"]),
-        ', "topic": ', list(map(_json_text, topics)), ', "properties": ', [fields[0] for fields in per_message],
-        ', "offset_msg_id": "', _offset_message_ids(header), '", "uniq_key": ', [fields[1] for fields in per_message],
-        ', "keys": ', [fields[2] for fields in per_message], ', "tags": ', [fields[3] for fields in per_message],
-        ', "body_sha256": "', list(map(_hexdigest, map(hashlib.sha256, bodies))),
-        '", "dispatch": ', [fields[4] for fields in per_message],
-        ', "body": ', *body_text, ', "body_b64": ', body_b64, ', "file": ', file_json, "}",
-    ], count)
+    lines = column_lines(_item_json("message", MESSAGE_FIELDS, {
+        "file_offset": column_texts(columns.positions),
+        "phy_offset": column_texts(columns.positions + run.file_from_offset),
+        "total_size": column_texts(header["totalSize"]), "magic": str(rmq.MESSAGE_MAGIC_CODE), "version": "1",
+        "body_crc": column_texts(body_crc), "body_crc_computed": column_texts(body_crc),
+        "queue_id": column_texts(header["queueId"]), "flag": column_texts(header["flag"]),
+        "queue_offset": column_texts(header["queueOffset"]), "physical_offset_field": column_texts(physical_offset),
+        "sys_flag": column_texts(sys_flag), "transaction_type": column_texts(sys_flag & rmq.TRANSACTION_ROLLBACK_TYPE),
+        "compressed": "false", "born_timestamp": column_texts(header["bornTimestamp"]),
+        "born_host": _host_texts(header["bornHost"], header["bornPort"]),
+        "store_timestamp": column_texts(header["storeTimestamp"]),
+        "store_host": _host_texts(header["storeHost"], header["storePort"]),
+        "reconsume_times": column_texts(header["reconsumeTimes"]),
+        "prepared_transaction_offset": column_texts(header["preparedTransactionOffset"]),
+        "body_offset": column_texts(columns.body_at), "body_length": column_texts(header["bodyLength"]),
+        "topic": list(map(_json_text, topics)), "properties": [fields[0] for fields in per_message],
+        "offset_msg_id": ('"', _offset_message_ids(header), '"'), "uniq_key": [fields[1] for fields in per_message],
+        "keys": [fields[2] for fields in per_message], "tags": [fields[3] for fields in per_message],
+        "body_sha256": ('"', list(map(_hexdigest, map(hashlib.sha256, bodies))), '"'),
+        "dispatch": [fields[4] for fields in per_message], "body": tuple(body_text), "body_b64": body_b64,
+    }, file_json), count)
     # what a plain message's columns do not hold: a compressed body, the 5.x property CRC
     special = (sys_flag & rmq.COMPRESSED_FLAG != 0) | np.fromiter(
         (values is not None and rmq.PROPERTY_CRC32 in values for values in properties), bool, count)

@@ -44,6 +44,8 @@ from segtool.kafka.names import INDEX, LOG, TIME_INDEX, TXN_INDEX, file_name
 from segtool.kafka.state import read_leader_epoch_checkpoint, read_partition_metadata
 from segtool.formats.file_kinds import FileKind
 from segtool.formats.outcomes import DamageReason, WalkEnd
+from segtool.formats.record_shapes import arrow_fields
+from segtool.rocketmq.message_shape import MESSAGE_COLUMNS, MESSAGE_FIELDS
 from segtool.ops.file_formats import file_format
 from segtool.ops.output_schema import SalvageReport
 from segtool.ops.rebuild_rocketmq import index_geometry
@@ -347,15 +349,11 @@ def _write_segment(segment: Segment, batches: list[_Found], data: bytes, out: st
 
 
 # the Parquet columns: (name, arrow type name, the decoded message's field)
-_MESSAGE_COLUMNS = (
-    ("commitlog_file", "string", "file"), ("file_offset", "int64", "fileOffset"),
-    ("physical_offset", "int64", "phyOffset"), ("physical_offset_field", "int64", "physicalOffsetField"),
-    ("total_size", "int32", "totalSize"), ("topic", "string", "topic"), ("queue_id", "int32", "queueId"),
-    ("queue_offset", "int64", "queueOffset"), ("sys_flag", "int32", "sysFlag"), ("flag", "int32", "flag"),
-    ("born_timestamp", "int64", "bornTimestamp"), ("store_timestamp", "int64", "storeTimestamp"),
-    ("born_host", "string", "bornHost"), ("store_host", "string", "storeHost"), ("msg_id", "string", "offsetMsgId"),
-    ("keys", "string", "KEYS"), ("tags", "string", "TAGS"), ("uniq_key", "string", "UNIQ_KEY"),
-    ("body_size", "int32", "bodyLength"), ("body_sha256", "string", "bodySha256"),
+# messages.parquet's columns, in its order (their types and sources: the message's field table)
+_MESSAGES_PARQUET_COLUMNS = (
+    "commitlog_file", "file_offset", "physical_offset", "physical_offset_field", "total_size", "topic", "queue_id",
+    "queue_offset", "sys_flag", "flag", "born_timestamp", "store_timestamp", "born_host", "store_host", "msg_id",
+    "keys", "tags", "uniq_key", "body_size", "body_sha256",
 )
 
 
@@ -556,8 +554,9 @@ def _messages_parquet(messages: list[dict]) -> bytes:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    schema = pa.schema([(name, getattr(pa, kind)()) for name, kind, _ in _MESSAGE_COLUMNS])
-    table = pa.table({name: [m[key] for m in messages] for name, _, key in _MESSAGE_COLUMNS}, schema=schema)
+    schema = pa.schema(arrow_fields(MESSAGE_FIELDS, _MESSAGES_PARQUET_COLUMNS, by_column=True))
+    table = pa.table({name: [m[MESSAGE_COLUMNS[name].source] for m in messages] for name in _MESSAGES_PARQUET_COLUMNS},
+                     schema=schema)
     sink = pa.BufferOutputStream()
     pq.write_table(table, sink)
     return sink.getvalue().to_pybytes()

@@ -29,7 +29,8 @@ from segtool.kafka.records import batch_records, control_record_type
 from segtool.formats.outcomes import WalkEnd
 from segtool.pipeline import storage
 from segtool.ops.render import damaged_range_text
-from segtool.pipeline.schema import FILE_SCHEMA, HEADER_TYPE, KAFKA, ROCKETMQ
+from segtool.pipeline.schema import COLUMNS, FILE_SCHEMA, HEADER_TYPE, KAFKA, ROCKETMQ
+from segtool.rocketmq.message_shape import MESSAGE_COLUMNS
 
 DEFAULT_CHUNK_ROWS = 65536
 DEFAULT_CHUNK_BYTES = 64 * 1024 * 1024  # keys and values (bodies) held before a row group is written
@@ -290,30 +291,23 @@ def kafka_rows(task: dict, stats: dict, with_values: bool = False, cap: int = DE
 # -- RocketMQ -----------------------------------------------------------------
 
 _TRANSACTION_TYPES = {0x0: "NOT_TRANSACTION", 0x4: "PREPARED", 0x8: "COMMIT", 0xC: "ROLLBACK"}
-_ROCKETMQ_FIELDS = [
-    ("offset", "queueOffset"), ("physical_offset", "phyOffset"), ("physical_offset_field", "physicalOffsetField"),
-    ("total_size", "totalSize"), ("version", "version"), ("sys_flag", "sysFlag"), ("flag", "flag"),
-    ("born_timestamp", "bornTimestamp"), ("born_host", "bornHost"), ("store_timestamp", "storeTimestamp"),
-    ("store_host", "storeHost"), ("reconsume_times", "reconsumeTimes"),
-    ("prepared_transaction_offset", "preparedTransactionOffset"), ("msg_id", "offsetMsgId"), ("keys", "KEYS"),
-    ("tags", "TAGS"), ("uniq_key", "UNIQ_KEY"), ("body_size", "bodyLength"), ("body_sha256", "bodySha256"),
-    ("compressed", "compressed"),
-]
 _FILE_TYPES = {field.name: field.type for field in FILE_SCHEMA}
+# the columns that hold a message's field as decoded (its table's ``source``; absent when optional: null)
+_TAKEN = [(name, MESSAGE_COLUMNS[name].source, MESSAGE_COLUMNS[name].required) for name, _, broker, _ in COLUMNS
+          if broker == ROCKETMQ and name in MESSAGE_COLUMNS and name != "properties"]
 
 
 def _rocketmq_batch(task: dict, messages: list[dict], with_values: bool) -> pa.RecordBatch:
     n = len(messages)
-    data = {name: [m[key] for m in messages] for name, key in _ROCKETMQ_FIELDS}
+    data = {name: [m[source] for m in messages] if required else [m.get(source) for m in messages]
+            for name, source, required in _TAKEN}
+    data["offset"] = [m["queueOffset"] for m in messages]
     data["broker"] = [ROCKETMQ] * n
     data["source_dir"] = [task["source_dir"]] * n
-    data["commitlog_file"] = [storage.basename(task["path"])] * n
     data["transaction_type"] = [_TRANSACTION_TYPES.get(m["transactionType"]) for m in messages]
     data["properties"] = [list(m["properties"].items()) for m in messages]
     data["body_crc_valid"] = [m["bodyLength"] <= 0 or m["bodyCRC"] == m["bodyCRCComputed"] for m in messages]
     data["compression"] = [m.get("compression") for m in messages]
-    data["body_uncompressed_size"] = [m.get("bodyDecompressedLength") for m in messages]
-    data["body"] = [m.get("body") for m in messages] if with_values else [None] * n
     return _file_batch({name: pa.array(values, _FILE_TYPES[name]) for name, values in data.items()}, n)
 
 

@@ -25,6 +25,9 @@ from __future__ import annotations
 
 import pyarrow as pa
 
+from segtool.formats.record_shapes import arrow_type
+from segtool.rocketmq.message_shape import MESSAGE_COLUMNS
+
 HEADER_TYPE = pa.struct([pa.field("key", pa.string()), pa.field("value", pa.binary())])
 
 KAFKA = "kafka"
@@ -32,7 +35,15 @@ ROCKETMQ = "rocketmq"
 BOTH = "both"
 PARTITION_KEYS = ("topic", "partition")
 
-# (name, type, broker the column is filled for, description) — the description is what docs/pipeline.md prints
+
+
+def _message_columns(*names: str) -> list[tuple]:
+    """The columns of these names that a RocketMQ message's field table declares (``Field.column_name``)."""
+    return [(name, arrow_type(MESSAGE_COLUMNS[name].arrow), ROCKETMQ, MESSAGE_COLUMNS[name].doc) for name in names]
+
+
+# (name, type, broker the column is filled for, description) — the description is what docs/pipeline.md prints;
+# a RocketMQ column that is a field of the message takes its type and description from its table
 COLUMNS = [
     ("broker", pa.string(), BOTH, "`kafka` or `rocketmq`: which broker's file the row comes from"),
     ("source_dir", pa.string(), BOTH, "the Kafka log directory holding the partition directory, or the RocketMQ "
@@ -71,31 +82,13 @@ COLUMNS = [
     ("record_crc_valid", pa.bool_(), KAFKA, "legacy inner message's own CRC32 matches (null for v2 records)"),
     # RocketMQ
     ("commitlog_file", pa.string(), ROCKETMQ, "CommitLog file name (its first physical offset, 20 digits)"),
-    ("physical_offset", pa.int64(), ROCKETMQ, "where the message starts in the CommitLog (file start + position)"),
-    ("physical_offset_field", pa.int64(), ROCKETMQ,
-     "the PHYSICALOFFSET field as stored (equals physical_offset when sound)"),
-    ("total_size", pa.int32(), ROCKETMQ, "the message record's totalSize"),
-    ("version", pa.int8(), ROCKETMQ, "record format: 1 (MESSAGE_MAGIC_CODE) or 2 (MESSAGE_MAGIC_CODE_V2)"),
-    ("sys_flag", pa.int32(), ROCKETMQ, "sysFlag bits (compression, transaction type, IPv6 hosts)"),
-    ("flag", pa.int32(), ROCKETMQ, "the producer's flag"),
+    *_message_columns("physical_offset", "physical_offset_field", "total_size", "version", "sys_flag", "flag"),
     ("transaction_type", pa.string(), ROCKETMQ, "NOT_TRANSACTION, PREPARED, COMMIT or ROLLBACK"),
-    ("born_timestamp", pa.int64(), ROCKETMQ, "born timestamp, ms"),
-    ("born_host", pa.string(), ROCKETMQ, "born host:port"),
-    ("store_timestamp", pa.int64(), ROCKETMQ, "store timestamp, ms"),
-    ("store_host", pa.string(), ROCKETMQ, "store host:port"),
-    ("reconsume_times", pa.int32(), ROCKETMQ, "reconsume times"),
-    ("prepared_transaction_offset", pa.int64(), ROCKETMQ, "prepared transaction offset"),
-    ("msg_id", pa.string(), ROCKETMQ, "offsetMsgId (store host + port + physical offset, hex), as RocketMQ prints it"),
-    ("keys", pa.string(), ROCKETMQ, "the KEYS property (space-separated keys), null when absent"),
-    ("tags", pa.string(), ROCKETMQ, "the TAGS property, null when absent"),
-    ("uniq_key", pa.string(), ROCKETMQ, "the UNIQ_KEY property (client message id), null when absent"),
-    ("properties", pa.map_(pa.string(), pa.string()), ROCKETMQ, "all properties: map<string, string>"),
-    ("body_size", pa.int32(), ROCKETMQ, "stored body length (compressed length for compressed bodies)"),
-    ("body_sha256", pa.string(), ROCKETMQ, "sha256 of the stored body, hex"),
+    *_message_columns("born_timestamp", "born_host", "store_timestamp", "store_host", "reconsume_times",
+                      "prepared_transaction_offset", "msg_id", "keys", "tags", "uniq_key", "properties", "body_size",
+                      "body_sha256"),
     ("body_crc_valid", pa.bool_(), ROCKETMQ, "the body CRC matches (what RocketMQ's checkCRC tests)"),
-    ("compressed", pa.bool_(), ROCKETMQ, "the body is compressed (sysFlag bit 0)"),
-    ("body_uncompressed_size", pa.int32(), ROCKETMQ,
-     "decompressed body length (compressed bodies that decompress), else null"),
+    *_message_columns("compressed", "body_uncompressed_size"),
     ("body", pa.binary(), ROCKETMQ, "the stored body bytes; filled only with --with-values"),
 ]
 

@@ -37,7 +37,7 @@ import numpy as np
 
 from segtool.errors import SegtoolError
 from segtool.rocketmq import store_files as rmq
-from segtool.formats.json_names import message_json
+from segtool.rocketmq.message_shape import message_json
 from segtool.formats.outcomes import WalkEnd
 from segtool.rocketmq import names as rocketmq_names
 
