@@ -20,7 +20,7 @@ import os
 import random
 import shutil
 import struct
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
@@ -71,7 +71,6 @@ class Fixture:
     recognised: bool = True  # some file of the tree is a broker's
     kafka_loss: KafkaLoss | None = None
     rocket_loss: RocketLoss | None = None
-    overrides: dict[str, int] = field(default_factory=dict)  # command -> exit code, each with its reason
 
     def files(self) -> list[Path]:
         """Every file and link below the root (links not followed) and every empty directory:
@@ -278,7 +277,7 @@ def later_segment_claims_offset_zero(base: Path) -> Fixture:
     data = bytearray(segment.read_bytes())
     data[0:8] = bytes(8)
     segment.write_bytes(bytes(data))
-    return Fixture("later_segment_claims_offset_zero", logdir, frozenset({"log", "duplicates"}), partition=partition,
+    return Fixture("later_segment_claims_offset_zero", logdir, frozenset({"offsets"}), partition=partition,
                    logdir=logdir, lookup_args=("--timestamp", "latest"))
 
 
@@ -336,7 +335,7 @@ def mixed_brokers(base: Path) -> Fixture:
     partition = _partition("c11a-crc-byte-flip", "c01-plain-0", logdir)
     _partition("c10-consumer-offsets", "__consumer_offsets-0", logdir)
     _copy(_corpus("rocketmq", "kill9-abort", "store"), root / "rocketmq" / "store")
-    return Fixture("mixed_brokers", root, frozenset({"log", "commitlog"}), partition=partition, logdir=logdir,
+    return Fixture("mixed_brokers", root, frozenset({"log", "unclean_shutdown"}), partition=partition, logdir=logdir,
                    lookup_args=("--timestamp", "latest"), groups=True,
                    kafka_loss=c11a_loss())
 
@@ -429,7 +428,7 @@ def rocketmq_kill9_abort(base: Path) -> Fixture:
     """An abnormal exit: the abort marker, a stale checkpoint and an all-zero preallocated file;
     RocketMQ's abnormal recovery loses nothing it had written (recovery.json) but drops the
     zeroed file and rebuilds the newer IndexFile."""
-    return _store("rocketmq_kill9_abort", base, "kill9-abort", frozenset({"commitlog"}),
+    return _store("rocketmq_kill9_abort", base, "kill9-abort", frozenset({"unclean_shutdown"}),
                   rocket_loss=_rocket_cut("kill9-abort"))
 
 
@@ -465,7 +464,7 @@ def rocketmq5_zeroed_hole(base: Path) -> Fixture:
         handle.seek(1000)
         handle.write(bytes(1024))
     return Fixture("rocketmq5_zeroed_hole", store, frozenset({"commitlog"}), store=store, logdir=store,
-                   lookup_args=("--topic", "TopicA", "--key", "k20"))
+                   lookup_args=("--topic", "TopicA", "--key", "k0"))
 
 
 def rocketmq_zero_byte_commitlog(base: Path) -> Fixture:
@@ -474,8 +473,8 @@ def rocketmq_zero_byte_commitlog(base: Path) -> Fixture:
     (MappedFileQueue.doLoad: "length not matched message store config value"): damage."""
     store = _copy(_corpus("wild", "EricPanGopher__rocketmq", "store", "unit_test_store"),
                   base / "rocketmq_zero_byte_commitlog" / "store")
-    return Fixture("rocketmq_zero_byte_commitlog", store, frozenset({"commitlog"}), store=store, logdir=store,
-                   lookup_args=("--topic", "abc", "--key", "imagoodperson0"))
+    return Fixture("rocketmq_zero_byte_commitlog", store, frozenset({"layout", "unclean_shutdown"}), store=store, logdir=store,
+                   lookup_args=("--topic", "abc", "--queue-id", "0", "--queue-offset", "0"))
 
 
 BUILDERS: dict[str, Callable[[Path], Fixture]] = {builder.__name__: builder for builder in (
