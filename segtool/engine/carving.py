@@ -243,7 +243,7 @@ def _texts_plausible(topic: bytes, properties: bytes) -> bool:
     if not _topic_valid(topic):
         return False
     try:
-        properties.decode("utf-8")
+        str(properties, "utf-8")  # any buffer: scan's and salvage's maps give memoryviews
     except UnicodeDecodeError:
         return False
     return _PROPERTIES.fullmatch(properties) is not None

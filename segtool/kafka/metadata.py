@@ -29,6 +29,7 @@ from segtool.errors import CorruptData
 from segtool.kafka.messages import (
     ApiMessageError,
     JavaFailure,
+    snake_case_data,
     Array,
     F,
     M,
@@ -455,3 +456,20 @@ def kraft_control_value(value: bytes | None, name: str, offset: int) -> tuple[st
         raise CorruptData(f"{name} control record at offset {offset}: value of {len(value)} bytes"
                           " is truncated") from None
     return declared[0], data
+
+
+def control_record_value(record) -> dict | None:
+    """A control record's value for segtool's outputs: an end-transaction marker's ``version`` and
+    ``coordinator_epoch``; a KRaft control record's fields in snake_case; ``{"error": ...}`` for a
+    value Kafka's reader rejects; None for a control type without a declared value."""
+    from segtool.kafka.records import control_record_type, end_txn_marker
+
+    _type_id, name = control_record_type(record)
+    try:
+        if name in ("ABORT", "COMMIT"):
+            version, coordinator_epoch = end_txn_marker(record)
+            return {"version": version, "coordinator_epoch": coordinator_epoch}
+        decoded = kraft_control_value(record.value, name, record.offset)
+    except CorruptData as e:
+        return {"error": e.message}
+    return None if decoded is None else snake_case_data(decoded[1])

@@ -56,6 +56,9 @@ RECORD_FIELDS = (
     Field("headers", "headers", "list[Header]", "headers", "v2: the record's headers in order", required=False),
     Field("control_type", "control_type", str, "string", "a control record's type (ABORT, COMMIT, ...)",
           required=False),
+    Field("control", "control", "dict[str, Any] | None", None,
+          "a control record's value: a marker's version and coordinator_epoch, a KRaft control record's "
+          "fields (leader_id, voters, ...), {error} where Kafka's reader rejects it", required=False),
     Field("crc", "crc", int, "int64", "legacy: the inner message's CRC", required=False),
     Field("crc_valid", "crc_valid", bool, "bool_", "legacy: the inner message's CRC matches", required=False),
     Field("decoded", "decoded", "dict[str, Any]", None,

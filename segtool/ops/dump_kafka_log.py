@@ -38,7 +38,10 @@ def record_item(batch, record, path: str | None = None) -> dict:
         item["sequence"] = record.sequence
         item["headers"] = [{"key": k, **bytes_fields("value", v)} for k, v in record.headers]
         if batch.is_control:
+            from segtool.kafka.metadata import control_record_value  # control records are few
+
             item["control_type"] = control_record_type(record)[1]
+            item["control"] = control_record_value(record)
     else:
         item["crc"] = record.crc
         item["crc_valid"] = record.crc_valid

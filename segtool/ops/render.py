@@ -28,6 +28,15 @@ def to_json(value) -> str:
     return "".join(_JSON_ENCODER(value, 0))
 
 
+def _control_text(value: dict | None) -> str:
+    """A control record's decoded value after its type: ``name=value`` pairs, nested ones as JSON."""
+    if not value:
+        return ""
+    return " " + " ".join(f"{name}={show_text(json.dumps(field, separators=(',', ':')))}"
+                          if isinstance(field, (dict, list)) else f"{name}={show_text(str(field))}"
+                          for name, field in value.items())
+
+
 def render_text_item(item: dict, full: bool = False) -> str:
     kind = item["kind"]
     if kind == "batch":
@@ -50,7 +59,7 @@ def render_text_item(item: dict, full: bool = False) -> str:
         if item.get("headers"):
             text += " headers [" + ",".join(show_text(h["key"]) for h in item["headers"]) + "]"
         if item.get("control_type"):
-            text += f" control {item['control_type']}"
+            text += f" control {item['control_type']}" + _control_text(item.get("control"))
         if item.get("decoded"):
             from segtool.kafka.internal_topics import decoded_text  # only an internal topic's records have one
 
@@ -652,7 +661,7 @@ def record_lines(record: dict, full: bool = False) -> list[str]:
     for header in record.get("headers") or []:
         lines.append(f"header     {show_text(header['key'])} = {show_bytes(header['value_b64'], full)}")
     if record.get("control_type"):
-        lines.append(f"control    {show_text(record['control_type'])}")
+        lines.append(f"control    {show_text(record['control_type'])}{_control_text(record.get('control'))}")
     if record.get("crc_valid") is False:
         lines.append("crc        BAD")
     lines.append(f"file       {show_text(record['file'])} (batch at byte {record['batch_position']})")

@@ -16,6 +16,7 @@ writes.
 from __future__ import annotations
 
 import hashlib
+import json
 
 import numpy as np
 import pyarrow as pa
@@ -65,6 +66,14 @@ def _file_batch(columns: dict, n: int) -> pa.RecordBatch:
 # -- Kafka ------------------------------------------------------------------
 
 
+
+def _control_json(record) -> str | None:
+    """A control record's decoded value (``dump``'s ``control``) as JSON text."""
+    from segtool.kafka.metadata import control_record_value  # control records are few
+
+    value = control_record_value(record)
+    return None if value is None else json.dumps(value, separators=(",", ":"))
+
 class _KafkaBuilder:
     """Column accumulators for Kafka rows; batch-level fields are stored once per batch."""
 
@@ -104,6 +113,7 @@ class _KafkaBuilder:
         self.h_values: list = []
         self.sequence: list[int] = []
         self.control_type: list = []
+        self.control: list = []
         self.record_crc: list = []
 
     def _batch(self, batch: RecordBatch, n: int, shift: int) -> None:
@@ -161,6 +171,7 @@ class _KafkaBuilder:
                     self.h_values.append(hv)
                 self.h_offsets.append(len(self.h_keys))
         self.control_type.extend([None] * n)
+        self.control.extend([None] * n)
         self.record_crc.extend([None] * n)
 
     def add_records(self, batch: RecordBatch, records, shift: int) -> None:
@@ -188,6 +199,7 @@ class _KafkaBuilder:
             self.h_offsets.append(len(self.h_keys))
             self.sequence.append(record.sequence)
             self.control_type.append(control_record_type(record)[1] if control else None)
+            self.control.append(_control_json(record) if control else None)
             self.record_crc.append(record.crc_valid if legacy else None)
 
     def flush(self) -> pa.RecordBatch:
@@ -235,6 +247,7 @@ class _KafkaBuilder:
             "is_transactional": pa.array(per_batch(self.b_txn, np.bool_)),
             "is_control": pa.array(per_batch(self.b_control, np.bool_)),
             "control_type": pa.array(self.control_type, pa.string()),
+            "control": pa.array(self.control, pa.string()),
             "crc_valid": pa.array(per_batch(self.b_crc, np.bool_)),
             "record_crc_valid": pa.array(self.record_crc, pa.bool_()),
         }

@@ -78,6 +78,7 @@ COLUMNS = [
     ("is_transactional", pa.bool_(), KAFKA, "the batch is transactional"),
     ("is_control", pa.bool_(), KAFKA, "the batch is a control batch (transaction markers and KRaft control records)"),
     ("control_type", pa.string(), KAFKA, "ABORT, COMMIT, LEADER_CHANGE, ... for control records, else null"),
+    ("control", pa.string(), KAFKA, "a control record's decoded value as JSON text (dump's control), else null"),
     ("crc_valid", pa.bool_(), KAFKA, "the batch's (legacy: wrapper message's) stored CRC matches its bytes"),
     ("record_crc_valid", pa.bool_(), KAFKA, "legacy inner message's own CRC32 matches (null for v2 records)"),
     # RocketMQ
