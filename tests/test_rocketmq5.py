@@ -374,6 +374,34 @@ def test_dledger_entries_and_index_round_trip(store, tmp_path):
     assert "dledger_index_mismatch" in _kinds(verify_file(str(index_file), hash_input=False))
 
 
+def test_a_dledger_store_has_the_store_checkpoint_at_its_root(store, tmp_path):
+    """A DLedger broker keeps no commitlog/: StorePathConfigHelper.getStoreCheckpoint(storePathRootDir)
+    is still <root>/checkpoint, read by StoreCheckpoint, and DLedgerMmapFileStore keeps its own text
+    checkpoint in DLedgerConfig.getDefaultPath() = <root>/dledger-<selfId>, beside its index/."""
+    root = tmp_path / "dledger-store"
+    shutil.copytree(store.root / "dledger-n0", root / "dledger-n0")
+    shutil.copy(store.root / "checkpoint", root / "checkpoint")
+    w.write_markers(root, PID)
+    assert detect(str(root / "checkpoint")).kind.value == "rocketmq-checkpoint"
+    assert detect(str(root / "dledger-n0" / "checkpoint")).kind.value == "rocketmq-dledger-checkpoint"
+    (item,) = _dump(root / "checkpoint")
+    names = ("physic_msg_timestamp", "logics_msg_timestamp", "index_msg_timestamp", "master_flushed_offset",
+             "confirm_phy_offset")
+    assert tuple(item[n] for n in names) == store.checkpoint
+    (dledger,) = _dump(root / "dledger-n0" / "checkpoint")
+    assert (dledger["end_index"], dledger["committed_index"]) == (len(store.dledger.entries) - 1, 5)
+    report = json.loads(segtool("verify", "--json", "--no-hash", root).stdout)
+    kinds = {Path(f["path"]).relative_to(root).as_posix(): f["kind"] for f in report["files"]}
+    assert kinds["checkpoint"] == "rocketmq-checkpoint"
+    assert kinds["dledger-n0/checkpoint"] == "rocketmq-dledger-checkpoint"
+    assert report["summary"]["skipped"] == 0
+    # a store root that happens to be named dledger-<x> keeps its own checkpoint
+    named = tmp_path / "dledger-named"
+    shutil.copytree(store.root / "commitlog", named / "commitlog")
+    shutil.copy(store.root / "checkpoint", named / "checkpoint")
+    assert detect(str(named / "checkpoint")).kind.value == "rocketmq-checkpoint"
+
+
 def test_compaction_log_and_queue_round_trip(store):
     log_paths = sorted((store.root / "compaction" / "compactionLog" / COMPACT_TOPIC / "0").iterdir())
     messages = [i for path in log_paths for i in _dump(path) if i["kind"] == "message"]
