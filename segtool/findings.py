@@ -470,6 +470,12 @@ class FindingKind(Enum):
         Severity.ERROR, "RocketMQ 5.x compaction log", "a message whose queue offset is not above the previous "
         "one's, or of another topic or queue than its directory", "compaction keeps one message per key in "
         "queue order: pulls of the compacted topic return the messages out of order")
+    COMPACTION_FILE_MISMATCH = (
+        Severity.ERROR, "RocketMQ 5.x compaction log and queue", "a compaction queue file with no compaction "
+        "log file of its name, a log file with no queue file of its name (TopicPartitionLog.roll creates each "
+        "queue file at its log file's start offset), or a queue unit that points outside its log file",
+        "TopicPartitionLog.sanityCheck throws ('log file mismatch with consumeQueue file'): CompactionStore.load "
+        "fails and, with enableCompaction, the broker does not start")
     # -- RocketMQ config files and consumer progress (groups) ---------------------------------------------
     CONFIG_SYNTAX = (
         Severity.ERROR, "RocketMQ `config/*.json` and `.bak`", "the file is empty, does not parse as fastjson "

@@ -35,6 +35,7 @@ PID = 4242
 BATCH_TOPIC, COMPACT_TOPIC = "BatchTopic", "CompactTopic"
 INNER_BATCH_FLAG = 0x80  # MessageSysFlag.INNER_BATCH_FLAG
 WRITE_TIME = 1_700_000_000_000  # the timer wheel's write time
+DAY_MS = 86_400_000
 
 
 class Written:
@@ -69,6 +70,11 @@ class Written:
         self.timer_records = [put(r5.TIMER_TOPIC, f"timer {i}".encode(), {"REAL_TOPIC": f"Real{i % 2}",
                                   "TIMER_OUT_MS": str(WRITE_TIME + 5000 + 1000 * (i % 3))}, ts=200 + i)
                               for i in range(8)]
+        # delays past the roll window (TimerMessageStore.doEnqueue writes them as MAGIC_ROLL units)
+        self.roll_delays = (int(2.2 * DAY_MS), 5 * DAY_MS)
+        self.timer_records += [put(r5.TIMER_TOPIC, f"far timer {i}".encode(), {"REAL_TOPIC": "Real0",
+                                   "TIMER_OUT_MS": str(WRITE_TIME + delay)}, ts=210 + i)
+                               for i, delay in enumerate(self.roll_delays)]
         self.compact_records = [put(COMPACT_TOPIC, f"value {i}".encode(), {"KEYS": f"key{i % 3}", "TAGS": "c"},
                                     ts=300 + i) for i in range(9)]
         self.commitlog_paths = self.commitlog.write()
@@ -317,6 +323,13 @@ def test_timer_log_and_wheel_round_trip(store, tmp_path):
     assert [{k: u[k] for k in store.timer.units[0]} for u in units] == store.timer.units
     assert [u["delayed_time"] for u in units] == [u["curr_write_time"] + u["delay_time"] for u in store.timer.units]
     assert units[-1]["flags"] == "default,delete"
+    # TimerMessageStore.doEnqueue: past timerRollWindowSlots the unit is a MAGIC_ROLL one at half the window
+    # (the delay overshoots the window by less than a third of it) or at the whole window
+    rolled = [u for u in units if u["magic"] & r5.TIMER_MAGIC_ROLL]
+    assert [(u["flags"], u["delay_time"]) for u in rolled] == [
+        ("default,roll", w.TIMER_ROLL_WINDOW_SLOTS // 2 * 1000), ("default,roll", w.TIMER_ROLL_WINDOW_SLOTS * 1000)]
+    assert [u["offset_py"] for u in rolled] == [r["offset"] for r in store.timer_records[-2:]]
+    assert all(u["flags"] == ("default,delete" if u is units[-1] else "default") for u in units if u not in rolled)
     blanks = [i for i in items if i["kind"] == "blank_end"]
     assert [(b["byte_offset"], b["length"]) for b in blanks] == [(5 * 52, 40)] * (len(paths) - 1)
     slots = [i for i in _dump(store.root / "timerwheel")]
@@ -421,6 +434,33 @@ def test_compaction_log_and_queue_round_trip(store):
     assert len(notes) == len(messages) and {p.severity for p in notes} == {Severity.INFO}
     (position,) = _dump(store.root / "compaction" / "position-checkpoint")
     assert (position["topic"], position["queue_id"], position["offset"]) == (COMPACT_TOPIC, 0, 9)
+
+
+def test_compaction_queue_files_are_named_after_their_log_files(store, tmp_path):
+    """CompactionLog.TopicPartitionLog.roll creates the queue file with SparseConsumeQueue.createFile(the new
+    log file's fileFromOffset), and TopicPartitionLog.sanityCheck throws when a log file and a queue file
+    differ in name.  A queue unit's logic offset is its file's fileFromOffset plus its place, as
+    SparseConsumeQueue.recover counts processOffset."""
+    log_dir = store.root / "compaction" / "compactionLog" / COMPACT_TOPIC / "0"
+    cq_dir = store.root / "compaction" / "compactionCq" / COMPACT_TOPIC / "0"
+    log_names = sorted(p.name for p in log_dir.iterdir())
+    assert sorted(p.name for p in cq_dir.iterdir()) == log_names and len(log_names) > 1
+    for name in log_names:
+        units = [i for i in _dump(cq_dir / name) if i["kind"] == "bcq_unit"]
+        assert units and all(u["logic_offset"] == int(name) + u["byte_offset"] for u in units)
+        # each unit points into the log file of its queue file's name
+        assert all(int(name) <= u["commit_log_offset"] < int(name) + 1024 for u in units)
+    # the layout a broker refuses: queue files named by their own byte offsets
+    copy = _copy(store, tmp_path)
+    copy_cq = copy / "compaction" / "compactionCq" / COMPACT_TOPIC / "0"
+    cq_size = (cq_dir / log_names[0]).stat().st_size
+    for i, name in enumerate(log_names):
+        (copy_cq / name).rename(copy_cq / f"{i * cq_size:020d}")
+    copy_log = copy / "compaction" / "compactionLog" / COMPACT_TOPIC / "0"
+    refused = {p.name: _kinds(verify_file(str(p), hash_input=False)) for d in (copy_cq, copy_log)
+               for p in sorted(d.iterdir()) if p.name != f"{0:020d}"}
+    assert refused and all("compaction_file_mismatch" in kinds for kinds in refused.values()), refused
+    assert not _kinds(verify_file(str(copy_cq / f"{0:020d}"), hash_input=False))
 
 
 def test_lock_and_abort_markers_written_and_real(store):
