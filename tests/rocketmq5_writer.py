@@ -111,7 +111,7 @@ class Message:
 def encode_message(msg: Message, physical_offset: int, append_crc: bool) -> bytes:
     """MessageExtEncoder.encode, then what DefaultAppendMessageCallback.doAppend fills in: QUEUEOFFSET,
     PHYSICALOFFSET, STORETIMESTAMP and, with enabledAppendPropCRC, the __CRC32# property over the bytes
-    before the 18 reserved ones."""
+    before the 20 reserved ones."""
     reserved = CRC32_RESERVED_LEN if append_crc else 0
     props = properties_string(msg.properties).encode() if msg.raw_properties is None else msg.raw_properties
     need_separator = reserved > 0 and len(props) > 0 and props[-1] != 2
@@ -143,7 +143,7 @@ def encode_message(msg: Message, physical_offset: int, append_crc: bool) -> byte
         out += props
     if need_separator:
         out += b"\x02"
-    out += bytes(reserved)  # 18 CRC32, reserved
+    out += bytes(reserved)  # 18 CRC32, reserved (CRC32_RESERVED_LEN = 8 + 1 + 10 + 1 = 20 bytes)
     struct.pack_into(">i", out, 0, len(out))
     if append_crc:
         check_size = len(out) - reserved

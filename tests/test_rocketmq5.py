@@ -316,6 +316,29 @@ def test_batch_consume_queue_round_trips(store, tmp_path):
     assert "batch_unit_invalid" in _kinds(verify_file(str(bad), hash_input=False))
 
 
+def test_an_inner_batch_jump_in_queue_offsets_is_no_gap(store, tmp_path):
+    """CommitLog.getMessageNum: an inner batch takes INNER_NUM queue offsets (BatchConsumeQueue.assignQueueOffset
+    gives it the base, increaseQueueOffset adds INNER_NUM), so the next message of its queue is INNER_NUM
+    further on: verify notes no queue_offset_sequence there, and does note a real jump."""
+    offsets = [r["message"].queue_offset for r in store.batch_records]
+    assert any(b - a > 1 for a, b in zip(offsets, offsets[1:]))  # the writer's batches do jump
+
+    def sequence_notes(root: Path) -> list[str]:
+        return [p.message for path in sorted((root / "commitlog").iterdir())
+                for p in verify_file(str(path), hash_input=False)["problems"] if p.kind.code == "queue_offset_sequence"]
+
+    assert sequence_notes(store.root) == []
+    copy = _copy(store, tmp_path)
+    third = store.batch_records[2]
+    path = copy / "commitlog" / f"{third['offset'] // 4096 * 4096:020d}"
+    at = third["offset"] % 4096 + 4 + 4 + 4 + 4 + 4  # QUEUEOFFSET
+    data = bytearray(path.read_bytes())
+    struct.pack_into(">q", data, at, offsets[2] + 1)
+    path.write_bytes(bytes(data))
+    notes = sequence_notes(copy)
+    assert len(notes) == 2 and f"queueOffset {offsets[2] + 1} where" in notes[0], notes
+
+
 def test_timer_log_and_wheel_round_trip(store, tmp_path):
     paths = sorted((store.root / "timerlog").iterdir())
     items = [i for path in paths for i in _dump(path)]
