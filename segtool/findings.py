@@ -247,8 +247,9 @@ class FindingKind(Enum):
         Severity.ERROR, "RocketMQ CommitLog", "`--deep`: a compressed body that does not inflate",
         "consumers fail to decode the message")
     QUEUE_OFFSET_SEQUENCE = (
-        Severity.INFO, "RocketMQ CommitLog", "a queue offset that does not follow the queue's previous one in the "
-        "file", "none: queue offsets jump across restarts and deletions")
+        Severity.INFO, "RocketMQ CommitLog", "a queue offset that does not follow the queue's previous message in "
+        "the file (the previous offset + 1, or + INNER_NUM after an inner batch, which takes that many: "
+        "CommitLog.getMessageNum)", "none: queue offsets jump across restarts and deletions")
     NOT_IN_CONSUMEQUEUE = (
         Severity.INFO, "RocketMQ CommitLog", "messages written but not yet dispatched to their ConsumeQueue",
         "recovery dispatches them")
@@ -414,7 +415,7 @@ class FindingKind(Enum):
     # -- RocketMQ 5.x store files (rocketmq/v5.py) ----------------------------------------------------
     PROPERTY_CRC_MISMATCH = (
         Severity.ERROR, "RocketMQ 5.x CommitLog (and DLedger, compaction logs)", "a message's `__CRC32#` property "
-        "(enabledAppendPropCRC) is not the CRC32 of the message before its last 18 bytes, or does not parse",
+        "(enabledAppendPropCRC) is not the CRC32 of the message before its last 20 bytes, or does not parse",
         "with forceVerifyPropCRC, checkMessageAndReturnSize fails: recovery cuts the CommitLog at the message; "
         "otherwise none (the body CRC is checked instead)",
         "a compaction log: CompactionLog copies the message and rewrites its PHYSICALOFFSET after the CRC was "
@@ -470,6 +471,12 @@ class FindingKind(Enum):
         Severity.ERROR, "RocketMQ 5.x compaction log", "a message whose queue offset is not above the previous "
         "one's, or of another topic or queue than its directory", "compaction keeps one message per key in "
         "queue order: pulls of the compacted topic return the messages out of order")
+    COMPACTION_FILE_MISMATCH = (
+        Severity.ERROR, "RocketMQ 5.x compaction log and queue", "a compaction queue file with no compaction "
+        "log file of its name, a log file with no queue file of its name (TopicPartitionLog.roll creates each "
+        "queue file at its log file's start offset), or a queue unit that points outside its log file",
+        "TopicPartitionLog.sanityCheck throws ('log file mismatch with consumeQueue file'): CompactionStore.load "
+        "fails and, with enableCompaction, the broker does not start")
     # -- RocketMQ config files and consumer progress (groups) ---------------------------------------------
     CONFIG_SYNTAX = (
         Severity.ERROR, "RocketMQ `config/*.json` and `.bak`", "the file is empty, does not parse as fastjson "

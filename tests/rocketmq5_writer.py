@@ -35,6 +35,7 @@ TIMER_UNIT_SIZE = 4 + 8 + 4 + 8 + 4 + 8 + 4 + 4 + 8
 TIMER_MIN_BLANK_LEN = 4 + 8 + 4
 TIMER_BLANK_MAGIC_CODE = struct.unpack(">i", struct.pack(">I", 0xBBCCDDEE ^ (1880681586 + 8)))[0]
 TIMER_SLOTS_TOTAL = 7 * 86400
+TIMER_ROLL_WINDOW_SLOTS = 3600 * 24 * 2  # MessageStoreConfig.timerRollWindowSlot (within slotsTotal - 60)
 SLOT_SIZE = 32
 MAGIC_DEFAULT, MAGIC_ROLL, MAGIC_DELETE = 1, 1 << 1, 1 << 2
 
@@ -110,7 +111,7 @@ class Message:
 def encode_message(msg: Message, physical_offset: int, append_crc: bool) -> bytes:
     """MessageExtEncoder.encode, then what DefaultAppendMessageCallback.doAppend fills in: QUEUEOFFSET,
     PHYSICALOFFSET, STORETIMESTAMP and, with enabledAppendPropCRC, the __CRC32# property over the bytes
-    before the 18 reserved ones."""
+    before the 20 reserved ones."""
     reserved = CRC32_RESERVED_LEN if append_crc else 0
     props = properties_string(msg.properties).encode() if msg.raw_properties is None else msg.raw_properties
     need_separator = reserved > 0 and len(props) > 0 and props[-1] != 2
@@ -142,7 +143,7 @@ def encode_message(msg: Message, physical_offset: int, append_crc: bool) -> byte
         out += props
     if need_separator:
         out += b"\x02"
-    out += bytes(reserved)  # 18 CRC32, reserved
+    out += bytes(reserved)  # 18 CRC32, reserved (CRC32_RESERVED_LEN = 8 + 1 + 10 + 1 = 20 bytes)
     struct.pack_into(">i", out, 0, len(out))
     if append_crc:
         check_size = len(out) - reserved
@@ -176,11 +177,12 @@ class MappedFileQueue:
         self.wrote += len(data)
         return start
 
-    def write(self) -> list[Path]:
+    def write(self, names: list[int] | None = None) -> list[Path]:
+        """The files under their own start offsets, or under ``names`` (one offset a file)."""
         self.directory.mkdir(parents=True, exist_ok=True)
         paths = []
         for i, data in enumerate(self.files):
-            path = self.directory / f"{i * self.file_size:020d}"
+            path = self.directory / f"{i * self.file_size if names is None else names[i]:020d}"
             path.write_bytes(bytes(data))
             paths.append(path)
         return paths
@@ -256,7 +258,17 @@ class TimerStore:
 
     def enqueue(self, offset_py: int, size_py: int, delayed_time: int, write_time: int, real_topic: str,
                 delete: bool = False) -> int:
-        magic = MAGIC_DEFAULT | (MAGIC_DELETE if delete else 0)
+        """TimerMessageStore.doEnqueue: a delay past the roll window is written as a MAGIC_ROLL unit at a
+        nearer time (half the window, or the whole window), to be put back into the timer then."""
+        magic = MAGIC_DEFAULT
+        window = TIMER_ROLL_WINDOW_SLOTS * self.precision
+        if delayed_time - write_time >= window:
+            magic |= MAGIC_ROLL
+            if delayed_time - write_time - window < TIMER_ROLL_WINDOW_SLOTS // 3 * self.precision:
+                delayed_time = write_time + TIMER_ROLL_WINDOW_SLOTS // 2 * self.precision
+            else:
+                delayed_time = write_time + window
+        magic |= MAGIC_DELETE if delete else 0
         _, first, last, num, slot_magic = self.get_slot(delayed_time)
         unit = struct.pack(">iqiqiqiiq", TIMER_UNIT_SIZE, last, magic, write_time, delayed_time - write_time,
                            offset_py, size_py, java_hash(real_topic), 0)
@@ -330,7 +342,10 @@ class DLedgerWriter:
 
 class CompactionWriter:
     """CompactionLog's CompactionAppendMessageCallback: a message copied into the compaction log with
-    PHYSICALOFFSET replaced, and a SparseConsumeQueue unit (batch size 1) for it."""
+    PHYSICALOFFSET replaced, and a SparseConsumeQueue unit (batch size 1) for it.  The log and its queue
+    roll together (TopicPartitionLog.roll: the queue file is created by SparseConsumeQueue.createFile
+    at the new log file's fileFromOffset), so each queue file is named after its log file, not after
+    its own byte offset; TopicPartitionLog.sanityCheck refuses a store where the names differ."""
 
     def __init__(self, root: Path, topic: str, queue_id: int, log_file_size: int, cq_units_per_file: int):
         base = root / "compaction"
@@ -364,7 +379,7 @@ class CompactionWriter:
 
     def write(self, positions: dict[str, int]) -> None:
         self.log.write()
-        self.cq.write()
+        self.cq.write(names=[i * self.log.file_size for i in range(len(self.cq.files))])
         # CompactionPositionMgr.persist: RemotingSerializable.toJson
         (self.base / "position-checkpoint").write_text(json.dumps({"queueOffsetMap": positions},
                                                                    separators=(",", ":")))

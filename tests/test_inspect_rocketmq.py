@@ -208,3 +208,87 @@ def test_kafka_and_rocketmq_inputs_are_not_mixed(tmp_path):
     run = segtool("inspect", kafka, _case("clean-multi") / "store")
     assert run.returncode == 2
     assert "not both" in run.stderr
+
+
+# --------------------------------------------------------------------------------------------
+# The 5.x start-up plan, on a store written as RocketMQ 5.x's classes write it (tests/rocketmq5_writer.py)
+# --------------------------------------------------------------------------------------------
+
+
+def _written_5x(tmp_path):
+    from tests.test_rocketmq5 import Written
+
+    return Written(tmp_path / "store")
+
+
+def _plan5(root) -> dict:
+    result = segtool("inspect", "--json", str(root))
+    assert result.returncode in (0, 1), result.stderr
+    validator = Draft202012Validator(json.loads((REPO / "docs" / "schemas" / "inspect.schema.json").read_text()))
+    report = json.loads(result.stdout)
+    assert not list(validator.iter_errors(report))
+    return report["stores"][0]
+
+
+def test_inspect_gives_the_5x_recoveries_per_file(tmp_path):
+    """DefaultMessageStore.recover (5.x): BatchConsumeQueue.recover keeps units while offset >= 0, size > 0,
+    msgBaseOffset >= 0 and batchSize > 0 and truncateDirtyFiles deletes the files after; TimerMessageStore.recover
+    runs recoverAndRevise(lastTimerLogFlushPos - last file size, true), which stops at a unit of another size or
+    magic and cuts there; DLedgerMmapFileStore.recover cuts the raft log at the first entry it refuses.  A
+    BatchCQ topic's messages are dispatched to its BatchConsumeQueue, not to consumequeue/."""
+    import shutil
+
+    from tests import rocketmq5_writer as w
+
+    written = _written_5x(tmp_path)
+    store = _plan5(written.root)
+    plan5 = store["plan"]["rocketmq5"]
+    assert {"BatchConsumeQueue.recover", "TimerMessageStore.recover (recoverAndRevise)",
+            "DLedgerMmapFileStore.recover"} <= set(plan5["recoveries"])
+    (queue,) = plan5["batch_queues"]
+    assert [f["kept"] for f in queue["files"]] == [4, len(written.bcq_units) - 4]
+    assert not any(f["dropped"] or f["deleted"] for f in queue["files"])
+    assert "BatchTopic" not in {q["topic"] for q in store["consume_queues"]}
+    timer = plan5["timer"]
+    flush = written.timer_checkpoint[1]
+    files = sorted((written.root / "timerlog").iterdir())
+    begin = flush - files[-1].stat().st_size
+    assert timer["begin_offset"] == begin and timer["process_offset"] == written.timer.log.offset
+    assert timer["begin_file"] == max(p.name for p in files if int(p.name) <= begin)
+    (dledger,) = plan5["dledger"]
+    assert (dledger["entries"], dledger["last_index"], dledger["cut"]) == (len(written.dledger.entries),
+                                                                          len(written.dledger.entries) - 1, None)
+
+    # damage: a unit recover refuses in the first BatchConsumeQueue file, a bad timer unit, a DLedger term going back
+    bcq = written.bcq_paths[0]
+    data = bytearray(bcq.read_bytes())
+    struct.pack_into(">h", data, 1 * w.BCQ_UNIT_SIZE + 36, 0)  # the second unit's batchSize
+    bcq.write_bytes(bytes(data))
+    second_timer = files[1]
+    data = bytearray(second_timer.read_bytes())
+    struct.pack_into(">i", data, 2 * w.TIMER_UNIT_SIZE + 12, 0x40)  # a magic isMagicOK refuses
+    second_timer.write_bytes(bytes(data))
+    entry = written.dledger.entries[2]
+    data_file = written.root / "dledger-n0" / "data" / f"{0:020d}"
+    data = bytearray(data_file.read_bytes())
+    struct.pack_into(">q", data, entry["pos"] + 4 + 4 + 8, 0)  # term 0 after term 1
+    data_file.write_bytes(bytes(data))
+    damaged = _plan5(written.root)["plan"]["rocketmq5"]
+    (queue,) = damaged["batch_queues"]
+    assert queue["end"] == w.BCQ_UNIT_SIZE
+    assert [(f["kept"], f["dropped"], f["deleted"]) for f in queue["files"]] == [
+        (1, 3, False), (0, len(written.bcq_units) - 4, True)]
+    timer = damaged["timer"]
+    assert timer["stop"]["file"] == second_timer.name and timer["stop"]["file_offset"] == 2 * w.TIMER_UNIT_SIZE
+    assert [f["deleted"] for f in timer["files"]] == [False, False, True]
+    (dledger,) = damaged["dledger"]
+    assert dledger["cut"]["pos"] == entry["pos"] and dledger["last_index"] == 1
+    assert [(f["kept"], f["deleted"]) for f in dledger["files"]] == [(2, False), (0, True)]
+    # a DLedger store (no commitlog/): ConsumeQueues are not destroyed for want of a CommitLog
+    dl = tmp_path / "dl"
+    shutil.copytree(written.root / "dledger-n0", dl / "dledger-n0")
+    shutil.copy(written.root / "checkpoint", dl / "checkpoint")
+    shutil.copytree(written.root / "batchconsumequeue", dl / "batchconsumequeue")
+    only = _plan5(dl)
+    assert only["checkpoint"] is not None and only["plan"]["rocketmq5"]["dledger"]
+    assert only["plan"]["rocketmq5"]["batch_queues"][0]["files"][0]["kept"] == 1  # as damaged above, no more

@@ -109,3 +109,22 @@ def test_i_without_o_is_a_message_id(store):
     assert result.returncode == 1 and "not a message id" in result.stdout
     clash = segtool("lookup", store, "-t", "OrderTopic", "-i", "x", "-o", "0")
     assert clash.returncode == 2
+
+
+def test_print_msg_carries_the_pulls_min_and_max_offset(store):
+    """PullAPIWrapper.processPullResult adds MIN_OFFSET and MAX_OFFSET (the pull result's queue bounds)
+    to every message it hands PrintMessageSubCommand.printMessage, which prints them with the rest."""
+    summary = {q["queueId"]: q for q in golden("clean-multi", "consumequeue-summary.json")["queues"]
+               if q["topic"] == "OrderTopic"}
+    rc, answer = _json(store, "--print-msg", "-t", "OrderTopic", "-d", "false")
+    assert rc == 0 and answer["messages"]
+    for message in answer["messages"]:
+        bounds = summary[message["queue_id"]]
+        pulled = message["mqadmin"]["properties"]
+        assert (pulled["MIN_OFFSET"], pulled["MAX_OFFSET"]) == (str(bounds["minOffsetInQueue"]),
+                                                                str(bounds["maxOffsetInQueue"]))
+        assert "MIN_OFFSET" not in message["properties"]  # the stored message does not hold them
+    text = segtool("lookup", store, "--print-msg", "-t", "OrderTopic", "-d", "false").stdout
+    shown = [line for line in text.splitlines() if line.startswith("MSGID:")]
+    assert len(shown) == len(answer["messages"])
+    assert all("MIN_OFFSET=" in line and "MAX_OFFSET=" in line for line in shown)

@@ -35,6 +35,7 @@ PID = 4242
 BATCH_TOPIC, COMPACT_TOPIC = "BatchTopic", "CompactTopic"
 INNER_BATCH_FLAG = 0x80  # MessageSysFlag.INNER_BATCH_FLAG
 WRITE_TIME = 1_700_000_000_000  # the timer wheel's write time
+DAY_MS = 86_400_000
 
 
 class Written:
@@ -69,6 +70,11 @@ class Written:
         self.timer_records = [put(r5.TIMER_TOPIC, f"timer {i}".encode(), {"REAL_TOPIC": f"Real{i % 2}",
                                   "TIMER_OUT_MS": str(WRITE_TIME + 5000 + 1000 * (i % 3))}, ts=200 + i)
                               for i in range(8)]
+        # delays past the roll window (TimerMessageStore.doEnqueue writes them as MAGIC_ROLL units)
+        self.roll_delays = (int(2.2 * DAY_MS), 5 * DAY_MS)
+        self.timer_records += [put(r5.TIMER_TOPIC, f"far timer {i}".encode(), {"REAL_TOPIC": "Real0",
+                                   "TIMER_OUT_MS": str(WRITE_TIME + delay)}, ts=210 + i)
+                               for i, delay in enumerate(self.roll_delays)]
         self.compact_records = [put(COMPACT_TOPIC, f"value {i}".encode(), {"KEYS": f"key{i % 3}", "TAGS": "c"},
                                     ts=300 + i) for i in range(9)]
         self.commitlog_paths = self.commitlog.write()
@@ -310,6 +316,29 @@ def test_batch_consume_queue_round_trips(store, tmp_path):
     assert "batch_unit_invalid" in _kinds(verify_file(str(bad), hash_input=False))
 
 
+def test_an_inner_batch_jump_in_queue_offsets_is_no_gap(store, tmp_path):
+    """CommitLog.getMessageNum: an inner batch takes INNER_NUM queue offsets (BatchConsumeQueue.assignQueueOffset
+    gives it the base, increaseQueueOffset adds INNER_NUM), so the next message of its queue is INNER_NUM
+    further on: verify notes no queue_offset_sequence there, and does note a real jump."""
+    offsets = [r["message"].queue_offset for r in store.batch_records]
+    assert any(b - a > 1 for a, b in zip(offsets, offsets[1:]))  # the writer's batches do jump
+
+    def sequence_notes(root: Path) -> list[str]:
+        return [p.message for path in sorted((root / "commitlog").iterdir())
+                for p in verify_file(str(path), hash_input=False)["problems"] if p.kind.code == "queue_offset_sequence"]
+
+    assert sequence_notes(store.root) == []
+    copy = _copy(store, tmp_path)
+    third = store.batch_records[2]
+    path = copy / "commitlog" / f"{third['offset'] // 4096 * 4096:020d}"
+    at = third["offset"] % 4096 + 4 + 4 + 4 + 4 + 4  # QUEUEOFFSET
+    data = bytearray(path.read_bytes())
+    struct.pack_into(">q", data, at, offsets[2] + 1)
+    path.write_bytes(bytes(data))
+    notes = sequence_notes(copy)
+    assert len(notes) == 2 and f"queueOffset {offsets[2] + 1} where" in notes[0], notes
+
+
 def test_timer_log_and_wheel_round_trip(store, tmp_path):
     paths = sorted((store.root / "timerlog").iterdir())
     items = [i for path in paths for i in _dump(path)]
@@ -317,6 +346,13 @@ def test_timer_log_and_wheel_round_trip(store, tmp_path):
     assert [{k: u[k] for k in store.timer.units[0]} for u in units] == store.timer.units
     assert [u["delayed_time"] for u in units] == [u["curr_write_time"] + u["delay_time"] for u in store.timer.units]
     assert units[-1]["flags"] == "default,delete"
+    # TimerMessageStore.doEnqueue: past timerRollWindowSlots the unit is a MAGIC_ROLL one at half the window
+    # (the delay overshoots the window by less than a third of it) or at the whole window
+    rolled = [u for u in units if u["magic"] & r5.TIMER_MAGIC_ROLL]
+    assert [(u["flags"], u["delay_time"]) for u in rolled] == [
+        ("default,roll", w.TIMER_ROLL_WINDOW_SLOTS // 2 * 1000), ("default,roll", w.TIMER_ROLL_WINDOW_SLOTS * 1000)]
+    assert [u["offset_py"] for u in rolled] == [r["offset"] for r in store.timer_records[-2:]]
+    assert all(u["flags"] == ("default,delete" if u is units[-1] else "default") for u in units if u not in rolled)
     blanks = [i for i in items if i["kind"] == "blank_end"]
     assert [(b["byte_offset"], b["length"]) for b in blanks] == [(5 * 52, 40)] * (len(paths) - 1)
     slots = [i for i in _dump(store.root / "timerwheel")]
@@ -374,6 +410,34 @@ def test_dledger_entries_and_index_round_trip(store, tmp_path):
     assert "dledger_index_mismatch" in _kinds(verify_file(str(index_file), hash_input=False))
 
 
+def test_a_dledger_store_has_the_store_checkpoint_at_its_root(store, tmp_path):
+    """A DLedger broker keeps no commitlog/: StorePathConfigHelper.getStoreCheckpoint(storePathRootDir)
+    is still <root>/checkpoint, read by StoreCheckpoint, and DLedgerMmapFileStore keeps its own text
+    checkpoint in DLedgerConfig.getDefaultPath() = <root>/dledger-<selfId>, beside its index/."""
+    root = tmp_path / "dledger-store"
+    shutil.copytree(store.root / "dledger-n0", root / "dledger-n0")
+    shutil.copy(store.root / "checkpoint", root / "checkpoint")
+    w.write_markers(root, PID)
+    assert detect(str(root / "checkpoint")).kind.value == "rocketmq-checkpoint"
+    assert detect(str(root / "dledger-n0" / "checkpoint")).kind.value == "rocketmq-dledger-checkpoint"
+    (item,) = _dump(root / "checkpoint")
+    names = ("physic_msg_timestamp", "logics_msg_timestamp", "index_msg_timestamp", "master_flushed_offset",
+             "confirm_phy_offset")
+    assert tuple(item[n] for n in names) == store.checkpoint
+    (dledger,) = _dump(root / "dledger-n0" / "checkpoint")
+    assert (dledger["end_index"], dledger["committed_index"]) == (len(store.dledger.entries) - 1, 5)
+    report = json.loads(segtool("verify", "--json", "--no-hash", root).stdout)
+    kinds = {Path(f["path"]).relative_to(root).as_posix(): f["kind"] for f in report["files"]}
+    assert kinds["checkpoint"] == "rocketmq-checkpoint"
+    assert kinds["dledger-n0/checkpoint"] == "rocketmq-dledger-checkpoint"
+    assert report["summary"]["skipped"] == 0
+    # a store root that happens to be named dledger-<x> keeps its own checkpoint
+    named = tmp_path / "dledger-named"
+    shutil.copytree(store.root / "commitlog", named / "commitlog")
+    shutil.copy(store.root / "checkpoint", named / "checkpoint")
+    assert detect(str(named / "checkpoint")).kind.value == "rocketmq-checkpoint"
+
+
 def test_compaction_log_and_queue_round_trip(store):
     log_paths = sorted((store.root / "compaction" / "compactionLog" / COMPACT_TOPIC / "0").iterdir())
     messages = [i for path in log_paths for i in _dump(path) if i["kind"] == "message"]
@@ -393,6 +457,33 @@ def test_compaction_log_and_queue_round_trip(store):
     assert len(notes) == len(messages) and {p.severity for p in notes} == {Severity.INFO}
     (position,) = _dump(store.root / "compaction" / "position-checkpoint")
     assert (position["topic"], position["queue_id"], position["offset"]) == (COMPACT_TOPIC, 0, 9)
+
+
+def test_compaction_queue_files_are_named_after_their_log_files(store, tmp_path):
+    """CompactionLog.TopicPartitionLog.roll creates the queue file with SparseConsumeQueue.createFile(the new
+    log file's fileFromOffset), and TopicPartitionLog.sanityCheck throws when a log file and a queue file
+    differ in name.  A queue unit's logic offset is its file's fileFromOffset plus its place, as
+    SparseConsumeQueue.recover counts processOffset."""
+    log_dir = store.root / "compaction" / "compactionLog" / COMPACT_TOPIC / "0"
+    cq_dir = store.root / "compaction" / "compactionCq" / COMPACT_TOPIC / "0"
+    log_names = sorted(p.name for p in log_dir.iterdir())
+    assert sorted(p.name for p in cq_dir.iterdir()) == log_names and len(log_names) > 1
+    for name in log_names:
+        units = [i for i in _dump(cq_dir / name) if i["kind"] == "bcq_unit"]
+        assert units and all(u["logic_offset"] == int(name) + u["byte_offset"] for u in units)
+        # each unit points into the log file of its queue file's name
+        assert all(int(name) <= u["commit_log_offset"] < int(name) + 1024 for u in units)
+    # the layout a broker refuses: queue files named by their own byte offsets
+    copy = _copy(store, tmp_path)
+    copy_cq = copy / "compaction" / "compactionCq" / COMPACT_TOPIC / "0"
+    cq_size = (cq_dir / log_names[0]).stat().st_size
+    for i, name in enumerate(log_names):
+        (copy_cq / name).rename(copy_cq / f"{i * cq_size:020d}")
+    copy_log = copy / "compaction" / "compactionLog" / COMPACT_TOPIC / "0"
+    refused = {p.name: _kinds(verify_file(str(p), hash_input=False)) for d in (copy_cq, copy_log)
+               for p in sorted(d.iterdir()) if p.name != f"{0:020d}"}
+    assert refused and all("compaction_file_mismatch" in kinds for kinds in refused.values()), refused
+    assert not _kinds(verify_file(str(copy_cq / f"{0:020d}"), hash_input=False))
 
 
 def test_lock_and_abort_markers_written_and_real(store):

@@ -94,8 +94,15 @@ def detect(path: str) -> DetectedFile:
             return DetectedFile(path, FileKind.ROCKETMQ_COMMITLOG)
         if grandparent3 == rocketmq_names.CONSUMEQUEUE_DIR:
             return DetectedFile(path, FileKind.ROCKETMQ_CONSUMEQUEUE)
-    if name == rocketmq_names.CHECKPOINT and _beside_store_directories(path):
-        return DetectedFile(path, FileKind.ROCKETMQ_CHECKPOINT)
+    if name == rocketmq_names.CHECKPOINT:
+        directory = os.path.dirname(os.path.abspath(path))
+        # DLedger keeps a checkpoint of its own in its directory, which holds an index/ too
+        if rocketmq_names.is_dledger_home(directory):
+            return DetectedFile(path, FileKind.ROCKETMQ_DLEDGER_CHECKPOINT)
+        # the store's checkpoint (StorePathConfigHelper.getStoreCheckpoint) beside the root's directories:
+        # its data, config/, or only 5.x's (a DLedger store has no commitlog/)
+        if rocketmq_names.holds_store_directories(directory):
+            return DetectedFile(path, FileKind.ROCKETMQ_CHECKPOINT)
     if rocketmq_names.is_index_file_name(name) and parent == rocketmq_names.INDEX_DIR:
         return DetectedFile(path, FileKind.ROCKETMQ_INDEXFILE)
     rocketmq5 = _rocketmq5_kind(name, parts[:-1])
@@ -104,13 +111,6 @@ def detect(path: str) -> DetectedFile:
     if _TWENTY_DIGITS.match(name) and _head(path, 8)[4:8] in _COMMITLOG_MAGICS:
         return DetectedFile(path, FileKind.ROCKETMQ_COMMITLOG)
     return DetectedFile(path, FileKind.UNKNOWN)
-
-
-def _beside_store_directories(path: str) -> bool:
-    """Does a store's directory lie beside the file: its data directories, or only the broker's
-    ``config/`` (a store whose data files were not kept)?"""
-    directory = os.path.dirname(path)
-    return any(os.path.isdir(os.path.join(directory, name)) for name in (*rocketmq_names.DATA_DIRS, rocketmq_names.CONFIG_DIR))
 
 
 _STORE_MARKERS = {rocketmq_names.LOCK: FileKind.ROCKETMQ_LOCK, rocketmq_names.ABORT: FileKind.ROCKETMQ_ABORT}
@@ -135,8 +135,6 @@ def _rocketmq5_kind(name: str, directories: list[str]) -> FileKind | None:
         return FileKind.ROCKETMQ_TIMERMETRICS
     if parent == "compaction" and name == "position-checkpoint":
         return FileKind.ROCKETMQ_COMPACTION_POSITION
-    if name == rocketmq_names.CHECKPOINT and rocketmq_names.is_dledger_dir(parent):
-        return FileKind.ROCKETMQ_DLEDGER_CHECKPOINT
     if name in _STORE_MARKERS and rocketmq_names.is_store_root(os.sep.join(directories) or os.sep):
         return _STORE_MARKERS[name]
     return None

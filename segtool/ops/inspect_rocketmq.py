@@ -17,7 +17,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from segtool.rocketmq import startup
+from segtool.rocketmq import startup, startup5
+from segtool.rocketmq import v5 as r5
+from segtool.source import open_buffer
 from segtool.rocketmq import store as rs
 from segtool.engine.inventory import inventory
 from segtool.rocketmq import names as rocketmq_names
@@ -32,6 +34,7 @@ from segtool.ops.output_schema import (
     InspectedConsumeQueue,
     InspectedIndexFile,
     InspectedStore,
+    RocketMQ5StartupPlan,
     RocketMQInspectReport,
     RocketMQStartupPlan,
     StoreCheckpointReport,
@@ -103,6 +106,9 @@ def inspect_store(path: str) -> InspectedStore:
         try:
             checkpoint = _checkpoint(root, ctx, commitlog, queues, index_files, problems)
             plan = _plan(ctx, commitlog, queues, cq_file_size, index_views, checkpoint, problems)
+            if plan["loads"]:
+                cut = plan["commitlog"]["max_phy_offset"] if plan["commitlog"] else None
+                plan["rocketmq5"] = _rocketmq5_plan(root, plan, cut)
         finally:
             for view in index_views:
                 view.close()
@@ -376,7 +382,7 @@ def _plan(ctx: StoreContext, commitlog, queues, cq_file_size, index_views, check
         "index": {"kept": [v.name for v in index_views], "destroyed": [], "files_after": [v.name for v in index_views],
                   "messages_indexed": 0, "entries_written": 0, "files_created": 0, "appended_to": None},
         "recovery_dispatch": None, "reput": None,
-        "commitlog_files_after": [p.name for _, p, _ in ctx.cl_files], "notes": []}
+        "commitlog_files_after": [p.name for _, p, _ in ctx.cl_files], "notes": [], "rocketmq5": None}
     if ctx.abort:
         problems.append(finding(FindingKind.UNCLEAN_SHUTDOWN, None,
                                 f"{ctx.root / 'abort'} is present: the broker did not shut down cleanly; its next "
@@ -403,6 +409,13 @@ def _plan(ctx: StoreContext, commitlog, queues, cq_file_size, index_views, check
                                 f"{ctx.root / 'index' / name}: endTimestamp after the checkpoint's indexMsgTimestamp "
                                 f"{cp['indexMsgTimestamp']}: IndexService.load destroys it; its entries are rebuilt "
                                 "from the CommitLog as recovery dispatches"))
+    dledger = _dledger_data_dirs(ctx.root)
+    if not ctx.cl_files and dledger:
+        # DLedgerCommitLog: the messages are in dledger-<id>/data, which recover_dledger reads
+        plan["notes"].append("the CommitLog is DLedger's (dledger-<id>/data): DLedgerMmapFileStore.recover runs "
+                             "instead of the CommitLog recovery, and the ConsumeQueues are kept as recover leaves "
+                             "them (DLedgerCommitLog's dispatch is not predicted here)")
+        return plan
     if not ctx.cl_files:
         if queues:
             dropped = sum(q.end // rmq.CQ_UNIT_SIZE for q in queues)
@@ -468,7 +481,8 @@ def _dispatch(ctx: StoreContext, cp: dict, cut: int, plan: RocketMQStartupPlan, 
     index = plan["index"]
     if ctx.abort:
         feed = rs.DispatchFeed("recover")
-        fed = startup.dispatch_to_queues(rs.commitlog_recovery(ctx.commitlog_dir, cp, feed=feed), by_key)
+        fed = startup.dispatch_to_queues(rs.commitlog_recovery(ctx.commitlog_dir, cp, feed=feed), by_key,
+                                         _batch_topics(ctx.root))
         builds.append(_build_index(index, fed, geometry, kept))
         plan["recovery_dispatch"] = {"from_file": feed.start_file, "from_phy_offset": None, "to_phy_offset": cut,
                                      "messages": feed.dispatched,
@@ -486,11 +500,62 @@ def _dispatch(ctx: StoreContext, cp: dict, cut: int, plan: RocketMQStartupPlan, 
         before = sum(q.added_units for q in by_key.values())
         counted = _Counted(r for r in rs.reput_dispatches(ctx.commitlog_dir, reput_from, feed=feed)
                            if r.commit_log_offset < cut)
-        builds.append(_build_index(index, startup.dispatch_to_queues(counted, by_key), geometry,
+        builds.append(_build_index(index, startup.dispatch_to_queues(counted, by_key, _batch_topics(ctx.root)),
+                                   geometry,
                                    builds[-1].files if builds else kept))
         plan["reput"] = {"from_file": feed.start_file, "from_phy_offset": reput_from, "to_phy_offset": cut,
                          "messages": counted.count,
                          "units_added": sum(q.added_units for q in by_key.values()) - before}
+
+
+def _batch_topics(root: Path) -> frozenset[str]:
+    """The topics with a BatchConsumeQueue: a 5.x broker dispatches their messages there, not to consumequeue/."""
+    directory = root / rocketmq_names.BATCH_CONSUMEQUEUE_DIR
+    return frozenset(p.name for p in directory.iterdir() if p.is_dir()) if directory.is_dir() else frozenset()
+
+
+def _dledger_data_dirs(root: Path) -> list[Path]:
+    return sorted(p / "data" for p in root.iterdir() if rocketmq_names.is_dledger_dir(p.name) and (p / "data").is_dir()) \
+        if root.is_dir() else []
+
+
+def _rocketmq5_plan(root: Path, plan: RocketMQStartupPlan, checkpoint_cut: int | None) -> RocketMQ5StartupPlan | None:
+    """The 5.x start-up's own recoveries (rocketmq/startup5.py), per file; None for a store without 5.x files."""
+    batch_root = root / rocketmq_names.BATCH_CONSUMEQUEUE_DIR
+    timer_dir = root / rocketmq_names.TIMERLOG_DIR
+    dledger = _dledger_data_dirs(root)
+    compaction = root / "compaction"
+    if not (batch_root.is_dir() or timer_dir.is_dir() or dledger or compaction.is_dir()):
+        return None
+    recoveries, notes = ["ConsumeQueue.recover"], []
+    batch_queues = []
+    if batch_root.is_dir():
+        recoveries.append("BatchConsumeQueue.recover")
+        for topic, queue_id, directory in rmq.list_consume_queues(batch_root):
+            batch_queues.append(startup5.recover_batch_queue(topic, queue_id, directory, checkpoint_cut))
+    if dledger:
+        recoveries.append("DLedgerMmapFileStore.recover")
+    elif plan["commitlog"] is not None:
+        recoveries.append(f"CommitLog.{plan['commitlog']['method']}")
+    if checkpoint_cut is not None and any(r["dropped"] for q in batch_queues for r in q["files"]):
+        recoveries.append("BatchConsumeQueue.truncateDirtyLogicFiles")
+    timer = None
+    if timer_dir.is_dir():
+        recoveries.append("TimerMessageStore.recover (recoverAndRevise)")
+        flush = None
+        timercheck = root / rocketmq_names.CONFIG_DIR / "timercheck"
+        if timercheck.is_file():
+            try:
+                flush = r5.read_timer_checkpoint(open_buffer(str(timercheck)), str(timercheck))["lastTimerLogFlushPos"]
+            except SegtoolError as exc:
+                notes.append(f"{timercheck}: {exc.message}; the timer recovery starts from the first file")
+        else:
+            notes.append(f"no {timercheck}: TimerCheckpoint starts from zeros, the timer recovery from the first file")
+        timer = startup5.recover_timer_log(timer_dir, flush)
+    if compaction.is_dir():
+        recoveries.append("CompactionStore.load (TopicPartitionLog.sanityCheck; verify checks it)")
+    return {"recoveries": recoveries, "batch_queues": batch_queues, "timer": timer,
+            "dledger": [startup5.recover_dledger(d) for d in dledger], "notes": notes}
 
 
 def _build_index(plan_index: dict, requests, geometry: tuple[int, int],

@@ -119,7 +119,9 @@ def print_messages(store_path: str, topic: str, *, charset: str = "UTF-8", sub_e
                    begin: int | None = None, end: int | None = None, print_body: bool = True) -> dict:
     """``mqadmin printMsg``: per queue of the topic (its ConsumeQueue directories), the messages from
     the queue's min to its max offset whose tags pass the sub expression, with the body decoded in
-    ``charset``; ``begin``/``end`` (epoch ms) keep the messages stored in [begin, end).
+    ``charset``; ``begin``/``end`` (epoch ms) keep the messages stored in [begin, end).  Each
+    message's ``mqadmin`` fields carry the properties as the pull delivers them: the stored ones plus
+    MIN_OFFSET and MAX_OFFSET, the queue's bounds (``PullAPIWrapper.processPullResult``).
 
     mqadmin turns begin/end into queue offsets with ``ConsumeQueue.getOffsetInQueueByTime`` (a binary
     search for the nearest store time in the ConsumeQueue file its mtime picks); here the store time
@@ -153,6 +155,9 @@ def print_messages(store_path: str, topic: str, *, charset: str = "UTF-8", sub_e
                     continue
                 view = _message_view(msg, store.commitlog_dir)
                 view["msg_id"] = client_msg_id(view)
+                # the pull hands mqadmin each message with the queue's bounds added to its properties
+                # (PullAPIWrapper.processPullResult), and printMsg prints them with the rest
+                view["mqadmin"] = print_msg_fields(view, {"MIN_OFFSET": str(low), "MAX_OFFSET": str(high)})
                 body = msg.get("bodyDecompressed", msg["body"])
                 view["body_text"] = body.decode(codec, "replace") if print_body else None
                 view["body_charset"] = codec
@@ -216,7 +221,7 @@ def mqadmin_answer_lines(answer: dict, full: bool = False) -> list[str]:
                     f"commitLogOffset={message['phy_offset']}, storeTimestamp={show_time(message['store_timestamp'])}, "
                     f"bornHost={message['born_host']}, storeHost={message['store_host']}, "
                     f"sysFlag={message['sys_flag']}, reconsumeTimes={message['reconsume_times']}, "
-                    f"properties: {show_text(properties_text(message['properties'] or {})[1:-1])} BODY: {body}")
+                    f"properties: {show_text(message['mqadmin']['properties_text'][1:-1])} BODY: {body}")
             lines.append("-" * 56)
         lines.extend(f"note: {show_text(note)}" for note in answer["notes"])
         return lines

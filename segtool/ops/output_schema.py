@@ -978,6 +978,71 @@ class Redispatch(TypedDict):
     units_added: int
 
 
+class RecoveredFile(TypedDict):
+    """One file of a 5.x store through its recovery: units or entries on disk, kept, dropped, deleted."""
+    name: str
+    start_offset: int
+    size: int
+    on_disk: int
+    kept: int
+    dropped: int
+    deleted: bool
+    read: NotRequired[bool]  # the timer log: recoverAndRevise read this file
+
+
+class BatchQueueRecovery(TypedDict):
+    """``BatchConsumeQueue.recover`` and ``truncateDirtyLogicFiles`` of one queue."""
+    topic: str
+    queue_id: int
+    directory: str
+    end: int  # where recover ends (logic offset)
+    files: list[RecoveredFile]
+
+
+class TimerRecoveryStop(TypedDict):
+    file: str
+    file_offset: int
+    timer_log_offset: int
+    kind: str
+
+
+class TimerRecovery(TypedDict):
+    """``TimerMessageStore.recover``: ``recoverAndRevise(lastTimerLogFlushPos - last file size, true)``."""
+    directory: str
+    begin_offset: int
+    begin_file: str | None
+    process_offset: int
+    units_revised: int
+    stop: TimerRecoveryStop | None
+    files: list[RecoveredFile]
+
+
+class DLedgerCut(TypedDict):
+    file: str
+    file_offset: int
+    pos: int
+    reason: str
+
+
+class DLedgerRecovery(TypedDict):
+    """``DLedgerMmapFileStore.recover`` over ``dledger-<id>/data``."""
+    directory: str
+    entries: int
+    last_index: int | None
+    cut: DLedgerCut | None
+    files: list[RecoveredFile]
+
+
+class RocketMQ5StartupPlan(TypedDict):
+    """What a 5.x broker's start-up adds to 4.9's (rocketmq/startup5.py): which recoveries run, and per
+    file what the BatchConsumeQueues, the timer log and the DLedger raft log keep, cut and delete."""
+    recoveries: list[str]
+    batch_queues: list[BatchQueueRecovery]
+    timer: TimerRecovery | None
+    dledger: list[DLedgerRecovery]
+    notes: list[str]
+
+
 class RocketMQStartupPlan(TypedDict):
     last_exit: Literal["normal", "abnormal"]
     loads: bool  # DefaultMessageStore.load succeeds
@@ -991,6 +1056,7 @@ class RocketMQStartupPlan(TypedDict):
     reput: Redispatch | None  # ReputMessageService at start
     commitlog_files_after: list[str]
     notes: list[str]
+    rocketmq5: RocketMQ5StartupPlan | None  # a store with 5.x files (None: a 4.9 store)
 
 
 class InspectedStore(TypedDict):

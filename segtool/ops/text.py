@@ -493,6 +493,8 @@ def _rocketmq_inspect_lines(report: dict) -> Iterator[Styled]:
                    + (f", appended to {index['appended_to']}" if index["appended_to"] else "")), None
         for note in plan["notes"]:
             yield f"    note: {note}", "dim"
+        if plan.get("rocketmq5"):
+            yield from _rocketmq5_plan_lines(plan["rocketmq5"])
         yield from _problem_lines(store["problems"], "  ")
         yield "", None
     summary = report["summary"]
@@ -501,6 +503,40 @@ def _rocketmq_inspect_lines(report: dict) -> Iterator[Styled]:
            f"{summary['consume_queue_units_dropped']} ConsumeQueue units dropped, {summary['index_files_destroyed']} "
            f"IndexFiles destroyed; {summary['errors']} errors, {summary['notes']} notes, {summary['unreadable']} "
            "unreadable"), "bold"
+
+
+def _recovered_file_line(what: str, f: dict) -> tuple[str, str | None]:
+    if f["deleted"]:
+        return f"      {f['name']}: deleted ({f['on_disk']} {what} on disk)", "red" if f["on_disk"] else None
+    if f["dropped"]:
+        return f"      {f['name']}: keeps {f['kept']} of {f['on_disk']} {what}, drops {f['dropped']}", "red"
+    return f"      {f['name']}: keeps its {f['kept']} {what}", None
+
+
+def _rocketmq5_plan_lines(plan5: dict) -> Iterator[tuple[str, str | None]]:
+    """The 5.x start-up's own recoveries, per file (rocketmq/startup5.py)."""
+    yield "    5.x start-up: " + ", ".join(plan5["recoveries"]), None
+    for queue in plan5["batch_queues"]:
+        yield f"    BatchConsumeQueue {show_text(queue['topic'])}/{queue['queue_id']}: recover ends at {queue['end']}", None
+        for f in queue["files"]:
+            yield _recovered_file_line("units", f)
+    timer = plan5["timer"]
+    if timer:
+        stop = timer["stop"]
+        yield (f"    timer log: recoverAndRevise from {timer['begin_offset']} ({timer['begin_file']}) revises "
+               f"{timer['units_revised']} wheel slot entries, ends at {timer['process_offset']}"
+               + (f" ({stop['kind']} in {stop['file']} at byte {stop['file_offset']})" if stop else "")), None
+        for f in timer["files"]:
+            yield _recovered_file_line("units", f)
+    for dledger in plan5["dledger"]:
+        cut = dledger["cut"]
+        yield (f"    DLedger {dledger['directory']}: {dledger['entries']} entries kept, last index "
+               f"{dledger['last_index']}" + (f"; cut in {cut['file']} at byte {cut['file_offset']}: {cut['reason']}"
+                                              if cut else "")), "red" if cut else None
+        for f in dledger["files"]:
+            yield _recovered_file_line("entries", f)
+    for note in plan5["notes"]:
+        yield f"    note: {note}", "dim"
 
 
 def replaced_lines(written: dict) -> Iterator[str]:

@@ -107,9 +107,15 @@ def is_store_directory(path) -> bool:
 
 
 def is_store_root(path) -> bool:
-    """Is ``path`` a RocketMQ store's root: it holds data directories, a ``checkpoint``, the
-    broker's ``config/`` files, or 5.x's ``timerlog/``, ``batchconsumequeue/`` or ``dledger-<id>/``
-    (a store whose data files were not kept is still one, and its ``lock``/``abort`` markers are)."""
+    """Is ``path`` a RocketMQ store's root: it holds a ``checkpoint`` or a store's directories
+    (``holds_store_directories``; a store whose data files were not kept is still one, and its
+    ``lock``/``abort`` markers are)."""
+    return os.path.lexists(os.path.join(path, CHECKPOINT)) or holds_store_directories(path)
+
+
+def holds_store_directories(path) -> bool:
+    """Does ``path`` hold a store root's directories: data directories, the broker's ``config/``
+    files, or 5.x's ``timerlog/``, ``batchconsumequeue/`` or ``dledger-<id>/``?"""
     root = Path(path)
     try:
         entries = {entry.name: entry for entry in os.scandir(root)}
@@ -117,8 +123,24 @@ def is_store_root(path) -> bool:
         return False
     if any(name in entries and entries[name].is_dir() for name in (*DATA_DIRS, TIMERLOG_DIR, BATCH_CONSUMEQUEUE_DIR)):
         return True
-    if CHECKPOINT in entries or any(is_dledger_dir(name) for name in entries):
+    if any(is_dledger_dir(name) and entry.is_dir() for name, entry in entries.items()):
         return True
     config = root / CONFIG_DIR
     return config.is_dir() and any((config / name).is_file() or (config / f"{name}.bak").is_file()
                                    for name in CONFIG_FILES)
+
+
+def is_dledger_home(path) -> bool:
+    """Is ``path`` DLedger's own directory (``DLedgerConfig.getDefaultPath``: ``<root>/dledger-<selfId>``
+    with ``data/`` and ``index/``), where ``checkpoint`` is DLedger's text checkpoint, not the store's
+    (``StorePathConfigHelper.getStoreCheckpoint``: ``<root>/checkpoint``)?  A store root that happens
+    to be named ``dledger-...`` holds more than an ``index/`` of a store's directories and is not one."""
+    root = Path(path)
+    if not is_dledger_dir(root.name):
+        return False
+    try:
+        names = {entry.name for entry in os.scandir(root) if entry.is_dir()}
+    except OSError:
+        return False
+    return not names & {COMMITLOG_DIR, CONSUMEQUEUE_DIR, CONFIG_DIR, TIMERLOG_DIR, BATCH_CONSUMEQUEUE_DIR} \
+        and not any(is_dledger_dir(name) for name in names)

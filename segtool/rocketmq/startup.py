@@ -181,13 +181,15 @@ def min_offset_in_queue(plan: QueuePlan, commitlog_min_offset: int, file_size: i
     return (start // UNIT + int(hits[0])) if hits.size else 0
 
 
-def dispatch_to_queues(requests: Iterable[DispatchRequest], queues: dict[tuple[str, int], QueuePlan]
-                       ) -> Iterator[DispatchRequest]:
+def dispatch_to_queues(requests: Iterable[DispatchRequest], queues: dict[tuple[str, int], QueuePlan],
+                       batch_topics: frozenset[str] = frozenset()) -> Iterator[DispatchRequest]:
     """``CommitLogDispatcherBuildConsumeQueue`` + ``ConsumeQueue.putMessagePositionInfo`` over
     ``queues`` (a queue is created for a message of a new one); every request passes through
-    (to the index builder)."""
+    (to the index builder).  A 5.x broker puts the messages of ``batch_topics`` into their
+    BatchConsumeQueue instead (``ConsumeQueueStore.findOrCreateConsumeQueue`` by the topic's queue type)."""
     for request in requests:
-        if (request.sys_flag & rmq.TRANSACTION_ROLLBACK_TYPE) in QUEUED_TRANSACTION_TYPES:
+        if (request.sys_flag & rmq.TRANSACTION_ROLLBACK_TYPE) in QUEUED_TRANSACTION_TYPES \
+                and request.topic not in batch_topics:
             _put(queues, request)
         yield request
 

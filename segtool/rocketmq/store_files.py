@@ -28,6 +28,7 @@ import bisect
 import hashlib
 import mmap
 import os
+import re
 import sys
 import zlib
 from dataclasses import dataclass
@@ -74,7 +75,7 @@ PROPERTY_KEYS = "KEYS"
 PROPERTY_TAGS = "TAGS"
 PROPERTY_UNIQ_KEY = "UNIQ_KEY"
 PROPERTY_DELAY_TIME_LEVEL = "DELAY"
-PROPERTY_CRC32 = "__CRC32#"  # 5.x, enabledAppendPropCRC: CRC32 of the record before its last 18 bytes
+PROPERTY_CRC32 = "__CRC32#"  # 5.x, enabledAppendPropCRC: CRC32 of the record before its last 20 bytes
 CRC32_RESERVED_LEN = len(PROPERTY_CRC32) + 1 + 10 + 1  # CommitLog.CRC32_RESERVED_LEN: name, \x01, 10 digits, \x02
 SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
 DEFAULT_MESSAGE_DELAY_LEVEL = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
@@ -356,6 +357,17 @@ def dispatch_info(
         if level > 0:
             code = store_timestamp + table.get(level, 1000)
     return code, properties.get(PROPERTY_KEYS), properties.get(PROPERTY_UNIQ_KEY)
+
+
+def queue_offsets_taken(properties: dict[str, str]) -> int:
+    """How many queue offsets a message takes (``CommitLog.getMessageNum``): an inner batch takes INNER_NUM
+    of them (``Short.parseShort``, at least 1), any other message one.  Java reads INNER_NUM when the message
+    has INNER_BATCH_FLAG or its topic is a BatchCQ one, which the CommitLog does not record, so here its
+    presence decides."""
+    text = properties.get("INNER_NUM")
+    if text is None or re.fullmatch(r"[+-]?[0-9]+", text) is None or not -0x8000 <= int(text) <= 0x7FFF:
+        return 1
+    return max(int(text), 1)
 
 
 def _java_parse_int(text: str) -> int:

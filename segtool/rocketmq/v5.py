@@ -20,7 +20,8 @@ Store layout (``storePathRootDir``) beyond 4.x::
     dledger-<selfId>/index/<20d>                 DLedger index: 32-byte entries, entry i at i * 32
     dledger-<selfId>/checkpoint                  DLedger checkpoint: Java properties (endIndex, committedIndex)
     compaction/compactionLog/<topic>/<q>/<20d>   CompactionLog: CommitLog messages of a compacted topic
-    compaction/compactionCq/<topic>/<q>/<20d>    SparseConsumeQueue: BatchConsumeQueue units over the log
+    compaction/compactionCq/<topic>/<q>/<20d>    SparseConsumeQueue: BatchConsumeQueue units over the log, each
+                                                 file named after its log file (TopicPartitionLog.roll)
     compaction/position-checkpoint               CompactionPositionMgr: fastjson text
     lock, abort                                  markers (DefaultMessageStore.start / createTempFile)
 
@@ -115,7 +116,11 @@ class BatchQueueEnd:
 
 def scan_batch_cq(buf, *, file_from_offset: int = 0, sparse: bool = False) -> tuple[list[dict], BatchQueueEnd]:
     """The units of one BatchConsumeQueue (or SparseConsumeQueue) file as ``recover`` accepts them, and how
-    they end.  Each unit carries its ``fileOffset`` and ``logicOffset`` (the byte offset in the queue)."""
+    they end.  Each unit carries its ``fileOffset`` and ``logicOffset``: its address in the queue's
+    MappedFileQueue, the file's fileFromOffset (its name) plus its place, as ``recover`` counts it.  A
+    BatchConsumeQueue file is named by its own first byte, so that is the byte offset in the queue; a
+    compaction queue file is named after its compaction log file (``TopicPartitionLog.roll``), so its
+    addresses jump from file to file."""
     units = batch_cq_units(buf)
     bad = np.flatnonzero(~_unit_accepted(units))
     stop = int(bad[0]) if bad.size else len(units)

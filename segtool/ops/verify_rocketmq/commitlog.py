@@ -74,7 +74,7 @@ def _scan_commitlog_file(buf, size, start, path, name, deep, problems: Findings,
     cut_problem = None  # the first record RocketMQ's check refuses (file offset)
     undispatched: list[tuple[int, str, int, int]] = []
     unindexed: list[int] = []
-    queue_last: dict[tuple[str, int], int] = {}
+    queue_next: dict[tuple[str, int], int] = {}  # the queue offset each queue's next message takes
     index_end_phy = max((h["endPhyOffset"] for _, h in ctx.index_headers), default=None) if ctx else None
     check_queues = ctx is not None and ctx.has_consumequeue
     for step in rmq.walk_commitlog(buf, file_from_offset=start, file=name, path=path, digests=False,
@@ -112,12 +112,13 @@ def _scan_commitlog_file(buf, size, start, path, name, deep, problems: Findings,
         tran = msg["transactionType"]
         if tran in DISPATCHED_TRAN_TYPES:
             key = (msg["topic"], msg["queueId"])
-            previous = queue_last.get(key)
-            if previous is not None and msg["queueOffset"] != previous + 1:
+            expected = queue_next.get(key)
+            if expected is not None and msg["queueOffset"] != expected:
                 problems.add(FindingKind.QUEUE_OFFSET_SEQUENCE, pos,
-                             f"{msg['topic']}/{msg['queueId']}: queueOffset {msg['queueOffset']} follows "
-                             f"{previous} in this file", offset=phy)
-            queue_last[key] = msg["queueOffset"]
+                             f"{msg['topic']}/{msg['queueId']}: queueOffset {msg['queueOffset']} where the queue's "
+                             f"previous message in this file leaves {expected}", offset=phy)
+            # an inner batch takes INNER_NUM offsets: the next message's offset jumps by that much
+            queue_next[key] = msg["queueOffset"] + rmq.queue_offsets_taken(msg["properties"])
             if check_queues:
                 bounds = ctx.cq_bounds(*key)
                 if bounds is None or msg["queueOffset"] >= bounds[1]:

@@ -76,6 +76,9 @@ def verify_batch_queue(path: str, deep: bool, ctx: StoreContext) -> dict:
                      "stops here and the later files are truncated")
     elif end.kind is WalkEnd.ZERO_TAIL and end.file_offset:
         problems.add(FindingKind.ZERO_TAIL, end.file_offset, "unwritten units (preallocated)", info=True)
+    if sparse and log_dir.is_dir():
+        _check_compaction_partner(path, log_dir, "log", problems)
+        _check_units_in_log_file(path, log_dir, units, problems)
     log = rmq.CommitLog(log_dir) if log_dir.is_dir() else None
     checked = 0
     previous = None
@@ -99,6 +102,33 @@ def verify_batch_queue(path: str, deep: bool, ctx: StoreContext) -> dict:
                                                      f"{log_dir}: units not checked against messages")
     return {"topic": topic, "queue_id": queue_id, "units": len(units), "units_checked": checked,
             "end": end.kind, "problems": problems.result()}
+
+
+def _check_compaction_partner(path: str, other_dir: Path, other: str, problems: Findings) -> None:
+    """TopicPartitionLog.roll creates a compaction log file and its queue file at the same start offset
+    (SparseConsumeQueue.createFile(baseOffset)), and sanityCheck refuses a store where a file of one has no
+    file of the same name in the other."""
+    name = Path(path).name
+    if not (other_dir / name).is_file():
+        thrown = "log file mismatch with consumeQueue file" if other == "queue" else \
+            "consumeQueue file mismatch with log file"
+        problems.add(FindingKind.COMPACTION_FILE_MISMATCH, None,
+                     f"no compaction {other} file {name} in {other_dir}: TopicPartitionLog.sanityCheck throws "
+                     f"('{thrown} {name}') and the compaction store does not load")
+
+
+def _check_units_in_log_file(path: str, log_dir: Path, units: list[dict], problems: Findings) -> None:
+    """A compaction queue file's units point into the log file of its name: the log and the queue roll
+    together (CompactionAppendMessageCallback ends both files when either is full)."""
+    log_file = log_dir / Path(path).name
+    if not log_file.is_file():
+        return
+    start, end = _start(path), _start(path) + log_file.stat().st_size
+    for unit in units:
+        if not start <= unit["commitLogOffset"] < end:
+            problems.add(FindingKind.COMPACTION_FILE_MISMATCH, unit["fileOffset"],
+                         f"unit at logic offset {unit['logicOffset']}: commitLogOffset {unit['commitLogOffset']} is "
+                         f"outside its log file {log_file.name} [{start}, {end})")
 
 
 def _check_batch_unit(log: rmq.CommitLog, unit: dict, where: str, topic: str, queue_id: int | None, sparse: bool,
@@ -380,6 +410,9 @@ def verify_compaction_log(path: str, deep: bool, ctx: StoreContext) -> dict:
                                   "its PHYSICALOFFSET was rewritten after the CRC was computed)")
                           if p.kind is FindingKind.PROPERTY_CRC_MISMATCH else p for p in result["problems"]]
     problems = Findings(PROBLEMS_PER_KIND)
+    cq_dir = Path(os.sep.join(parts[:parts.index(r5.COMPACTION_LOG_DIR)] + [r5.COMPACTION_CQ_DIR, *parts[queue_at:-1]]))
+    if cq_dir.is_dir():
+        _check_compaction_partner(path, cq_dir, "queue", problems)
     previous = None
     with rmq.MappedFile(path) as mf:
         for step in rmq.walk_commitlog(mf.buf, file_from_offset=_start(path), digests=False, decompress=False):
