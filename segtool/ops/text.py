@@ -12,6 +12,7 @@ import os
 from typing import TYPE_CHECKING, Iterator
 
 from segtool.findings import Severity, errors_first
+from segtool.formats.ranges import span
 from segtool.ops.render import answer_lines, damaged_range_text, iso_time, show_text
 
 if TYPE_CHECKING:
@@ -379,7 +380,7 @@ def _kafka_inspect_lines(report: dict) -> Iterator[Styled]:
             yield "", None
             yield (f"  {os.path.basename(partition['directory'])} ({partition['state']}, topic id "
                    f"{partition['topic_id']}): {len(partition['segments'])} segments, {partition['bytes']} bytes, "
-                   + (f"offsets {partition['first_offset']}..{partition['log_end_offset'] - 1}"
+                   + (span(partition["first_offset"], partition["log_end_offset"] - 1)
                       if partition["first_offset"] is not None else "no batch") + f", leader epochs "
                    f"{len(partition['leader_epochs'])}, producer snapshots {len(partition['producer_snapshots'])}",
                    "bold")
@@ -399,9 +400,11 @@ def _kafka_inspect_lines(report: dict) -> Iterator[Styled]:
             if truncated:
                 yield (f"    truncates {os.path.basename(truncated['segment'])} at byte {truncated['byte_offset']} "
                        f"(offset {truncated['offset']}), dropping {truncated['bytes_dropped']} bytes and "
-                       + (f"{truncated['records_dropped']} record(s) at offsets {truncated['offset']}.."
-                          f"{truncated['dropped_until'] - 1} ({truncated['records_salvageable']} salvageable, "
-                          f"{truncated['records_gone']} gone)" if truncated["records_dropped"] else "no record")), "red"
+                       + (f"{truncated['records_dropped']} record(s) at "
+                          f"{span(truncated['offset'], truncated['dropped_until'] - 1)} "
+                          f"({truncated['records_salvageable']} salvageable, {truncated['records_gone']} gone)"
+                          if truncated["records_dropped"] else "no record")), "red"
+            yield from _kraft_plan_lines(plan["kraft_snapshots"])
             yield (f"    after start-up: log end {plan['log_end_offset']}, recovery point "
                    f"{plan['new_recovery_point']}, log start {plan['new_log_start_offset']}"), None
             for note in plan["notes"]:
@@ -412,6 +415,20 @@ def _kafka_inspect_lines(report: dict) -> Iterator[Styled]:
     yield (f"{summary['partitions']} partitions: {summary['partitions_recovered']} recovered at start-up, "
            f"{summary['partitions_truncated']} truncated; {summary['errors']} errors, {summary['notes']} notes, "
            f"{summary['unreadable']} unreadable"), "bold"
+
+
+def _kraft_plan_lines(kraft: dict | None) -> Iterator[Styled]:
+    """KafkaMetadataLog's snapshot steps at start-up: which snapshot the log is truncated to, which go."""
+    if kraft is None:
+        return
+    if kraft["failure"] is not None:
+        yield f"    KafkaMetadataLog cannot load: {kraft['failure']}", "red"
+    if kraft["truncates_to"] is not None:
+        yield (f"    truncateToLatestSnapshot: {os.path.basename(kraft['latest_snapshot'])} is past the log (its "
+               f"latest epoch {kraft['log_latest_epoch']}, end {kraft['log_end_offset']}): the log is truncated "
+               f"fully and starts at offset {kraft['truncates_to']}"), "red"
+    for deleted in kraft["deleted"]:
+        yield f"    deletes KRaft snapshot {os.path.basename(deleted['path'])} ({deleted['reason']})", None
 
 
 def _rocketmq_inspect_lines(report: dict) -> Iterator[Styled]:
