@@ -314,8 +314,8 @@ class _PartitionFigures:
 
     def _startup(self) -> dict | None:
         """What the broker's start-up drops (``inspect``'s plan: which segment it truncates where, which it
-        deletes) and what reading past the damage gets back of it (verify's figures from salvage's
-        reader, per segment): no figure of its own."""
+        deletes) and what reading past the damage gets back of it: ``engine.salvage.recovery_loss``, the
+        figures inspect and lookup give; no figure of its own."""
         if self.view is None:
             return None
         loaded = {os.path.normpath(s.log_path) for s in self.view.segments}
@@ -327,7 +327,7 @@ class _PartitionFigures:
         at_startup = {}
         for step in plan.segments:
             at_startup[os.path.normpath(step.log_path)] = (
-                "deleted" if step.deleted_by_recovery else "truncated" if step is plan.truncated_segment
+                "deleted" if step.deleted_by_recovery else "truncated" if step in plan.cuts
                 else "recovered" if step.recovery is not None else "kept")
         for segment in self.segments:
             segment["at_startup"] = at_startup.get(os.path.normpath(segment["file"]), "not loaded")
@@ -337,38 +337,22 @@ class _PartitionFigures:
                    "dropped_bytes": 0, "dropped_records": 0, "dropped_first_offset": None,
                    "dropped_last_offset": None, "torn_batch_records": 0, "salvageable_records": 0,
                    "lost_ranges": [], "notes": plan.notes}
-        truncated = plan.truncated_segment
-        if truncated is None:
+        from segtool.engine.salvage import recovery_loss  # reading past damage: only when the load cuts
+
+        loss = recovery_loss(plan)
+        if loss is None:
             return figures
-        deleted = [step for step in plan.segments if step.deleted_by_recovery]
+        figures.update(truncated_file=loss.segment, truncated_at_byte=loss.byte, truncated_at_offset=loss.offset,
+                       segments_deleted=len(loss.deleted_segments),
+                       first_deleted=loss.deleted_segments[0] if loss.deleted_segments else None,
+                       last_deleted=loss.deleted_segments[-1] if loss.deleted_segments else None,
+                       dropped_bytes=loss.bytes, dropped_records=loss.records, salvageable_records=loss.salvageable,
+                       dropped_first_offset=loss.first_offset, dropped_last_offset=loss.last_offset)
+        cut_files = {os.path.normpath(path) for cut in loss.cuts for path in (cut.segment, *cut.deleted_segments)}
         by_path = {os.path.normpath(path): self.verified.get(path, {}) for path in self.logs}
-        figures.update(truncated_file=truncated.log_path, truncated_at_byte=truncated.recovery.valid_bytes,
-                       truncated_at_offset=truncated.next_offset_after_recovery, segments_deleted=len(deleted),
-                       first_deleted=deleted[0].log_path if deleted else None,
-                       last_deleted=deleted[-1].log_path if deleted else None,
-                       dropped_bytes=truncated.recovery.bytes_lost + sum(step.size for step in deleted),
-                       dropped_first_offset=truncated.next_offset_after_recovery)
-        cut_files = set()
-        last_offsets = []
-        for step in [truncated] + deleted:
-            cut_files.add(os.path.normpath(step.log_path))
-            entry = by_path.get(os.path.normpath(step.log_path), {})
-            recovery = entry.get("recovery") or {}
-            salvage = recovery.get("salvage") or {}
-            records, lost = entry.get("records") or 0, recovery.get("records_lost") or 0
-            torn = recovery.get("torn_batch_records") or 0
-            figures["torn_batch_records"] += torn
-            if step is truncated:  # from the cut: the batches past it, the torn one, what salvage reads of them
-                figures["dropped_records"] += lost + torn
-                figures["salvageable_records"] += salvage.get("records") or 0
-            else:  # the whole segment: its valid batches, and what salvage reads past its own damage
-                figures["dropped_records"] += records + torn
-                figures["salvageable_records"] += records - lost + (salvage.get("records") or 0)
-            last_offsets += [entry.get("last_offset"), salvage.get("last_offset")]
+        figures["torn_batch_records"] = sum((by_path.get(path, {}).get("recovery") or {}).get("torn_batch_records")
+                                            or 0 for path in cut_files)
         lost = [d for d in self.damaged if os.path.normpath(d["file"]) in cut_files]
-        last_offsets += [d["last_offset"] for d in lost]
-        known = [o for o in last_offsets if o is not None and o >= truncated.next_offset_after_recovery]
-        figures["dropped_last_offset"] = max(known) if known else None
         figures["lost_ranges"] = [{"file": d["file"], "first_offset": d["first_offset"], "last_offset": d["last_offset"],
                                    "reason": d["reason"]} for d in lost[:self.shares.damaged]]
         return figures

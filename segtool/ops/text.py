@@ -295,8 +295,8 @@ def report_lines(figures: dict, width: int = 80) -> Iterator[Styled]:
     for p in figures["partitions"]:
         yield from _fitted(f"Kafka partition {p['directory']}", width, "bold", "")
         yield from _fitted(f"  {_plural(p['segments_total'], 'segment')}, {_plural(p['batches'], 'batch')}, "
-                           f"{_plural(p['records'], 'record')}, {p['bytes']} bytes, offsets "
-                           f"{p['first_offset']}..{p['last_offset']}", width, None)
+                           f"{_plural(p['records'], 'record')}, {p['bytes']} bytes, "
+                           f"{span(p['first_offset'], p['last_offset'])}", width, None)
         yield from _fitted(f"  {_span_text(p['records'], 'records', p['first_timestamp'], p['last_timestamp'])}",
                            width, None)
         yield f"  records/s {_sparkline(p['rates']['records_per_second'], spark)}", None
@@ -306,13 +306,13 @@ def report_lines(figures: dict, width: int = 80) -> Iterator[Styled]:
                            f"{p['transactions']['open']} open", width, None)
         startup = p["startup"]
         if startup is not None and startup["truncated_file"] is not None:
-            last = startup["dropped_last_offset"]
             yield from _fitted(
                 f"  at start-up Kafka truncates {os.path.basename(startup['truncated_file'])} at byte "
                 f"{startup['truncated_at_byte']}" + (f" and deletes {_plural(startup['segments_deleted'], 'later segment')}"
                                                      if startup["segments_deleted"] else "")
-                + f": offsets {startup['truncated_at_offset']}..{'?' if last is None else last} dropped "
-                f"({_plural(startup['dropped_records'], 'record')}); salvage gets back "
+                + (f": {span(startup['dropped_first_offset'], startup['dropped_last_offset'])} dropped "
+                   f"({_plural(startup['dropped_records'], 'record')})" if startup["dropped_records"]
+                   else ": no record lies past the cut") + "; salvage gets back "
                 f"{startup['salvageable_records']}", width, "red")
         elif p["truncation"] is not None:
             truncation = p["truncation"]
