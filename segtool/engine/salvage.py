@@ -104,8 +104,8 @@ def kafka_pieces(buf, path: str, base_offset: int | None = None, next_base_offse
                 yield batch
                 if not batch.crc_valid:
                     damage = batch.position, DamageReason.CRC_MISMATCH, (
-                        f"CRC stored {batch.crc} but computed {batch.computed_crc()} for the batch of offsets "
-                        f"{batch.base_offset}..{batch.last_offset}")
+                        f"CRC stored {batch.crc} but computed {batch.computed_crc()} for the batch of "
+                        f"{span(batch.base_offset, batch.last_offset)}")
                     break
                 previous_last = batch.last_offset
         except CorruptData as exc:

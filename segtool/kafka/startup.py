@@ -444,6 +444,6 @@ def apply_plan(view: PartitionView, plan: PartitionPlan) -> None:
     """``view`` answering as the log ``plan`` loads (a split overflowed segment is left as it is on disk)."""
     if any(step.split_from is not None for step in plan.segments):
         return
-    view.loaded(plan.log_end_offset, {step.log_path: step.recovery for step in plan.segments
+    view.loaded(plan.new_log_start_offset, plan.log_end_offset, {step.log_path: step.recovery for step in plan.segments
                                       if step.recovery is not None and not step.deleted_by_recovery},
                 {step.log_path for step in plan.segments if step.deleted_by_recovery})

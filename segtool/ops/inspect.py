@@ -340,6 +340,7 @@ def _kraft_snapshot_plan(plan: PartitionPlan) -> KraftSnapshotPlan | None:
         return None
     return {"log_latest_epoch": kraft.log_latest_epoch, "log_end_offset": kraft.log_end_offset,
             "latest_snapshot": None if kraft.latest is None else os.path.join(plan.directory, kraft.latest[2]),
+            "latest_epoch": None if kraft.latest is None else kraft.latest[1],
             "truncates_to": kraft.latest[0] if kraft.truncates_to_latest else None,
             "deleted": [{"path": os.path.join(plan.directory, name), "end_offset": end, "epoch": epoch,
                          "reason": reason} for end, epoch, name, reason in kraft.deleted],

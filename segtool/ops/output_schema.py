@@ -805,6 +805,7 @@ class KraftSnapshotPlan(TypedDict):
     log_latest_epoch: int  # UnifiedLog.latestEpoch after the load (0 without one)
     log_end_offset: int  # before truncateToLatestSnapshot
     latest_snapshot: str | None  # the latest kept snapshot (OffsetAndEpoch order: epoch, then end offset)
+    latest_epoch: int | None  # its epoch
     truncates_to: int | None  # the offset the log is truncated fully to, when it is
     deleted: list[KraftSnapshotDeleted]
     failure: str | None  # why the load fails, when it does

@@ -44,6 +44,7 @@ from segtool.kafka.names import INDEX, LOG, TIME_INDEX, TXN_INDEX, file_name
 from segtool.kafka.state import read_leader_epoch_checkpoint, read_partition_metadata
 from segtool.formats.file_kinds import FileKind
 from segtool.formats.outcomes import DamageReason, WalkEnd
+from segtool.formats.ranges import span
 from segtool.ops.file_formats import file_format
 from segtool.ops.output_schema import SalvageReport
 from segtool.ops.rebuild_rocketmq import index_geometry
@@ -306,7 +307,7 @@ def _choose(found: list[_Found], segments: list[Segment], bases: list[int]):
             if same_offsets and _bytes(segments, batch) == _bytes(segments, previous):
                 duplicates += 1
                 continue
-            reason = (f"its offsets overlap the kept batch {previous.first_offset}..{previous.last_offset} at byte "
+            reason = (f"its offsets overlap the kept batch of {span(previous.first_offset, previous.last_offset)} at byte "
                       f"{previous.position} of {segments[previous.segment].log_path}")
         if reason is not None:
             conflicts.append({"file": segments[batch.segment].log_path, "position": batch.position,

@@ -12,7 +12,7 @@ import os
 from typing import TYPE_CHECKING, Iterator
 
 from segtool.findings import Severity, errors_first
-from segtool.formats.ranges import span
+from segtool.formats.ranges import EMPTY, bounds, span
 from segtool.ops.render import answer_lines, damaged_range_text, iso_time, show_text
 
 if TYPE_CHECKING:
@@ -180,11 +180,11 @@ def _salvage_text(salvage: dict) -> str:
         if not salvage["batches"]:
             return "no valid batch after the recovery point"
         return (f"{salvage['batches']} valid batches after the recovery point, {salvage['records']} records, "
-                f"offsets {salvage['first_offset']}..{salvage['last_offset']} (segtool salvage writes them back)")
+                f"{span(salvage['first_offset'], salvage['last_offset'])} (segtool salvage writes them back)")
     if not salvage["messages"]:
         return "no valid message after the recovery point"
     return (f"{salvage['messages']} valid messages after the recovery point, physical offsets "
-            f"{salvage['first_phy_offset']}..{salvage['last_phy_offset']} (segtool salvage writes them back)")
+            f"{bounds(salvage['first_phy_offset'], salvage['last_phy_offset'])} (segtool salvage writes them back)")
 
 
 _STATUS_STYLES = {"ok": "green", "problems": "red", "unreadable": "red", "skipped": "dim"}
@@ -424,9 +424,12 @@ def _kraft_plan_lines(kraft: dict | None) -> Iterator[Styled]:
     if kraft["failure"] is not None:
         yield f"    KafkaMetadataLog cannot load: {kraft['failure']}", "red"
     if kraft["truncates_to"] is not None:
-        yield (f"    truncateToLatestSnapshot: {os.path.basename(kraft['latest_snapshot'])} is past the log (its "
-               f"latest epoch {kraft['log_latest_epoch']}, end {kraft['log_end_offset']}): the log is truncated "
-               f"fully and starts at offset {kraft['truncates_to']}"), "red"
+        ahead = (f"epoch {kraft['latest_epoch']} is above the log's latest epoch {kraft['log_latest_epoch']}"
+                 if kraft["latest_epoch"] > kraft["log_latest_epoch"] else
+                 f"end offset {kraft['truncates_to']} is past the log end {kraft['log_end_offset']} in epoch "
+                 f"{kraft['log_latest_epoch']}")
+        yield (f"    truncateToLatestSnapshot: the latest snapshot {os.path.basename(kraft['latest_snapshot'])}'s "
+               f"{ahead}: the log is truncated fully and starts at offset {kraft['truncates_to']}"), "red"
     for deleted in kraft["deleted"]:
         yield f"    deletes KRaft snapshot {os.path.basename(deleted['path'])} ({deleted['reason']})", None
 
@@ -609,11 +612,11 @@ def salvage_lines(report: dict) -> Iterator[str]:
         for damaged in item["damaged_ranges"]:
             yield f"  damaged {damaged['file']}: {damaged_range_text(damaged)}"
         for conflict in item["conflicts"]:
-            yield (f"  not written back: {conflict['file']} byte {conflict['position']}, offsets "
-                   f"{conflict['first_offset']}..{conflict['last_offset']}: {conflict['reason']}")
+            yield (f"  not written back: {conflict['file']} byte {conflict['position']}, "
+                   f"{span(conflict['first_offset'], conflict['last_offset'])}: {conflict['reason']}")
     for partition in report["partitions"]:
-        lost = ", ".join(f"{r['first_offset']}..{'?' if r['last_offset'] is None else r['last_offset']}"
-                         for r in partition["offset_ranges_lost"]) or "none"
+        lost = ", ".join(text for text in (bounds(r["first_offset"], r["last_offset"])
+                                           for r in partition["offset_ranges_lost"]) if text != EMPTY) or EMPTY
         yield (f"  {partition['batches_kept']} batches kept, {partition['batches_failed_crc']} failed "
                f"their CRC, offsets lost: {lost}")
         for segment in partition["segments"]:
