@@ -15,6 +15,7 @@ range; whoever keeps only survivors keeps nothing from a damaged range.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import Iterator
 
@@ -25,6 +26,7 @@ from segtool.kafka.log import (BATCH_HEADER_V2_FAST, BATCH_V2_OVERHEAD, DEFAULT_
                                RecordBatch, batch_at)
 from segtool.kafka.records import batch_records
 from segtool.formats.outcomes import DamageReason, WalkEnd
+from segtool.formats.ranges import span
 
 
 @dataclass(frozen=True)
@@ -102,8 +104,8 @@ def kafka_pieces(buf, path: str, base_offset: int | None = None, next_base_offse
                 yield batch
                 if not batch.crc_valid:
                     damage = batch.position, DamageReason.CRC_MISMATCH, (
-                        f"CRC stored {batch.crc} but computed {batch.computed_crc()} for the batch of offsets "
-                        f"{batch.base_offset}..{batch.last_offset}")
+                        f"CRC stored {batch.crc} but computed {batch.computed_crc()} for the batch of "
+                        f"{span(batch.base_offset, batch.last_offset)}")
                     break
                 previous_last = batch.last_offset
         except CorruptData as exc:
@@ -206,21 +208,72 @@ def batch_record_count(batch: RecordBatch, path: str, cap: int = DEFAULT_CAP) ->
 
 
 @dataclass(frozen=True)
-class RecoveryLoss:
-    """What Kafka's load drops from a partition (``LogLoader.recoverLog``: the first segment recovery
-    truncates is cut at ``byte``, every later one deleted), and how much of it reading past the damage
-    gets back: recovery drops ``records`` (offsets ``first_offset``..``last_offset``), salvage
-    recovers ``salvageable``, ``gone`` are lost for good."""
+class RecoveryCut:
+    """One segment Kafka's load truncates: at ``byte``, dropping offsets from ``offset`` on.  ``at_load``:
+    by ``LogLoader.loadSegmentFiles`` (its offset index missing or its transaction index corrupt; the
+    segments after it stay), else by ``recoverLog`` (every later segment, ``deleted_segments``, goes too).
+    The figures are of this cut: its segment past the byte and the segments it deletes."""
 
     segment: str
     byte: int
-    offset: int  # the log end after the load
+    offset: int
+    at_load: bool
+    because: str | None  # why the segment is recovered (kafka.startup's reasons)
     bytes: int
     records: int
     salvageable: int
     first_offset: int | None
     last_offset: int | None
     deleted_segments: tuple[str, ...]
+
+    @property
+    def gone(self) -> int:
+        return self.records - self.salvageable
+
+    def action(self) -> str:
+        """What Kafka does here, in words: ``LogLoader.loadSegmentFiles recovers ... and truncates it at byte ...``."""
+        name = os.path.basename(self.segment)
+        if self.at_load:
+            return (f"LogLoader.loadSegmentFiles recovers {name} ({self.because}) and truncates it at byte "
+                    f"{self.byte} (offset {self.offset})")
+        deleted = f" and deletes {len(self.deleted_segments)} later segment(s)" if self.deleted_segments else ""
+        return f"LogLoader.recoverLog truncates {name} at byte {self.byte} (offset {self.offset}){deleted}"
+
+    def dropped(self) -> str:
+        """What the cut drops, in the figures every command gives for it."""
+        if not self.records:
+            return f"no record lies past the cut ({self.bytes} bytes dropped)"
+        return (f"{self.records} record(s) at {span(self.first_offset, self.last_offset)} are dropped: "
+                f"{self.salvageable} in batches whose checksum holds (salvage writes them back), {self.gone} gone")
+
+
+@dataclass(frozen=True)
+class RecoveryLoss:
+    """What Kafka's load drops from a partition (``cuts``, in offset order; the log then ends at
+    ``log_end``), and how much of it reading past the damage gets back: the load drops ``records``
+    (offsets ``first_offset``..``last_offset``), salvage recovers ``salvageable``, ``gone`` are lost for
+    good.  ``segment``, ``byte`` and ``offset`` are the first cut's."""
+
+    cuts: tuple[RecoveryCut, ...]
+    log_end: int
+    bytes: int
+    records: int
+    salvageable: int
+    first_offset: int | None
+    last_offset: int | None
+    deleted_segments: tuple[str, ...]
+
+    @property
+    def segment(self) -> str:
+        return self.cuts[0].segment
+
+    @property
+    def byte(self) -> int:
+        return self.cuts[0].byte
+
+    @property
+    def offset(self) -> int:
+        return self.cuts[0].offset
 
     @property
     def gone(self) -> int:
@@ -237,24 +290,34 @@ class RecoveryLoss:
 
 def recovery_loss(plan) -> RecoveryLoss | None:
     """The ``RecoveryLoss`` of a ``kafka.startup.PartitionPlan``; None when its load truncates nothing."""
-    step = plan.truncated_segment
-    if step is None:
+    if not plan.cuts:
         return None
     from segtool.source import open_buffer
 
-    later = [s for s in plan.segments if s.deleted_by_recovery]
-    parts = [lost_past_cut(open_buffer(step.log_path), step.log_path, step.recovery.valid_bytes,
-                           step.next_offset_after_recovery, later[0].base_offset if later else None)]
-    for number, deleted in enumerate(later):
-        following = later[number + 1].base_offset if number + 1 < len(later) else None
-        parts.append(lost_past_cut(open_buffer(deleted.log_path), deleted.log_path, 0, deleted.base_offset,
-                                   following))
-    firsts = [p.first_offset for p in parts if p.first_offset is not None]
-    lasts = [p.last_offset for p in parts if p.last_offset is not None]
-    return RecoveryLoss(step.log_path, step.recovery.valid_bytes, step.next_offset_after_recovery,
-                        step.recovery.bytes_lost + sum(s.size for s in later),
-                        sum(p.records for p in parts), sum(p.salvageable for p in parts),
-                        min(firsts, default=None), max(lasts, default=None), tuple(s.log_path for s in later))
+    def following_base(step) -> int | None:
+        later = plan.segments[plan.segments.index(step) + 1:]
+        return later[0].base_offset if later else None
+
+    cuts = []
+    for step in plan.cuts:
+        deleted = [] if step is not plan.truncated_segment else [s for s in plan.segments if s.deleted_by_recovery]
+        parts = [lost_past_cut(open_buffer(step.log_path), step.log_path, step.recovery.valid_bytes,
+                               step.next_offset_after_recovery, following_base(step))]
+        parts += [lost_past_cut(open_buffer(s.log_path), s.log_path, 0, s.base_offset, following_base(s))
+                  for s in deleted]
+        firsts = [p.first_offset for p in parts if p.first_offset is not None]
+        lasts = [p.last_offset for p in parts if p.last_offset is not None]
+        cuts.append(RecoveryCut(step.log_path, step.recovery.valid_bytes, step.next_offset_after_recovery,
+                                step is not plan.truncated_segment, step.recovered_because,
+                                step.recovery.bytes_lost + sum(s.size for s in deleted),
+                                sum(p.records for p in parts), sum(p.salvageable for p in parts),
+                                min(firsts, default=None), max(lasts, default=None),
+                                tuple(s.log_path for s in deleted)))
+    firsts = [c.first_offset for c in cuts if c.first_offset is not None]
+    lasts = [c.last_offset for c in cuts if c.last_offset is not None]
+    return RecoveryLoss(tuple(cuts), plan.log_end_offset, sum(c.bytes for c in cuts), sum(c.records for c in cuts),
+                        sum(c.salvageable for c in cuts), min(firsts, default=None), max(lasts, default=None),
+                        tuple(path for c in cuts for path in c.deleted_segments))
 
 
 # --------------------------------------------------------------------------

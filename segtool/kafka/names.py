@@ -34,6 +34,8 @@ METADATA_TOPIC = "__cluster_metadata"  # Topic.CLUSTER_METADATA_TOPIC_NAME: the 
 
 _JAVA_LONG = re.compile(r"[+-]?\d+")
 _KRAFT_SNAPSHOT_NAME = re.compile(r"^(\d{20})-(\d{10})\.checkpoint$")
+# Snapshots.parse: a snapshot being written (createTempFile: <id>-<random>.checkpoint.part) or marked for deletion
+_KRAFT_SNAPSHOT_LEFTOVER_NAME = re.compile(r"^(\d{20})-(\d{10}).*\.checkpoint\.(part|deleted)$")
 _REMOTE_SEGMENT_NAME = re.compile(r"^(\d+)_([A-Za-z0-9_-]{22})\.")
 # the broker's own log4j files (config/log4j.properties: kafkaAppender, stateChangeAppender, requestAppender,
 # cleanerAppender, controllerAppender, authorizerAppender; kafka-run-class.sh's GC log), rolled hourly by
@@ -115,6 +117,13 @@ def kraft_snapshot_id(path) -> tuple[int, int] | None:
     """(end offset, epoch) of a KRaft snapshot name (``Snapshots.parse``), None for another name."""
     match = _KRAFT_SNAPSHOT_NAME.match(os.path.basename(str(path)))
     return (int(match.group(1)), int(match.group(2))) if match else None
+
+
+def kraft_snapshot_leftover(path) -> tuple[int, int, str] | None:
+    """(end offset, epoch, ``"part"`` or ``"deleted"``) of a KRaft snapshot being written or marked for
+    deletion (``Snapshots.parse``'s partial and deleted paths), None for another name."""
+    match = _KRAFT_SNAPSHOT_LEFTOVER_NAME.match(os.path.basename(str(path)))
+    return (int(match.group(1)), int(match.group(2)), match.group(3)) if match else None
 
 
 def remote_segment_id(path) -> tuple[int, str] | None:

@@ -336,16 +336,18 @@ class PartitionView:
                 return max(found, self.base_offsets[0])
         return self.base_offsets[0]
 
-    def loaded(self, log_end_offset: int, recoveries: dict[str, SegmentRecovery], deleted: set[str]) -> None:
+    def loaded(self, log_start_offset: int, log_end_offset: int, recoveries: dict[str, SegmentRecovery],
+               deleted: set[str]) -> None:
         """Answer as the broker does once its load is done (``kafka.startup.load_partition`` gives the plan):
-        the segments recovery deletes are gone, those it recovered end where it truncated them, and the
-        log ends at ``log_end_offset``."""
+        the segments the load deletes are gone, those it recovered end where it truncated them, and the
+        log spans ``log_start_offset`` to ``log_end_offset``."""
         self.segments = [s for s in self.segments if s.log_path not in deleted]
         for segment in self.segments:
             if segment.log_path in recoveries:
                 segment.recovered(recoveries[segment.log_path])
         self.base_offsets = [s.base_offset for s in self.segments]
         self.__dict__["log_end_offset"] = log_end_offset
+        self.__dict__["log_start_offset"] = log_start_offset
         self.__dict__.pop("_running_largest_timestamps", None)
 
     @cached_property

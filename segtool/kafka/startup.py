@@ -12,17 +12,27 @@ Kafka's order (LogManager.loadLogs, then per partition LogLoader.load):
    every start.
 2. ``loadSegmentFiles``: a segment whose ``.index`` is missing, or whose
    ``.txnindex`` fails its sanity check, is recovered at once
-   (``LogSegment.sanityCheck``; offset and time indexes are not checked at load).
+   (``LogSegment.sanityCheck``; offset and time indexes are not checked at load),
+   clean shutdown or not; a damaged one is truncated there and the segments after
+   it stay (``recoverLog`` recovers it again, truncating nothing more).
 3. ``recoverLog`` after an unclean shutdown: every segment from the one holding
    the recovery point on (``LogSegments.values(recoveryPoint, MAX)``) is
    recovered in order; the first that loses bytes is truncated there and every
-   later one deleted.  A ``-delete`` directory skips this step.
+   later one deleted.  A ``-delete`` directory skips this step and its log ends
+   at offset 0 (``LogLoader.load`` returns next offset 0 for it).
 4. ``deleteSegmentsIfLogStartGreaterThanLogEnd``: a log ending before its
    checkpointed log start offset loses every segment.
 5. The leader epoch cache drops entries at or past the log end and moves the
    start (``truncateFromEnd`` / ``truncateFromStart``); producer snapshots no
    segment needs (``removeStraySnapshots``) and those past the log end or at or
    below its start (``truncateAndReload``) are deleted.
+6. The metadata log only (``KafkaMetadataLog.apply``): ``recoverSnapshots`` deletes
+   partial and deleted-marked KRaft snapshots and those ending below the log
+   start, then ``truncateToLatestSnapshot`` takes the latest snapshot (ordered by
+   epoch, then offset: ``OffsetAndEpoch.compareTo``); when its epoch is above the
+   log's latest leader epoch, or equal with an end offset past the log end, the log
+   is truncated fully to start at its end offset and every older snapshot is
+   deleted (``forgetSnapshotsBefore``).
 
 Segment recovery is ``kafka.recovery.recover_segment`` (LogSegment.recover), the
 code ``verify`` predicts truncation with; segments are those ``PartitionView``
@@ -91,13 +101,35 @@ class PartitionPlan:
     new_log_start_offset: int
     deletes_every_segment: bool  # the log ends before its checkpointed start
     truncated_segment: SegmentStep | None = None
+    truncated_at_load: list[SegmentStep] = field(default_factory=list)  # by loadSegmentFiles, later ones kept
     leader_epochs_dropped: list[EpochEntry] = field(default_factory=list)
     leader_epoch_start_moved_to: EpochEntry | None = None
     producer_snapshots_deleted: list[int] = field(default_factory=list)
+    kraft_snapshots: KraftSnapshotPlan | None = None  # the metadata log's
 
     @property
     def recovered(self) -> list[SegmentStep]:
         return [step for step in self.segments if step.recovery is not None]
+
+    @property
+    def cuts(self) -> list[SegmentStep]:
+        """Every segment the load truncates and keeps, in offset order: those ``loadSegmentFiles`` recovers
+        and the one ``recoverLog`` truncates."""
+        cut = self.truncated_at_load + ([self.truncated_segment] if self.truncated_segment is not None else [])
+        return sorted(cut, key=lambda step: step.base_offset)
+
+
+@dataclass
+class KraftSnapshotPlan:
+    """What ``KafkaMetadataLog.apply`` does with the metadata log's snapshots (``recoverSnapshots``, then
+    ``truncateToLatestSnapshot``); snapshots are (end offset, epoch, file name)."""
+
+    log_latest_epoch: int  # UnifiedLog.latestEpoch after the load, 0 without one
+    log_end_offset: int  # before the truncation
+    latest: tuple[int, int, str] | None  # the latest snapshot kept by recoverSnapshots
+    truncates_to_latest: bool
+    deleted: list[tuple[int, int, str, str]] = field(default_factory=list)  # with why
+    failure: str | None = None  # recoverSnapshots' IllegalStateException, when the load fails
 
 
 def _recover(step: SegmentStep, segment: Segment, because: str, detail: str | None) -> None:
@@ -200,8 +232,12 @@ def plan_partition(directory: str, segments: list[Segment], notes: list[str], cl
             notes.append(failure)
             break
         segments = segments[:overflowed] + pieces + segments[overflowed + 1:]
-    return _finish_plan(directory, segments, steps, truncated, notes, clean_shutdown, recovery_point,
+    plan = _finish_plan(directory, segments, steps, truncated, notes, clean_shutdown, recovery_point,
                         log_start_offset, epochs, snapshot_offsets, for_deletion)
+    name = os.path.basename(os.path.normpath(directory))
+    if kafka_names.topic_partition(name)[0] == kafka_names.METADATA_TOPIC and not for_deletion:
+        _truncate_to_latest_snapshot(plan, epochs)
+    return plan
 
 
 def _load_and_recover(segments: list, clean_shutdown: bool, recovery_point: int,
@@ -239,7 +275,9 @@ def _finish_plan(directory: str, segments: list, steps: list[SegmentStep], trunc
                  notes: list[str], clean_shutdown: bool, recovery_point: int, log_start_offset: int,
                  epochs: list[EpochEntry], snapshot_offsets: list[int], for_deletion: bool) -> PartitionPlan:
     kept = [step for step in steps if not step.deleted_by_recovery]
-    if kept:
+    if for_deletion:  # LogLoader.load skips recoverLog and answers next offset 0
+        log_end = 0
+    elif kept:
         last = kept[-1]
         log_end = last.next_offset_after_recovery if last.recovery is not None \
             else segments[len(kept) - 1].next_offset()
@@ -258,6 +296,8 @@ def _finish_plan(directory: str, segments: list, steps: list[SegmentStep], trunc
     plan = PartitionPlan(directory, clean_shutdown, recovery_point, log_start_offset, for_deletion, steps,
                          list(notes), log_end, new_recovery_point, max(log_start_offset, first_base),
                          deletes_every_segment, truncated)
+    plan.truncated_at_load = [step for step in kept if step.recovery is not None and step.recovery.bytes_lost
+                              and step.recovered_because != UNCLEAN_SHUTDOWN]
     _plan_leader_epochs(plan, epochs)
     remaining_bases = [] if deletes_every_segment else [step.base_offset for step in kept]
     plan.producer_snapshots_deleted = _deleted_snapshots(snapshot_offsets, remaining_bases,
@@ -276,6 +316,51 @@ def _plan_leader_epochs(plan: PartitionPlan, epochs: list[EpochEntry]) -> None:
         plan.leader_epochs_dropped += below_start[:-1]
         if below_start[-1].start_offset != plan.log_start_offset_checkpoint:
             plan.leader_epoch_start_moved_to = EpochEntry(below_start[-1].epoch, plan.log_start_offset_checkpoint)
+
+
+def _truncate_to_latest_snapshot(plan: PartitionPlan, epochs: list[EpochEntry]) -> None:
+    """KafkaMetadataLog.recoverSnapshots, then truncateToLatestSnapshot, on the loaded metadata log."""
+    retained, deleted = [], []
+    for name in sorted(os.listdir(plan.directory)):
+        snapshot = kafka_names.kraft_snapshot_id(name)
+        leftover = kafka_names.kraft_snapshot_leftover(name)
+        if leftover is not None:
+            deleted.append((leftover[0], leftover[1], name, "partial" if leftover[2] == "part" else "marked_deleted"))
+        elif snapshot is not None and snapshot[0] < plan.new_log_start_offset:
+            deleted.append((*snapshot, name, "below_log_start"))
+        elif snapshot is not None:
+            retained.append((*snapshot, name))
+    dropped = {(e.epoch, e.start_offset) for e in plan.leader_epochs_dropped}
+    remaining = [e for e in epochs if (e.epoch, e.start_offset) not in dropped]
+    latest_epoch = remaining[-1].epoch if remaining else 0
+    latest = max(retained, key=lambda s: (s[1], s[0]), default=None)  # OffsetAndEpoch: epoch first
+    kraft = KraftSnapshotPlan(latest_epoch, plan.log_end_offset, latest, False, deleted)
+    plan.kraft_snapshots = kraft
+    if plan.new_log_start_offset > 0 and not any(s[0] >= plan.new_log_start_offset for s in retained):
+        kraft.failure = (f"no snapshot ends at or after the log start offset {plan.new_log_start_offset}: "
+                         "recoverSnapshots throws IllegalStateException (Inconsistent snapshot state) and the "
+                         "broker does not start")
+        return
+    if latest is None or not (latest[1] > latest_epoch or (latest[1] == latest_epoch
+                                                            and latest[0] > plan.log_end_offset)):
+        return
+    kraft.truncates_to_latest = True
+    kraft.deleted += [(*s, "before_latest") for s in retained if (s[1], s[0]) < (latest[1], latest[0])]
+    kraft.deleted.sort(key=lambda s: s[2])
+    # UnifiedLog.truncateFullyAndStartAt: every segment, leader epoch and producer snapshot goes
+    for step in plan.segments:
+        step.deleted_by_recovery = True
+    plan.truncated_segment, plan.truncated_at_load = None, []
+    plan.leader_epochs_dropped = list(epochs)
+    plan.leader_epoch_start_moved_to = None
+    plan.producer_snapshots_deleted = sorted(set(plan.producer_snapshots_deleted)
+                                             | set(_producer_snapshot_offsets(plan.directory)))
+    plan.log_end_offset = plan.new_recovery_point = plan.new_log_start_offset = latest[0]
+
+
+def _producer_snapshot_offsets(directory: str) -> list[int]:
+    return [kafka_names.offset_from_file_name(name) for name in os.listdir(directory)
+            if name.endswith(kafka_names.PRODUCER_SNAPSHOT) and kafka_names.has_offset_name(name)]
 
 
 def _deleted_snapshots(offsets: list[int], segment_bases: list[int], log_start: int, log_end: int) -> list[int]:
@@ -342,15 +427,15 @@ def startup_plan(view: PartitionView, state_files: bool = True) -> PartitionPlan
         log_start = _checkpointed(log_dir, LOG_START_OFFSET_CHECKPOINT, topic, partition)
     epochs = []
     epoch_file = os.path.join(view.directory, "leader-epoch-checkpoint")
-    if state_files and os.path.isfile(epoch_file):
+    # the metadata log's latest epoch decides whether it is truncated to its latest snapshot
+    if (state_files or is_metadata) and os.path.isfile(epoch_file):
         from segtool.kafka.state import read_leader_epoch_checkpoint
 
         try:
             epochs = read_leader_epoch_checkpoint(epoch_file)
         except SegtoolError:  # inspect reports it; the log end does not depend on it
             epochs = []
-    snapshots = [kafka_names.offset_from_file_name(name) for name in os.listdir(view.directory)
-                 if state_files and name.endswith(kafka_names.PRODUCER_SNAPSHOT) and kafka_names.has_offset_name(name)]
+    snapshots = _producer_snapshot_offsets(view.directory) if state_files else []
     return plan_partition(view.directory, view.segments, view.notes, clean, recovery_point, log_start, epochs,
                           snapshots, state == "delete")
 
@@ -359,6 +444,6 @@ def apply_plan(view: PartitionView, plan: PartitionPlan) -> None:
     """``view`` answering as the log ``plan`` loads (a split overflowed segment is left as it is on disk)."""
     if any(step.split_from is not None for step in plan.segments):
         return
-    view.loaded(plan.log_end_offset, {step.log_path: step.recovery for step in plan.segments
+    view.loaded(plan.new_log_start_offset, plan.log_end_offset, {step.log_path: step.recovery for step in plan.segments
                                       if step.recovery is not None and not step.deleted_by_recovery},
                 {step.log_path for step in plan.segments if step.deleted_by_recovery})

@@ -44,6 +44,7 @@ from segtool.ops.output_schema import (
     InspectReport,
     KraftSnapshotSummary,
     RecoveredSegment,
+    KraftSnapshotPlan,
     StartupPlan,
 )
 from segtool.source import open_buffer
@@ -225,7 +226,7 @@ def _inspect_partition(directory: str, topic: str, number: int, files: Partition
     plan = _plan(directory, view, topic, state, clean, checkpointed, epochs, snapshots)
     segments = view.segments if view is not None else []
     summaries = [_segment_summary(segment) for segment in segments]
-    loss = recovery_loss(plan) if plan.truncated_segment is not None else None
+    loss = recovery_loss(plan)
     report: InspectedPartition = {
         "directory": directory, "topic": topic, "partition": number,
         "state": "metadata" if is_metadata else state or "live",
@@ -247,14 +248,12 @@ def _inspect_partition(directory: str, topic: str, number: int, files: Partition
     }
     if is_metadata:
         _metadata_partition(report, paths, epochs)
-    if plan.truncated_segment is not None:
-        truncated = report["plan"]["truncated_at"]
-        problems.append(finding(FindingKind.RECOVERY_TRUNCATION, truncated["byte_offset"],
-                                f"{truncated['segment']}: LogLoader truncates at offset {truncated['offset']} "
-                                f"({plan.truncated_segment.recovery.stop_message}) and deletes "
-                                f"{len(report['plan']['deleted_segments'])} later segment(s); "
-                                + _dropped_text(truncated),
-                                offset=truncated["offset"]))
+    stops = {step.log_path: step.recovery.stop_message for step in plan.cuts}
+    for cut in loss.cuts if loss is not None else ():
+        problems.append(finding(FindingKind.RECOVERY_TRUNCATION, cut.byte,
+                                f"{cut.segment}: {cut.action()}, where recovery stops ({stops[cut.segment]}); "
+                                f"{cut.dropped()}",
+                                offset=cut.offset))
     return report
 
 
@@ -292,15 +291,6 @@ def _plan(directory: str, view: PartitionView | None, topic: str, state: str | N
                           [s["offset"] for s in snapshots], state == "delete")
 
 
-def _dropped_text(truncated: dict) -> str:
-    """What the truncation drops, in the figures every command gives for it."""
-    if not truncated["records_dropped"]:
-        return f"no record lies past the cut ({truncated['bytes_dropped']} bytes dropped)"
-    return (f"{truncated['records_dropped']} record(s) at offsets {truncated['offset']}.."
-            f"{truncated['dropped_until'] - 1} are dropped: {truncated['records_salvageable']} in batches whose "
-            f"checksum holds (salvage writes them back), {truncated['records_gone']} gone")
-
-
 def _plan_report(plan: PartitionPlan, is_metadata: bool, loss: RecoveryLoss | None) -> StartupPlan:
     recovered: list[RecoveredSegment] = []
     for step in plan.recovered:
@@ -312,8 +302,7 @@ def _plan_report(plan: PartitionPlan, is_metadata: bool, loss: RecoveryLoss | No
                           "time_index_entries": len(recovery.time_entries),
                           "stop_reason": recovery.stop_reason, "stop_message": recovery.stop_message})
     truncated = None
-    step = plan.truncated_segment
-    if step is not None:
+    if loss is not None:
         truncated = {"segment": loss.segment, "byte_offset": loss.byte, "offset": loss.offset,
                      "dropped_until": loss.offset if loss.last_offset is None else loss.last_offset + 1,
                      "bytes_dropped": loss.bytes, "records_dropped": loss.records,
@@ -340,8 +329,22 @@ def _plan_report(plan: PartitionPlan, is_metadata: bool, loss: RecoveryLoss | No
         "leader_epoch_start_moved_to": None if moved is None else {"epoch": moved.epoch,
                                                                    "start_offset": moved.start_offset},
         "producer_snapshots_deleted": plan.producer_snapshots_deleted,
+        "kraft_snapshots": _kraft_snapshot_plan(plan),
         "notes": plan.notes,
     }
+
+
+def _kraft_snapshot_plan(plan: PartitionPlan) -> KraftSnapshotPlan | None:
+    kraft = plan.kraft_snapshots
+    if kraft is None:
+        return None
+    return {"log_latest_epoch": kraft.log_latest_epoch, "log_end_offset": kraft.log_end_offset,
+            "latest_snapshot": None if kraft.latest is None else os.path.join(plan.directory, kraft.latest[2]),
+            "latest_epoch": None if kraft.latest is None else kraft.latest[1],
+            "truncates_to": kraft.latest[0] if kraft.truncates_to_latest else None,
+            "deleted": [{"path": os.path.join(plan.directory, name), "end_offset": end, "epoch": epoch,
+                         "reason": reason} for end, epoch, name, reason in kraft.deleted],
+            "failure": kraft.failure}
 
 
 def _metadata_partition(report: InspectedPartition, paths: list[str], epochs) -> None:
@@ -356,7 +359,6 @@ def _metadata_partition(report: InspectedPartition, paths: list[str], epochs) ->
                                       "current_voters": state.current_voters, "data_version": state.data_version}
         except CorruptData as exc:
             problems.append(finding(FindingKind.FORMAT, exc.offset, f"{quorum}: {exc.message}"))
-    log_end = report["plan"]["log_end_offset"]
     for path in paths:
         snapshot_id = kraft_snapshot_id(path)
         if snapshot_id is None:
@@ -364,9 +366,6 @@ def _metadata_partition(report: InspectedPartition, paths: list[str], epochs) ->
         summary, mismatches = _kraft_snapshot(path, *snapshot_id, epochs)
         report["kraft_snapshots"].append(summary)
         problems.extend(finding(FindingKind.KRAFT_SNAPSHOT_MISMATCH, None, f"{path}: {m}") for m in mismatches)
-        if snapshot_id[0] > log_end:
-            report["plan"]["notes"].append(f"{os.path.basename(path)} ends past the metadata log's end {log_end}: "
-                                           "KafkaMetadataLog.truncateToLatestSnapshot truncates the log fully to it")
 
 
 def _kraft_snapshot(path: str, end_offset: int, epoch: int, epochs) -> tuple[KraftSnapshotSummary, list[str]]:
@@ -457,8 +456,9 @@ def _metadata_topic_ids(directory: str) -> dict[str, str]:
     """Each topic's id as the metadata log leaves it: the newest KRaft snapshot, then the log after
     its end offset (a TopicRecord names a topic's id, a RemoveTopicRecord drops it)."""
     names = sorted(os.listdir(directory))
-    snapshots = sorted((kraft_snapshot_id(name), name) for name in names if kraft_snapshot_id(name) is not None)
-    start = snapshots[-1][0][0] if snapshots else 0
+    # the latest snapshot as OffsetAndEpoch orders them: epoch first, then end offset
+    snapshots = sorted((kraft_snapshot_id(name)[::-1], name) for name in names if kraft_snapshot_id(name) is not None)
+    start = snapshots[-1][0][1] if snapshots else 0
     sources = [(os.path.join(directory, snapshots[-1][1]), True)] if snapshots else []
     sources += [(os.path.join(directory, name), False) for name in names if is_log_file(name)]
     ids: dict[str, str] = {}

@@ -19,6 +19,7 @@ from segtool.formats.file_kinds import DirectoryKind
 from segtool.kafka.partition import PartitionView, RecordHit
 from segtool.errors import CorruptData, SegtoolError, UsageError
 from segtool.formats.json_names import snake_case_keys
+from segtool.formats.ranges import span
 from segtool.ops.output_schema import LookupAnswer
 
 if TYPE_CHECKING:
@@ -55,7 +56,7 @@ def _loaded(directory: str) -> tuple[PartitionView, "RecoveryLoss | None"]:
 
     partition = PartitionView(directory)
     plan = load_partition(partition, state_files=False)
-    if plan.truncated_segment is None:
+    if not plan.cuts:
         return partition, None
     # imported here: reading past damage loads the RocketMQ layouts too, which a whole partition never needs
     from segtool.engine.salvage import recovery_loss
@@ -78,13 +79,12 @@ def _with_notes(answer: dict, partition: PartitionView, loss: "RecoveryLoss | No
 
 def recovery_cut_note(loss: "RecoveryLoss") -> str:
     """The sentence a lookup answer carries when the broker's load truncates the partition."""
-    deleted = (f" and deletes {len(loss.deleted_segments)} later segment(s)" if loss.deleted_segments else "")
-    beyond = (f"beyond it {loss.records} record(s) at offsets {loss.first_offset}..{loss.last_offset} still lie "
-              f"on disk (dump lists them): salvage writes back the {loss.salvageable} in batches whose checksum "
-              f"holds, {loss.gone} are gone" if loss.records else "no record lies on disk beyond it")
-    return (f"Kafka's recovery (LogLoader.recoverLog) truncates {os.path.basename(loss.segment)} at byte "
-            f"{loss.byte}{deleted}: the log ends at offset {loss.offset} and a fetch there or beyond finds "
-            f"nothing; {beyond}")
+    beyond = (f"beyond the cut{'s' if len(loss.cuts) > 1 else ''} {loss.records} record(s) at "
+              f"{span(loss.first_offset, loss.last_offset)} still lie on disk (dump lists them): salvage writes "
+              f"back the {loss.salvageable} in batches whose checksum holds, {loss.gone} are gone"
+              if loss.records else "no record lies on disk beyond it")
+    return (f"Kafka's load: {'; '.join(cut.action() for cut in loss.cuts)}; the log ends at offset {loss.log_end} "
+            f"and a fetch there or beyond finds nothing; {beyond}")
 
 
 def lookup_offset(directory: str, offset: int) -> LookupAnswer:

@@ -747,14 +747,34 @@ class RecoveredSegment(TypedDict):
 
 
 class Truncation(TypedDict):
+    """The load's first cut (loadSegmentFiles' or recoverLog's) and what every cut drops together."""
     segment: str
     byte_offset: int
-    offset: int  # the log end after truncation
+    offset: int  # the first offset the cut drops
     dropped_until: int  # offsets [offset, dropped_until) lie on disk past the cut (what recovery drops)
     bytes_dropped: int  # the truncated tail and the segments deleted after it
     records_dropped: int  # records there (engine.salvage.RecoveryLoss): records_salvageable + records_gone
     records_salvageable: int  # of those, in batches whose checksum holds (what salvage writes back)
     records_gone: int
+
+
+class KraftSnapshotDeleted(TypedDict):
+    path: str
+    end_offset: int
+    epoch: int
+    # recoverSnapshots: partial, marked_deleted, below_log_start; truncateToLatestSnapshot: before_latest
+    reason: Literal["partial", "marked_deleted", "below_log_start", "before_latest"]
+
+
+class KraftSnapshotPlan(TypedDict):
+    """KafkaMetadataLog.apply on the loaded metadata log: recoverSnapshots, then truncateToLatestSnapshot."""
+    log_latest_epoch: int  # UnifiedLog.latestEpoch after the load (0 without one)
+    log_end_offset: int  # before truncateToLatestSnapshot
+    latest_snapshot: str | None  # the latest kept snapshot (OffsetAndEpoch order: epoch, then end offset)
+    latest_epoch: int | None  # its epoch
+    truncates_to: int | None  # the offset the log is truncated fully to, when it is
+    deleted: list[KraftSnapshotDeleted]
+    failure: str | None  # why the load fails, when it does
 
 
 class SplitSegment(TypedDict):
@@ -783,6 +803,7 @@ class StartupPlan(TypedDict):
     leader_epochs_dropped: list[LeaderEpoch]
     leader_epoch_start_moved_to: LeaderEpoch | None
     producer_snapshots_deleted: list[int]
+    kraft_snapshots: KraftSnapshotPlan | None  # the metadata log's
     notes: list[str]
 
 

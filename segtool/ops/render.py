@@ -13,6 +13,7 @@ from segtool.formats.json_names import bytes_fields, utf8_text
 from segtool.formats.record_shapes import json_key
 from segtool.kafka.record_shape import BATCH_FIELDS, RECORD_FIELDS
 from segtool.rocketmq.message_shape import MESSAGE_FIELDS, message_item
+from segtool.formats.ranges import span
 
 _SKIP = {"kind", "file"}
 _PREVIEW = 60  # characters of a key or value a dump line shows
@@ -41,7 +42,7 @@ def render_text_item(item: dict, full: bool = False) -> str:
     kind = item["kind"]
     if kind == "batch":
         head = (
-            f"batch @{item['position']} offsets {item['base_offset']}..{item['last_offset']}"
+            f"batch @{item['position']} {span(item['base_offset'], item['last_offset'])}"
             f" magic {item['magic']} {item['codec']} {item['timestamp_type']} {iso_time(item['max_timestamp'])}"
             f" size {item['size']} crc {'ok' if item['crc_valid'] else 'BAD'}"
         )
@@ -538,7 +539,7 @@ def _iso_times(values) -> str | list[str]:
 
 def damaged_range_text(item: dict) -> str:
     """A damaged range's bytes, why, and what it lost, on one line."""
-    text = f"bytes {item['first_byte']}..{item['last_byte']} ({item['length']} bytes, {item['reason']}): {item['message']}"
+    text = f"{span(item['first_byte'], item['last_byte'], 'bytes')} ({item['length']} bytes, {item['reason']}): {item['message']}"
     where = f"{item['topic']} queue {item['queue_id']} " if item.get("topic") is not None else ""
     first, last = item["first_offset"], item["last_offset"]
     if item["offsets_lost"] == 0:
@@ -549,7 +550,7 @@ def damaged_range_text(item: dict) -> str:
         return text + f"; {where}offsets from {first} on lost, if it held any"
     if first is None:
         return text + f"; {where}offsets up to {last} lost, if it held any"
-    return text + f"; {where}offsets {first}..{last} ({item['offsets_lost']}) lost"
+    return text + f"; {where}{span(first, last)} ({item['offsets_lost']}) lost"
 
 
 # -- answers and records for people (lookup, verify) ---------------------------------

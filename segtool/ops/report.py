@@ -23,7 +23,6 @@ from typing import Iterable
 import numpy as np
 
 from segtool.engine.inventory import Partition, inventory
-from segtool.engine.salvage import recovery_loss
 from segtool.kafka.partition import PartitionView, Segment
 from segtool.kafka.recovery import PARALLEL_MIN_BYTES, ProducerTxnState, recoveries_remembered
 from segtool.errors import CorruptData, SegtoolError
@@ -315,8 +314,8 @@ class _PartitionFigures:
 
     def _startup(self) -> dict | None:
         """What the broker's start-up drops (``inspect``'s plan: which segment it truncates where, which it
-        deletes) and what reading past the damage gets back of it (verify's figures from salvage's
-        reader, per segment): no figure of its own."""
+        deletes) and what reading past the damage gets back of it: ``engine.salvage.recovery_loss``, the
+        figures inspect and lookup give; no figure of its own."""
         if self.view is None:
             return None
         loaded = {os.path.normpath(s.log_path) for s in self.view.segments}
@@ -328,7 +327,7 @@ class _PartitionFigures:
         at_startup = {}
         for step in plan.segments:
             at_startup[os.path.normpath(step.log_path)] = (
-                "deleted" if step.deleted_by_recovery else "truncated" if step is plan.truncated_segment
+                "deleted" if step.deleted_by_recovery else "truncated" if step in plan.cuts
                 else "recovered" if step.recovery is not None else "kept")
         for segment in self.segments:
             segment["at_startup"] = at_startup.get(os.path.normpath(segment["file"]), "not loaded")
@@ -338,21 +337,21 @@ class _PartitionFigures:
                    "dropped_bytes": 0, "dropped_records": 0, "dropped_first_offset": None,
                    "dropped_last_offset": None, "torn_batch_records": 0, "salvageable_records": 0,
                    "lost_ranges": [], "notes": plan.notes}
-        truncated = plan.truncated_segment
-        if truncated is None:
+        from segtool.engine.salvage import recovery_loss  # reading past damage: only when the load cuts
+
+        loss = recovery_loss(plan)
+        if loss is None:
             return figures
-        deleted = [step for step in plan.segments if step.deleted_by_recovery]
-        loss = recovery_loss(plan)  # the figures inspect, verify, salvage and lookup give
-        verified = {os.path.normpath(path): self.verified.get(path, {}) for path in self.logs}
-        torn = sum((verified.get(os.path.normpath(step.log_path), {}).get("recovery") or {}).get("torn_batch_records")
-                   or 0 for step in [truncated] + deleted)
-        figures.update(truncated_file=truncated.log_path, truncated_at_byte=loss.byte, truncated_at_offset=loss.offset,
-                       segments_deleted=len(deleted), first_deleted=deleted[0].log_path if deleted else None,
-                       last_deleted=deleted[-1].log_path if deleted else None, dropped_bytes=loss.bytes,
-                       dropped_records=loss.records, dropped_first_offset=loss.first_offset,
-                       dropped_last_offset=loss.last_offset, torn_batch_records=torn,
-                       salvageable_records=loss.salvageable)
-        cut_files = {os.path.normpath(step.log_path) for step in [truncated] + deleted}
+        figures.update(truncated_file=loss.segment, truncated_at_byte=loss.byte, truncated_at_offset=loss.offset,
+                       segments_deleted=len(loss.deleted_segments),
+                       first_deleted=loss.deleted_segments[0] if loss.deleted_segments else None,
+                       last_deleted=loss.deleted_segments[-1] if loss.deleted_segments else None,
+                       dropped_bytes=loss.bytes, dropped_records=loss.records, salvageable_records=loss.salvageable,
+                       dropped_first_offset=loss.first_offset, dropped_last_offset=loss.last_offset)
+        cut_files = {os.path.normpath(path) for cut in loss.cuts for path in (cut.segment, *cut.deleted_segments)}
+        by_path = {os.path.normpath(path): self.verified.get(path, {}) for path in self.logs}
+        figures["torn_batch_records"] = sum((by_path.get(path, {}).get("recovery") or {}).get("torn_batch_records")
+                                            or 0 for path in cut_files)
         lost = [d for d in self.damaged if os.path.normpath(d["file"]) in cut_files]
         figures["lost_ranges"] = [{"file": d["file"], "first_offset": d["first_offset"], "last_offset": d["last_offset"],
                                    "reason": d["reason"]} for d in lost[:self.shares.damaged]]

@@ -18,6 +18,7 @@ import zlib
 from pathlib import Path
 
 from segtool.errors import SegtoolError
+from segtool.formats.ranges import bounds, span
 from segtool.ops.output_schema import ReportFigures, ReportPartition, ReportStore
 from segtool.ops.render import iso_time as iso
 
@@ -428,20 +429,19 @@ def _startup_html(p: ReportPartition) -> str:
     if startup["truncated_file"] is None:
         return (f"<p><b>At start-up</b> ({html.escape(shutdown)}) Kafka keeps every offset: the log ends at "
                 f"{startup['log_end_offset']}.</p>")
-    last = startup["dropped_last_offset"]
     deleted = "" if not startup["segments_deleted"] else (
         f" and deletes the {startup['segments_deleted']} later segment(s) "
         f"{startup['first_deleted'].rsplit('/', 1)[-1]}..{startup['last_deleted'].rsplit('/', 1)[-1]}")
     torn = f", {startup['torn_batch_records']} of them in a torn batch" if startup["torn_batch_records"] else ""
-    lost = [f"{r['first_offset']}..{'?' if r['last_offset'] is None else r['last_offset']} ({r['reason']})"
+    lost = [f"{bounds(r['first_offset'], r['last_offset'])} ({r['reason']})"
             for r in startup["lost_ranges"]]
     lost_records = startup["dropped_records"] - startup["salvageable_records"]
     return (f"<p class=startup><b>At start-up</b> ({html.escape(shutdown)}) Kafka truncates "
             f"{html.escape(startup['truncated_file'].rsplit('/', 1)[-1])} at byte {startup['truncated_at_byte']}"
             f"{html.escape(deleted)}: <b>recovery drops "
-            + (f"offsets {startup['dropped_first_offset']}..{last} ({startup['dropped_records']} records{torn}, "
-               if startup["dropped_records"] else "no record (")
-            + f"{startup['dropped_bytes']} bytes)</b>; the log ends at {startup['log_end_offset']}. "
+            f"{span(startup['dropped_first_offset'], startup['dropped_last_offset']) if startup['dropped_records'] else 'no record'}"
+            f" ({startup['dropped_records']} records{torn}, "
+            f"{startup['dropped_bytes']} bytes)</b>; the log ends at {startup['log_end_offset']}. "
             f"<b>salvage gets back {startup['salvageable_records']} of these records</b> (the dropped batches whose "
             f"CRC holds); {lost_records} are in damaged bytes nothing reads"
             + (f" (offsets {html.escape(', '.join(lost))})" if lost else "") + ".</p>")
@@ -497,7 +497,6 @@ def _store_recovery_text(s: ReportStore) -> str:
 
 def _store_section(page: _Page, s: ReportStore) -> None:
     page.add(f"<section class=store><h2>RocketMQ store {html.escape(s['root'])}</h2>")
-    truncation = s["truncation"]
     page.add(_table(["messages", "bytes", "queues", "CommitLog files", "IndexFiles", "first store time",
                      "last store time", "messages/s", "recovery"],
                     [[s["messages"], s["bytes"], len(s["queues"]), len(s["commitlog"]), len(s["index_files"]),

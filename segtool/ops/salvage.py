@@ -46,6 +46,7 @@ from segtool.formats.file_kinds import FileKind
 from segtool.formats.outcomes import DamageReason, WalkEnd
 from segtool.formats.record_shapes import arrow_fields
 from segtool.rocketmq.message_shape import MESSAGE_COLUMNS, MESSAGE_FIELDS
+from segtool.formats.ranges import span
 from segtool.ops.file_formats import file_format
 from segtool.ops.output_schema import SalvageReport
 from segtool.ops.rebuild_rocketmq import index_geometry
@@ -308,7 +309,7 @@ def _choose(found: list[_Found], segments: list[Segment], bases: list[int]):
             if same_offsets and _bytes(segments, batch) == _bytes(segments, previous):
                 duplicates += 1
                 continue
-            reason = (f"its offsets overlap the kept batch {previous.first_offset}..{previous.last_offset} at byte "
+            reason = (f"its offsets overlap the kept batch of {span(previous.first_offset, previous.last_offset)} at byte "
                       f"{previous.position} of {segments[previous.segment].log_path}")
         if reason is not None:
             conflicts.append({"file": segments[batch.segment].log_path, "position": batch.position,

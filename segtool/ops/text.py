@@ -12,6 +12,7 @@ import os
 from typing import TYPE_CHECKING, Iterator
 
 from segtool.findings import Severity, errors_first
+from segtool.formats.ranges import EMPTY, bounds, span
 from segtool.ops.render import answer_lines, damaged_range_text, iso_time, show_text
 
 if TYPE_CHECKING:
@@ -179,11 +180,11 @@ def _salvage_text(salvage: dict) -> str:
         if not salvage["batches"]:
             return "no valid batch after the recovery point"
         return (f"{salvage['batches']} valid batches after the recovery point, {salvage['records']} records, "
-                f"offsets {salvage['first_offset']}..{salvage['last_offset']} (segtool salvage writes them back)")
+                f"{span(salvage['first_offset'], salvage['last_offset'])} (segtool salvage writes them back)")
     if not salvage["messages"]:
         return "no valid message after the recovery point"
     return (f"{salvage['messages']} valid messages after the recovery point, physical offsets "
-            f"{salvage['first_phy_offset']}..{salvage['last_phy_offset']} (segtool salvage writes them back)")
+            f"{bounds(salvage['first_phy_offset'], salvage['last_phy_offset'])} (segtool salvage writes them back)")
 
 
 _STATUS_STYLES = {"ok": "green", "problems": "red", "unreadable": "red", "skipped": "dim"}
@@ -294,8 +295,8 @@ def report_lines(figures: dict, width: int = 80) -> Iterator[Styled]:
     for p in figures["partitions"]:
         yield from _fitted(f"Kafka partition {p['directory']}", width, "bold", "")
         yield from _fitted(f"  {_plural(p['segments_total'], 'segment')}, {_plural(p['batches'], 'batch')}, "
-                           f"{_plural(p['records'], 'record')}, {p['bytes']} bytes, offsets "
-                           f"{p['first_offset']}..{p['last_offset']}", width, None)
+                           f"{_plural(p['records'], 'record')}, {p['bytes']} bytes, "
+                           f"{span(p['first_offset'], p['last_offset'])}", width, None)
         yield from _fitted(f"  {_span_text(p['records'], 'records', p['first_timestamp'], p['last_timestamp'])}",
                            width, None)
         yield f"  records/s {_sparkline(p['rates']['records_per_second'], spark)}", None
@@ -305,15 +306,14 @@ def report_lines(figures: dict, width: int = 80) -> Iterator[Styled]:
                            f"{p['transactions']['open']} open", width, None)
         startup = p["startup"]
         if startup is not None and startup["truncated_file"] is not None:
-            last = startup["dropped_last_offset"]
             yield from _fitted(
                 f"  at start-up Kafka truncates {os.path.basename(startup['truncated_file'])} at byte "
                 f"{startup['truncated_at_byte']}" + (f" and deletes {_plural(startup['segments_deleted'], 'later segment')}"
                                                      if startup["segments_deleted"] else "")
-                + (f": offsets {startup['dropped_first_offset']}..{last} dropped "
-                   f"({_plural(startup['dropped_records'], 'record')}); salvage gets back {startup['salvageable_records']}"
-                   if startup["dropped_records"] else f": no record lies past the cut ({startup['dropped_bytes']} bytes "
-                   "dropped)"), width, "red")
+                + (f": {span(startup['dropped_first_offset'], startup['dropped_last_offset'])} dropped "
+                   f"({_plural(startup['dropped_records'], 'record')})" if startup["dropped_records"]
+                   else ": no record lies past the cut") + "; salvage gets back "
+                f"{startup['salvageable_records']}", width, "red")
         elif p["truncation"] is not None:
             truncation = p["truncation"]
             yield from _fitted(f"  Kafka's recovery truncates {os.path.basename(truncation['file'])} at byte "
@@ -380,7 +380,7 @@ def _kafka_inspect_lines(report: dict) -> Iterator[Styled]:
             yield "", None
             yield (f"  {os.path.basename(partition['directory'])} ({partition['state']}, topic id "
                    f"{partition['topic_id']}): {len(partition['segments'])} segments, {partition['bytes']} bytes, "
-                   + (f"offsets {partition['first_offset']}..{partition['log_end_offset'] - 1}"
+                   + (span(partition["first_offset"], partition["log_end_offset"] - 1)
                       if partition["first_offset"] is not None else "no batch") + f", leader epochs "
                    f"{len(partition['leader_epochs'])}, producer snapshots {len(partition['producer_snapshots'])}",
                    "bold")
@@ -400,9 +400,11 @@ def _kafka_inspect_lines(report: dict) -> Iterator[Styled]:
             if truncated:
                 yield (f"    truncates {os.path.basename(truncated['segment'])} at byte {truncated['byte_offset']} "
                        f"(offset {truncated['offset']}), dropping {truncated['bytes_dropped']} bytes and "
-                       + (f"{truncated['records_dropped']} record(s) at offsets {truncated['offset']}.."
-                          f"{truncated['dropped_until'] - 1} ({truncated['records_salvageable']} salvageable, "
-                          f"{truncated['records_gone']} gone)" if truncated["records_dropped"] else "no record")), "red"
+                       + (f"{truncated['records_dropped']} record(s) at "
+                          f"{span(truncated['offset'], truncated['dropped_until'] - 1)} "
+                          f"({truncated['records_salvageable']} salvageable, {truncated['records_gone']} gone)"
+                          if truncated["records_dropped"] else "no record")), "red"
+            yield from _kraft_plan_lines(plan["kraft_snapshots"])
             yield (f"    after start-up: log end {plan['log_end_offset']}, recovery point "
                    f"{plan['new_recovery_point']}, log start {plan['new_log_start_offset']}"), None
             for note in plan["notes"]:
@@ -413,6 +415,23 @@ def _kafka_inspect_lines(report: dict) -> Iterator[Styled]:
     yield (f"{summary['partitions']} partitions: {summary['partitions_recovered']} recovered at start-up, "
            f"{summary['partitions_truncated']} truncated; {summary['errors']} errors, {summary['notes']} notes, "
            f"{summary['unreadable']} unreadable"), "bold"
+
+
+def _kraft_plan_lines(kraft: dict | None) -> Iterator[Styled]:
+    """KafkaMetadataLog's snapshot steps at start-up: which snapshot the log is truncated to, which go."""
+    if kraft is None:
+        return
+    if kraft["failure"] is not None:
+        yield f"    KafkaMetadataLog cannot load: {kraft['failure']}", "red"
+    if kraft["truncates_to"] is not None:
+        ahead = (f"epoch {kraft['latest_epoch']} is above the log's latest epoch {kraft['log_latest_epoch']}"
+                 if kraft["latest_epoch"] > kraft["log_latest_epoch"] else
+                 f"end offset {kraft['truncates_to']} is past the log end {kraft['log_end_offset']} in epoch "
+                 f"{kraft['log_latest_epoch']}")
+        yield (f"    truncateToLatestSnapshot: the latest snapshot {os.path.basename(kraft['latest_snapshot'])}'s "
+               f"{ahead}: the log is truncated fully and starts at offset {kraft['truncates_to']}"), "red"
+    for deleted in kraft["deleted"]:
+        yield f"    deletes KRaft snapshot {os.path.basename(deleted['path'])} ({deleted['reason']})", None
 
 
 def _rocketmq_inspect_lines(report: dict) -> Iterator[Styled]:
@@ -629,11 +648,11 @@ def salvage_lines(report: dict) -> Iterator[str]:
         for damaged in item["damaged_ranges"]:
             yield f"  damaged {damaged['file']}: {damaged_range_text(damaged)}"
         for conflict in item["conflicts"]:
-            yield (f"  not written back: {conflict['file']} byte {conflict['position']}, offsets "
-                   f"{conflict['first_offset']}..{conflict['last_offset']}: {conflict['reason']}")
+            yield (f"  not written back: {conflict['file']} byte {conflict['position']}, "
+                   f"{span(conflict['first_offset'], conflict['last_offset'])}: {conflict['reason']}")
     for partition in report["partitions"]:
-        lost = ", ".join(f"{r['first_offset']}..{'?' if r['last_offset'] is None else r['last_offset']}"
-                         for r in partition["offset_ranges_lost"]) or "none"
+        lost = ", ".join(text for text in (bounds(r["first_offset"], r["last_offset"])
+                                           for r in partition["offset_ranges_lost"]) if text != EMPTY) or EMPTY
         yield (f"  {partition['batches_kept']} batches kept, {partition['batches_failed_crc']} failed "
                f"their CRC, offsets lost: {lost}")
         for segment in partition["segments"]:

@@ -27,6 +27,7 @@ from segtool.kafka.log import BatchScan
 from segtool.kafka.record_columns import chunk_records
 from segtool.kafka.records import batch_records
 from segtool.ops.render import damaged_range_text
+from segtool.formats.ranges import span
 
 _INT32_MAX = 2**31 - 1
 
@@ -125,7 +126,7 @@ class _BatchChecks(SegmentObserver):
                 add(FindingKind.OFFSETS_NOT_INCREASING, f"batch starts at {batch.base_offset} after offset "
                                                         f"{previous_last}")
             elif batch.base_offset > previous_last + 1:
-                add(FindingKind.OFFSET_GAP, f"offsets {previous_last + 1}..{batch.base_offset - 1} are absent "
+                add(FindingKind.OFFSET_GAP, f"{span(previous_last + 1, batch.base_offset - 1)} are absent "
                                             "(legal after compaction)")
         return problems
 
@@ -201,8 +202,7 @@ def _name_trailing_batches(problems: list[Finding], lost) -> None:
         if problem.kind is FindingKind.TRAILING_BYTES:
             problems[number] = replace(problem, message=(
                 f"{problem.message} from there; reading past the damage finds {lost.salvageable_batches} whole "
-                f"batch(es) in them ({lost.salvageable} records, offsets {lost.salvageable_first}.."
-                f"{lost.salvageable_last})"))
+                f"batch(es) in them ({lost.salvageable} records, {span(lost.salvageable_first, lost.salvageable_last)})"))
 
 
 def salvage_after(buf, path: str, position: int, next_offset: int, problems: list[Finding]):
