@@ -297,9 +297,12 @@ class RocketMQSalvage(TypedDict):
 class Recovery(TypedDict):
     valid_bytes: int
     bytes_lost: int
-    records_lost: int  # what recovery drops: the offsets of the dropped ranges (records_salvageable + records_gone)
+    records_lost: NotRequired[int]  # Kafka: what recovery drops, the offsets of the dropped ranges
     records_salvageable: NotRequired[int]  # Kafka: of those, in batches whose checksum holds (salvage writes them)
     records_gone: NotRequired[int]  # Kafka: of those, lost for good
+    messages_lost: NotRequired[int]  # RocketMQ: this file's share of what recovery drops (engine.salvage.StoreRecoveryLoss)
+    messages_salvageable: NotRequired[int]  # RocketMQ: of those, whose body CRC holds (salvage writes them)
+    messages_gone: NotRequired[int]  # RocketMQ: of those, lost for good
     stop_reason: str | None
     salvage: NotRequired[KafkaSalvage | RocketMQSalvage | None]
 
@@ -977,8 +980,10 @@ class CommitLogCut(TypedDict):
     file: str
     file_offset: int
     phy_offset: int
-    bytes_dropped: int
-    messages_dropped: int  # whole messages starting at or after the cut, and a damaged one there
+    bytes_dropped: int  # bytes holding data past the cut (engine.salvage.StoreRecoveryLoss)
+    messages_dropped: int  # messages recovery drops: messages_salvageable + messages_gone
+    messages_salvageable: int  # of those, whose body CRC holds (what salvage writes back)
+    messages_gone: int  # of those, lost for good (salvage's queue_offsets_lost)
 
 
 class CommitLogRecoveryPlan(TypedDict):
@@ -990,7 +995,7 @@ class CommitLogRecoveryPlan(TypedDict):
     stop_file_offset: int | None
     stop_reason: str | None
     max_phy_offset: int  # processOffset: where the CommitLog ends after recovery
-    truncated_at: CommitLogCut | None  # None when no data lies after it
+    truncated_at: CommitLogCut | None  # None when nothing lies after it
     deleted_files: list[str]
 
 
