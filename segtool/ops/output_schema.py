@@ -595,7 +595,7 @@ class SalvageSummary(TypedDict):
     batches_lost: int
     records_lost: int  # Kafka: the offsets offset_ranges_lost lists (= verify's records_gone, inspect's)
     messages_kept: int
-    messages_lost: int
+    messages_lost: int  # RocketMQ: the queue offsets queue_offsets_lost lists (= verify's messages_gone, inspect's)
     nothing_lost: bool
 
 

@@ -127,7 +127,8 @@ def _summary(report: dict) -> dict:
         "records_lost": sum(r["last_offset"] - r["first_offset"] + 1 for p in partitions
                             for r in p["offset_ranges_lost"] if r["last_offset"] is not None),
         "messages_kept": sum(s["messages_kept"] for s in stores),
-        "messages_lost": sum(s["messages_failed_crc"] + len(s["conflicts"]) for s in stores),
+        # RocketMQ: the queue offsets of queue_offsets_lost (= verify's messages_gone, inspect's)
+        "messages_lost": sum(r["last_offset"] - r["first_offset"] + 1 for s in stores for r in s["queue_offsets_lost"]),
         "nothing_lost": not ranges and not any(lost),
     }
 
