@@ -347,6 +347,31 @@ class RecoveryCut(TypedDict):
     offset: int
 
 
+class StoreRecoveryCut(TypedDict):
+    """Where RocketMQ's CommitLog recovery (recoverNormally / recoverAbnormally) cuts the CommitLog."""
+    file: str
+    byte: int
+    phy_offset: int
+
+
+class QueueOffsetsGone(TypedDict):
+    topic: str
+    queue_id: int
+    first_offset: int
+    last_offset: int
+
+
+class StoreBeyondRecovery(TypedDict):
+    """What RocketMQ's recovery drops (engine.salvage.StoreRecoveryLoss): ``messages``, ``salvageable``
+    of them whose body CRC holds, ``gone`` the rest (their queue offsets listed)."""
+    messages: int
+    salvageable: int
+    gone: int
+    bytes: int
+    deleted_files: list[str]
+    queue_offsets_gone: list[QueueOffsetsGone]
+
+
 class BeyondRecovery(TypedDict):
     """What still lies on disk past the recovery cut (dump and salvage reach it; a fetch does not):
     ``records`` dropped, ``salvageable`` of them in batches whose checksum holds, ``gone`` the rest."""
@@ -361,9 +386,10 @@ class BeyondRecovery(TypedDict):
 
 class LookupAnswer(TypedDict):
     """Every lookup answer: the fields of its method, the record(s) or message(s) it found, notes."""
-    recovery_cut: NotRequired[RecoveryCut]  # Kafka --offset/--timestamp: where the broker's load truncates
+    recovery_cut: NotRequired[RecoveryCut | StoreRecoveryCut]  # Kafka --offset/--timestamp, RocketMQ --queue-id
     damage: NotRequired[list[ReadStopped]]  # Kafka --key: segments searched only up to damage
-    beyond_recovery: NotRequired[BeyondRecovery]
+    beyond_recovery: NotRequired[BeyondRecovery | StoreBeyondRecovery]
+    after_recovery_cut: NotRequired[bool]  # RocketMQ --queue-id: the unit points past the cut (recovery drops it)
     record: NotRequired[KafkaRecordItem | ShownRecordItem]
     records: NotRequired[list[KafkaRecordItem | ShownRecordItem]]
     message: NotRequired[RocketMQMessageItem | None]
@@ -1510,6 +1536,9 @@ class ReportTruncation(TypedDict):
     byte_offset: int
     offset: int | None  # Kafka: the first offset lost; RocketMQ: the physical offset
     reason: str | None
+    messages_lost: NotRequired[int]  # RocketMQ: what recovery drops (verify's, engine.salvage.StoreRecoveryLoss)
+    messages_salvageable: NotRequired[int]  # RocketMQ: of those, whose body CRC holds
+    messages_gone: NotRequired[int]  # RocketMQ: of those, lost for good
 
 
 class IndexPoints(TypedDict):
