@@ -308,3 +308,26 @@ def test_a_zeroed_hole_cuts_the_commitlog_at_the_message_it_opens_in(tmp_path):
     gone = sum(1 for m in dropped if m["phyOffset"] < start + hole_to and m["phyOffset"] + m["totalSize"] > start + hole_from)
     assert gone == 6
     _assert_store_agree(_store_figures(store, tmp_path), cut, len(dropped), gone)
+
+
+def test_groups_lag_runs_to_the_log_end_the_broker_loads(tmp_path):
+    """A consumer group's lag is the partition's log end after LogLoader.recoverLog (ListOffsets LATEST on the
+    loaded log) less the committed offset: on a partition whose last batch is torn it equals lookup's log end,
+    the end of the last whole batch, not what the unloaded files or their indexes declare.  c10's
+    __consumer_offsets commits segtool-cg's offsets for c01-plain; c01's partition 0 lies beside it, torn."""
+    log_dir = tmp_path / "logdir"
+    for name in ("__consumer_offsets-0", "__consumer_offsets-2"):
+        shutil.copytree(corpus_path("kafka", "c10-consumer-offsets", "data", name), log_dir / name)
+    source = corpus_path(*CLEAN)
+    partition = log_dir / source.name
+    shutil.copytree(source, partition)
+    batches = list(BatchScan(open_buffer(str(source / LAST_SEGMENT)), path=LAST_SEGMENT))
+    with open(partition / LAST_SEGMENT, "r+b") as handle:
+        handle.truncate(batches[-1].position + 100)
+    whole_end = batches[-2].last_offset + 1
+    report, _ = _json("groups", str(log_dir))
+    committed = next(o for g in report["groups"] if g["group"] == "segtool-cg" for o in g["offsets"]
+                     if (o["topic"], o["partition"]) == ("c01-plain", 0))
+    latest, _ = _json("lookup", str(partition), "--timestamp", "latest")
+    assert committed["log_end_offset"] == latest["offset"] == whole_end
+    assert committed["lag"] == whole_end - committed["offset"]
