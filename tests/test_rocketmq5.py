@@ -449,25 +449,3 @@ def test_damaged_5x_files_end_in_findings_not_tracebacks(store, tmp_path, cut):
             list(dump_file(detect(str(path))))
         except SegtoolError:
             pass
-
-
-def test_salvage_treats_a_zeroed_topic_as_damage(store, tmp_path):
-    """Zeros over part of a message's topic: the body CRC (CommitLog.checkMessageAndReturnSize's check) still
-    holds, but no broker stores a topic TopicValidator refuses, so the record is damage: salvage writes back
-    every other message and names the range (it once stopped on the NUL bytes: "embedded null byte")."""
-    root = tmp_path / "store"
-    shutil.copytree(store.root, root)
-    record = next(r for r in store.commitlog.records if r["message"].topic == LONG_TOPIC and r["offset"] > 4096)
-    name = f"{record['offset'] // 4096 * 4096:020d}"
-    at = record["offset"] % 4096 + bytes(record["bytes"]).index(LONG_TOPIC.encode()) + 50
-    with open(root / "commitlog" / name, "r+b") as handle:
-        handle.seek(at)
-        handle.write(bytes(30))
-    run = segtool("salvage", root, "--out", tmp_path / "out", "--json")
-    assert run.returncode == 1, run.stderr
-    report = json.loads(run.stdout)["stores"][0]
-    assert report["messages_kept"] == len(store.commitlog.records) - 1
-    assert report["messages_failed_crc"] == 0
-    damaged = report["damaged_ranges"]
-    assert [(Path(d["file"]).name, d["first_byte"], d["reason"]) for d in damaged] == [
-        (name, record["offset"] % 4096, "corrupt_framing")]

@@ -23,7 +23,6 @@ from typing import Iterator, Mapping
 import numpy as np
 
 from segtool.errors import CorruptData
-from segtool.rocketmq import names as rocketmq_names
 from segtool.rocketmq import store_files as rmq
 from segtool.engine.carving import KAFKA, ROCKETMQ, next_find
 from segtool.kafka.log import (BATCH_HEADER_V2_FAST, BATCH_V2_OVERHEAD, DEFAULT_CAP, MAGIC_AT, BatchScan,
@@ -272,12 +271,6 @@ def body_crc_valid(message: dict) -> bool:
     return message["bodyLength"] <= 0 or message["bodyCRC"] == message["bodyCRCComputed"]
 
 
-def message_intact(message: dict) -> bool:
-    """A message reading past damage keeps: its body CRC holds and its topic is one a broker stores (the
-    CRC does not cover the header: a zeroed or changed topic, e.g. one with NUL bytes, is damage too)."""
-    return body_crc_valid(message) and rocketmq_names.is_legal_topic(message["topic"])
-
-
 QUEUED_TRANSACTION_TYPES = (rmq.TRANSACTION_NOT_TYPE, rmq.TRANSACTION_COMMIT_TYPE)  # reach a ConsumeQueue
 
 
@@ -358,7 +351,7 @@ def store_recovery_loss(plan) -> StoreRecoveryLoss | None:
                             known.setdefault((piece.topic, piece.queue_id, queue_offset), name)
                 elif isinstance(piece, rmq.CommitLogEnd):
                     data_bytes += max(piece.data_end - max(cut - start, 0), 0)
-                elif message_intact(piece):
+                elif body_crc_valid(piece):
                     salvageable[name] += 1
                     if piece["transactionType"] in QUEUED_TRANSACTION_TYPES and piece["dispatch"]["success"]:
                         held.add((piece["topic"], piece["queueId"], piece["queueOffset"]))
@@ -417,8 +410,7 @@ def commitlog_pieces(buf, *, file_from_offset: int = 0, file: str | None = None,
     zeros to the end, the end).  ``previous``: the last message before ``start``, whose queue
     offset bounds what a range right after it lost.
 
-    Messages whose body CRC fails, or that are not ``message_intact`` otherwise, are yielded too, each
-    followed by the range it opens.
+    Messages whose body CRC fails are yielded too, each followed by the range it opens.
     """
     label = path or file or "commitlog"
     pos = start
@@ -433,10 +425,6 @@ def commitlog_pieces(buf, *, file_from_offset: int = 0, file: str | None = None,
                     damage = step["fileOffset"], DamageReason.CRC_MISMATCH, (
                         f"body CRC stored {step['bodyCRC']} but computed {step['bodyCRCComputed']} for the message "
                         f"of {step['topic']} queue {step['queueId']} offset {step['queueOffset']}")
-                    break
-                if not message_intact(step):
-                    damage = step["fileOffset"], DamageReason.CORRUPT_FRAMING, (
-                        f"topic {step['topic']!r} is not a name TopicValidator accepts (a damaged header)")
                     break
                 previous = step
                 continue

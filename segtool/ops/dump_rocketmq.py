@@ -9,7 +9,7 @@ from typing import Iterator
 
 from segtool.errors import CorruptData, SegtoolError
 from segtool.source import open_buffer, release_pages
-from segtool.engine.salvage import DamagedRange, commitlog_pieces, message_intact
+from segtool.engine.salvage import DamagedRange, body_crc_valid, commitlog_pieces
 from segtool.rocketmq import v5 as rocketmq5
 from segtool.rocketmq import store_files as rocketmq
 from segtool.formats.json_names import message_item, snake_case_keys
@@ -91,7 +91,7 @@ def _commitlog_runs(path: str, for_text: bool) -> Iterator[dict | MessageRun]:
             if isinstance(piece, DamagedRange):
                 pos = piece.end_byte
                 break
-            if isinstance(piece, dict) and message_intact(piece):  # one clean message: the columns resume after it
+            if isinstance(piece, dict) and body_crc_valid(piece):  # one clean message: the columns resume after it
                 pos, previous = piece["fileOffset"] + piece["totalSize"], piece
                 break
         else:

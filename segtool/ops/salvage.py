@@ -11,8 +11,7 @@ timestamps stay as they were.  The indexes are what Kafka's recovery writes for 
 describe batches that may be lost; a broker rebuilds them from the log).
 
 RocketMQ.  Every CommitLog file is read past damage (``engine.salvage.commitlog_pieces``);
-the intact messages (``message_intact``: the body CRC holds, the topic is a legal name) are written at
-their original positions into files of the
+the messages whose body CRC holds are written at their original positions into files of the
 store's CommitLog file size (zeros elsewhere, the BLANK end record kept), so physical
 offsets stay valid.  The ConsumeQueues are rebuilt from them (filler units, RocketMQ's own
 ``fillPreBlank`` units, where a queue offset was lost) in the input store's file geometry,
@@ -36,7 +35,7 @@ from segtool.engine.inventory import Partition, Store, inventory
 from segtool.kafka.partition import Segment
 from segtool.kafka.recovery import DEFAULT_INDEX_INTERVAL_BYTES, ProducerTxnState, recover_segment
 from segtool.engine.safe_write import plan_outputs, tree_outputs, write_atomically
-from segtool.engine.salvage import DamagedRange, body_crc_valid, commitlog_pieces, kafka_pieces, message_intact
+from segtool.engine.salvage import DamagedRange, body_crc_valid, commitlog_pieces, kafka_pieces
 from segtool.errors import CorruptData, NothingFound, SegtoolError, UnreadableInput
 from segtool.rocketmq import store_files as rmq
 from segtool.kafka.log import RecordBatch
@@ -406,9 +405,9 @@ def _read_store(store: Store, progress_factory, report: dict) -> dict:
                 elif isinstance(piece, rmq.CommitLogEnd):
                     if piece.kind is WalkEnd.BLANK:  # the end record RocketMQ's readers step to the next file by
                         blanks[name] = piece.file_offset
-                elif message_intact(piece):
+                elif body_crc_valid(piece):
                     messages.append(piece)
-                elif not body_crc_valid(piece):
+                else:
                     failed_crc += 1
                 if progress is not None and isinstance(piece, dict):
                     progress(piece["fileOffset"] + piece["totalSize"])

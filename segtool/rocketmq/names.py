@@ -42,7 +42,6 @@ def is_config_file_name(name: str) -> bool:
 
 
 _MAPPED_FILE_NAME = re.compile(r"[0-9]+")
-_LEGAL_TOPIC = re.compile(r"[%|a-zA-Z0-9_-]+")  # TopicValidator.VALID_PATTERN_STR
 _QUEUE_ID = re.compile(r"-?[0-9]+")
 _INDEX_FILE_NAME = re.compile(r"[0-9]{17}")  # yyyyMMddHHmmssSSS
 _DLEDGER_DIR = re.compile(r"dledger-.+")  # DLedgerConfig.getDefaultPath: <root>/dledger-<selfId>
@@ -123,9 +122,3 @@ def is_store_root(path) -> bool:
     config = root / CONFIG_DIR
     return config.is_dir() and any((config / name).is_file() or (config / f"{name}.bak").is_file()
                                    for name in CONFIG_FILES)
-
-
-def is_legal_topic(name: str) -> bool:
-    """A topic name ``TopicValidator`` accepts: the only names a broker stores (and names a ConsumeQueue
-    directory by); any other in a CommitLog record is damage its body CRC does not cover."""
-    return _LEGAL_TOPIC.fullmatch(name) is not None

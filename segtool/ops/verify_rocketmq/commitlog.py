@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from segtool.engine.salvage import DamagedRange, FileMessagesLost, commitlog_pieces, message_intact, store_recovery_loss
+from segtool.engine.salvage import DamagedRange, FileMessagesLost, body_crc_valid, commitlog_pieces, store_recovery_loss
 from segtool.findings import Findings, FindingKind
 from segtool.rocketmq import store_files as rmq
 from segtool.rocketmq.startup import CommitLogRecoveryPlan
@@ -68,7 +68,7 @@ def _salvage_after(buf, start: int, name: str, path: str, position: int, problem
         if isinstance(piece, DamagedRange):
             problems.add(FindingKind.DAMAGED_RANGE, piece.first_byte, damaged_range_text(piece.as_dict()),
                          offset=piece.physical_offset)
-        elif isinstance(piece, dict) and piece["fileOffset"] >= position and message_intact(piece):
+        elif isinstance(piece, dict) and piece["fileOffset"] >= position and body_crc_valid(piece):
             kept += 1
             first = piece["phyOffset"] if first is None else first
             last = piece["phyOffset"]
