@@ -102,19 +102,17 @@ def test_plan_cuts_where_verify_predicts(case, reports):
         return
     prediction = predicted[0]
     assert plan["loads"] == prediction["rocketmq_loads"]
-    if not plan["loads"]:
-        assert plan["commitlog"] is None
+    if not plan["loads"]:  # the recovery shown is the one the broker runs once the lengths are fixed
         assert plan["refused_files"] == [str(case / "store" / "commitlog" / name.split(":")[0])
                                          for name in prediction["wrong_size_files"]]
-        return
     recovery = plan["commitlog"]
     assert recovery["max_phy_offset"] == prediction["max_phy_offset"]
     assert recovery["start_file"] == prediction["start_file"]
     assert recovery["deleted_files"] == prediction["deleted_files"]
     lost_bytes = sum(f["recovery"]["bytes_lost"] for f in commitlog_files)
-    lost_records = sum(f["recovery"]["records_lost"] for f in commitlog_files)
+    lost_messages = sum(f["recovery"]["messages_lost"] for f in commitlog_files)
     cut = recovery["truncated_at"]
-    assert (cut["bytes_dropped"], cut["messages_dropped"]) == (lost_bytes, lost_records) if cut else lost_bytes == 0
+    assert (cut["bytes_dropped"], cut["messages_dropped"]) == (lost_bytes, lost_messages) if cut else lost_bytes == 0
 
 
 @pytest.mark.parametrize("case", [c for c in CASES if (c / "expected" / "recovery.json").exists()], ids=_ids)

@@ -13,6 +13,7 @@ original segment the damage is generated from.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import struct
 
@@ -178,3 +179,155 @@ def test_key_lookup_and_index_keys_search_the_records_before_a_zero_tail(tmp_pat
         assert answer["offsets"] == offsets
         assert answer["damage"][0]["byte"] == end and "record size 0" in answer["damage"][0]["message"]
         assert answer["method"] == ("key index" if index_first else "scan")
+
+
+# --------------------------------------------------------------------------
+# RocketMQ: verify, inspect, salvage, report and lookup give the same cut and the same loss
+# --------------------------------------------------------------------------
+
+ROCKETMQ_CLEAN = ("rocketmq", "clean-multi")
+
+
+def _clean_messages() -> list[dict]:
+    with open(corpus_path(*ROCKETMQ_CLEAN, "expected", "commitlog.jsonl")) as lines:
+        return [json.loads(line) for line in lines]
+
+
+def _store_figures(store, tmp_path) -> dict:
+    """Each command's cut and loss for the store (lookup through a queue unit past the cut, or the first)."""
+    verified, _ = _json("verify", str(store))
+    commitlog = [f for f in verified["files"] if f["kind"] == "rocketmq-commitlog"]
+    losing = [f for f in commitlog if f["recovery"]["bytes_lost"] or f["recovery"]["messages_lost"]]
+    inspected, _ = _json("inspect", str(store))
+    plan = inspected["stores"][0]["plan"]
+    truncated = plan["commitlog"]["truncated_at"]
+    salvaged, _ = _json("salvage", str(store), "--out", str(tmp_path / "salvaged"))
+    reported, _ = _json("report", "--no-hash", str(store))
+    truncation = reported["stores"][0]["truncation"]
+    gone_offsets = salvaged["stores"][0]["queue_offsets_lost"]
+    probe = gone_offsets[0] if gone_offsets else {"topic": "OrderTopic", "queue_id": 0, "first_offset": 0}
+    looked, _ = _json("lookup", str(store), "--topic", probe["topic"], "--queue-id", str(probe["queue_id"]),
+                      "--queue-offset", str(probe["first_offset"]))
+    beyond = looked.get("beyond_recovery", {})
+    return {
+        "verify_cut": int(os.path.basename(losing[0]["path"])) + losing[0]["recovery"]["valid_bytes"]
+        if losing else None,
+        "inspect_cut": truncated["phy_offset"] if truncated else None,
+        "report_cut": truncation["offset"] if truncation else None,
+        "lookup_cut": looked["recovery_cut"]["phy_offset"] if "recovery_cut" in looked else None,
+        "recovery_ends_at": plan["commitlog"]["max_phy_offset"],
+        "verify_lost": sum(f["recovery"]["messages_lost"] for f in commitlog),
+        "verify_salvageable": sum(f["recovery"]["messages_salvageable"] for f in commitlog),
+        "verify_gone": sum(f["recovery"]["messages_gone"] for f in commitlog),
+        "inspect_lost": truncated["messages_dropped"] if truncated else 0,
+        "inspect_salvageable": truncated["messages_salvageable"] if truncated else 0,
+        "inspect_gone": truncated["messages_gone"] if truncated else 0,
+        "report_lost": truncation["messages_lost"] if truncation else 0,
+        "report_salvageable": truncation["messages_salvageable"] if truncation else 0,
+        "report_gone": truncation["messages_gone"] if truncation else 0,
+        "lookup_lost": beyond.get("messages", 0),
+        "lookup_salvageable": beyond.get("salvageable", 0),
+        "lookup_gone": beyond.get("gone", 0),
+        "salvage_gone": salvaged["summary"]["messages_lost"],
+        "salvage_ranges": sum(r["last_offset"] - r["first_offset"] + 1 for r in gone_offsets),
+        "lookup_gone_ranges": sum(r["last_offset"] - r["first_offset"] + 1 for r in beyond.get("queue_offsets_gone", [])),
+        "lookup_after_cut": looked.get("after_recovery_cut"),
+    }
+
+
+def _assert_store_agree(figures: dict, cut: int, lost: int, gone: int) -> None:
+    assert figures["recovery_ends_at"] == cut, figures
+    expected_cut = cut if lost else None
+    assert (figures["verify_cut"] == figures["inspect_cut"] == figures["report_cut"] == figures["lookup_cut"]
+            == expected_cut), figures
+    for command in ("verify", "inspect", "report", "lookup"):
+        assert figures[f"{command}_lost"] == lost, (command, figures)
+        assert figures[f"{command}_gone"] == gone, (command, figures)
+        assert figures[f"{command}_salvageable"] == lost - gone, (command, figures)
+    assert figures["salvage_gone"] == figures["salvage_ranges"] == gone, figures
+    if lost:
+        assert figures["lookup_gone_ranges"] == gone and figures["lookup_after_cut"] is bool(gone), figures
+
+
+@pytest.mark.parametrize("case", ["corrupt-body-crc", "corrupt-torn-tail", "corrupt-truncated-commitlog"])
+def test_every_command_counts_what_rocketmqs_commitlog_recovery_drops(case, tmp_path):
+    """CommitLog.recoverNormally (the last three files, checkMessageAndReturnSize with checkCRCOnRecover) stops
+    at the first message it refuses; processOffset is the cut, truncateDirtyFiles deletes the later files and
+    truncateDirtyLogicFiles the ConsumeQueue units pointing past it.  The cut is the damaged message
+    (case.json); the messages dropped are those clean-multi held from there (expected/commitlog.jsonl); gone
+    are those the damage touched: the flipped body, or every message from the torn one on (zeroed or cut off
+    the file).  corrupt-truncated-commitlog does not load (MappedFileQueue.doLoad refuses the short file):
+    its figures are those of the recovery it runs once the length is fixed."""
+    meta = json.loads(corpus_path("rocketmq", case, "case.json").read_text())
+    corruption = meta["corruption"]
+    cut = corruption.get("phyOffset", corruption.get("cutMessagePhyOffset"))
+    dropped = [m for m in _clean_messages() if m["phyOffset"] >= cut]
+    if "flippedBytePhyOffset" in corruption:
+        flipped = corruption["flippedBytePhyOffset"]
+        gone = sum(1 for m in dropped if m["phyOffset"] <= flipped < m["phyOffset"] + m["totalSize"])
+    else:  # everything from the cut message's last kept byte on is zeros or absent
+        damage_from = int(corruption["file"]) + corruption["cutMessageFileOffset"] + corruption["bytesOfCutMessageKept"]
+        gone = sum(1 for m in dropped if m["phyOffset"] + m["totalSize"] > damage_from)
+    recovered = json.loads(corpus_path("rocketmq", case, "expected", "recovery.json").read_text())
+    if recovered["loadResult"]:
+        assert recovered["maxPhyOffset"] == cut  # the broker's own recovery cut there
+    _assert_store_agree(_store_figures(corpus_path("rocketmq", case, "store"), tmp_path), cut, len(dropped), gone)
+
+
+def test_an_unclean_shutdown_that_tore_nothing_loses_nothing(tmp_path):
+    """kill9-abort: CommitLog.recoverAbnormally reads from the checkpoint's file to the zero tail (processOffset
+    = recovery.json's maxPhyOffset, the end of the last message in expected/commitlog.jsonl); no message lies
+    past it and no ConsumeQueue unit points there, so no command counts a loss."""
+    recovered = json.loads(corpus_path("rocketmq", "kill9-abort", "expected", "recovery.json").read_text())
+    with open(corpus_path("rocketmq", "kill9-abort", "expected", "commitlog.jsonl")) as lines:
+        last = max((json.loads(line) for line in lines), key=lambda m: m["phyOffset"])
+    assert recovered["maxPhyOffset"] == last["phyOffset"] + last["totalSize"]
+    _assert_store_agree(_store_figures(corpus_path("rocketmq", "kill9-abort", "store"), tmp_path),
+                        recovered["maxPhyOffset"], 0, 0)
+
+
+def test_a_zeroed_hole_cuts_the_commitlog_at_the_message_it_opens_in(tmp_path):
+    """Zeros from the middle of one message's body to the middle of a message five later, in the third of
+    clean-multi's four CommitLog files (recoverNormally reads it): checkMessageAndReturnSize refuses the first
+    message (its body CRC or its sizes), recovery cuts at its start and deletes the fourth file.  The six
+    messages the zeros touch are gone; every message after the hole is salvageable."""
+    store = tmp_path / "store"
+    shutil.copytree(corpus_path(*ROCKETMQ_CLEAN, "store"), store)
+    name = "00000000000002097152"
+    in_file = [m for m in _clean_messages() if m["file"] == name]
+    first, last = in_file[500], in_file[505]
+    hole_from = first["fileOffset"] + first["totalSize"] - first["bodyLength"] // 2 - 60
+    hole_to = last["fileOffset"] + last["totalSize"] // 2
+    assert first["fileOffset"] + 88 < hole_from  # past the header: the message is framed, its contents fail
+    with open(store / "commitlog" / name, "r+b") as handle:
+        handle.seek(hole_from)
+        handle.write(bytes(hole_to - hole_from))
+    cut = first["phyOffset"]
+    dropped = [m for m in _clean_messages() if m["phyOffset"] >= cut]
+    start = int(name)
+    gone = sum(1 for m in dropped if m["phyOffset"] < start + hole_to and m["phyOffset"] + m["totalSize"] > start + hole_from)
+    assert gone == 6
+    _assert_store_agree(_store_figures(store, tmp_path), cut, len(dropped), gone)
+
+
+def test_groups_lag_runs_to_the_log_end_the_broker_loads(tmp_path):
+    """A consumer group's lag is the partition's log end after LogLoader.recoverLog (ListOffsets LATEST on the
+    loaded log) less the committed offset: on a partition whose last batch is torn it equals lookup's log end,
+    the end of the last whole batch, not what the unloaded files or their indexes declare.  c10's
+    __consumer_offsets commits segtool-cg's offsets for c01-plain; c01's partition 0 lies beside it, torn."""
+    log_dir = tmp_path / "logdir"
+    for name in ("__consumer_offsets-0", "__consumer_offsets-2"):
+        shutil.copytree(corpus_path("kafka", "c10-consumer-offsets", "data", name), log_dir / name)
+    source = corpus_path(*CLEAN)
+    partition = log_dir / source.name
+    shutil.copytree(source, partition)
+    batches = list(BatchScan(open_buffer(str(source / LAST_SEGMENT)), path=LAST_SEGMENT))
+    with open(partition / LAST_SEGMENT, "r+b") as handle:
+        handle.truncate(batches[-1].position + 100)
+    whole_end = batches[-2].last_offset + 1
+    report, _ = _json("groups", str(log_dir))
+    committed = next(o for g in report["groups"] if g["group"] == "segtool-cg" for o in g["offsets"]
+                     if (o["topic"], o["partition"]) == ("c01-plain", 0))
+    latest, _ = _json("lookup", str(partition), "--timestamp", "latest")
+    assert committed["log_end_offset"] == latest["offset"] == whole_end
+    assert committed["lag"] == whole_end - committed["offset"]

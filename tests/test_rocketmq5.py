@@ -540,3 +540,26 @@ def test_damaged_5x_files_end_in_findings_not_tracebacks(store, tmp_path, cut):
             list(dump_file(detect(str(path))))
         except SegtoolError:
             pass
+
+
+def test_salvage_leaves_a_topic_zeroed_to_nul_bytes_unqueued(store, tmp_path):
+    """Zeros over part of a message's topic: the body CRC (CommitLog.checkMessageAndReturnSize's check) still
+    holds, so salvage keeps the message in the CommitLog, but such a topic cannot name a ConsumeQueue directory
+    (ConsumeQueue's storePath/topic/queueId): it is named as not queued (salvage once stopped there with
+    "embedded null byte")."""
+    root = tmp_path / "store"
+    shutil.copytree(store.root, root)
+    record = next(r for r in store.commitlog.records if r["message"].topic == LONG_TOPIC and r["offset"] > 4096)
+    name = f"{record['offset'] // 4096 * 4096:020d}"
+    at = record["offset"] % 4096 + bytes(record["bytes"]).index(LONG_TOPIC.encode()) + 50
+    with open(root / "commitlog" / name, "r+b") as handle:
+        handle.seek(at)
+        handle.write(bytes(30))
+    run = segtool("salvage", root, "--out", tmp_path / "out", "--json")
+    assert run.returncode == 1, run.stderr
+    report = json.loads(run.stdout)["stores"][0]
+    assert report["messages_kept"] == len(store.commitlog.records) and report["messages_failed_crc"] == 0
+    assert [(c["position"], c["queue_id"], c["first_offset"]) for c in report["conflicts"]] == [
+        (record["offset"] % 4096, 1, record["message"].queue_offset)]
+    assert "\x00" in report["conflicts"][0]["topic"]
+    assert not any("\x00" in str(path) for path in (tmp_path / "out").rglob("*"))

@@ -135,7 +135,7 @@ def test_clean_store_has_no_errors(case):
         assert item["first_phy_offset"] == gold["firstMessagePhyOffset"]
         assert item["last_phy_offset"] == gold["lastMessagePhyOffset"]
         assert item["end"]["file_offset"] == gold["end"]["fileOffset"]
-        assert item["recovery"]["bytes_lost"] == 0 and item["recovery"]["records_lost"] == 0
+        assert item["recovery"]["bytes_lost"] == 0 and item["recovery"]["messages_lost"] == 0
         assert not item["recovery"]["deleted"]
     # recovery ends where RocketMQ's load ended
     load = _load(case / "expected" / "_load.json")
@@ -206,7 +206,7 @@ def test_unclean_shutdown_is_described(case):
         deleted = commitlog[f"commitlog/{name}"]["recovery"]["deleted"]
         assert deleted == (name not in after_names)
         if deleted:
-            assert commitlog[f"commitlog/{name}"]["recovery"]["records_lost"] == 0
+            assert commitlog[f"commitlog/{name}"]["recovery"]["messages_lost"] == 0
             kinds = {p.kind.code for p in commitlog[f"commitlog/{name}"]["problems"]}
             assert {"empty_file", "deleted_by_recovery"} <= kinds
 
@@ -260,13 +260,15 @@ def test_commitlog_corruption_found_where_rocketmq_stops(case):
 
     decoded = affected["MessageDecoder.decode"]
     torn = decoded is None or not affected["checkMessageAndReturnSize_checkCRC_false"]["success"]
-    if torn:  # the cut message is incomplete: it is the only one lost, with the bytes that are left of it
-        assert rec["records_lost"] == rec["torn_messages"] == 1
+    # recovery drops the messages clean-multi held in the file from the cut (the ConsumeQueue still points at
+    # those the damage zeroed or cut off)
+    clean = [m for m in _clean_messages() if start <= m["phyOffset"] < start + (1 << 20)]
+    assert rec["messages_lost"] == sum(1 for m in clean if m["phyOffset"] >= start + offset)
+    if torn:  # the cut message is incomplete, and nothing after it is left: every message lost is gone
+        assert rec["torn_messages"] == 1 and rec["messages_gone"] == rec["messages_lost"]
         assert rec["bytes_lost"] == corruption["bytesOfCutMessageKept"]
-    else:  # a whole message fails the CRC check: it and every message after it in the file are lost
-        clean = [m for m in _clean_messages() if start <= m["phyOffset"] < start + item["size"]]
-        assert rec["records_lost"] == sum(1 for m in clean if m["phyOffset"] >= start + offset)
-        assert rec["torn_messages"] == 0
+    else:  # a whole message fails the CRC check: it is gone, the messages after it are salvageable
+        assert rec["torn_messages"] == 0 and rec["messages_gone"] == 1
 
     # later files: RocketMQ's recovery deletes them (truncateDirtyFiles)
     before = [f.split(":")[0] for f in recovery["commitlogFilesBeforeLoad"]]
@@ -277,7 +279,7 @@ def test_commitlog_corruption_found_where_rocketmq_stops(case):
         assert other["recovery"]["deleted"] == (name not in after)
         if name not in after:
             lost = sum(1 for m in clean if int(name) <= m["phyOffset"] < int(name) + other["size"])
-            assert other["recovery"]["records_lost"] == lost > 0
+            assert other["recovery"]["messages_lost"] == lost > 0
             assert [p.kind.code for p in _errors(other)] == ["deleted_by_recovery"]
         elif name != affected["file"]:
             assert not _errors(other) and other["recovery"]["bytes_lost"] == 0
@@ -362,7 +364,7 @@ def test_cli_verify_json_shape_and_exit_codes():
                 assert problem["severity"] in ("error", "info")
                 assert problem["byte_offset"] is None or isinstance(problem["byte_offset"], int)
             if item["kind"] == "rocketmq-commitlog":
-                assert {"valid_bytes", "bytes_lost", "records_lost"} <= set(item["recovery"])
+                assert {"valid_bytes", "bytes_lost", "messages_lost", "messages_gone"} <= set(item["recovery"])
     text = segtool("verify", str(damaged[0] / "store"))
     assert text.returncode == 1 and "PROBLEMS" in text.stdout
 

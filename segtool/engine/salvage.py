@@ -15,9 +15,13 @@ range; whoever keeps only survivors keeps nothing from a damaged range.
 
 from __future__ import annotations
 
+import bisect
 import os
 from dataclasses import dataclass
-from typing import Iterator
+from pathlib import Path
+from typing import Iterator, Mapping
+
+import numpy as np
 
 from segtool.errors import CorruptData
 from segtool.rocketmq import store_files as rmq
@@ -328,6 +332,137 @@ def recovery_loss(plan) -> RecoveryLoss | None:
 def body_crc_valid(message: dict) -> bool:
     """CommitLog.checkMessageAndReturnSize with checkCRC: an empty body has nothing to check."""
     return message["bodyLength"] <= 0 or message["bodyCRC"] == message["bodyCRCComputed"]
+
+
+QUEUED_TRANSACTION_TYPES = (rmq.TRANSACTION_NOT_TYPE, rmq.TRANSACTION_COMMIT_TYPE)  # reach a ConsumeQueue
+
+
+@dataclass(frozen=True)
+class FileMessagesLost:
+    """One CommitLog file's share of a ``StoreRecoveryLoss``."""
+
+    messages: int
+    salvageable: int
+
+    @property
+    def gone(self) -> int:
+        return self.messages - self.salvageable
+
+
+@dataclass(frozen=True)
+class StoreRecoveryLoss:
+    """What RocketMQ's CommitLog recovery drops from a store (``CommitLog.recoverNormally`` /
+    ``recoverAbnormally``: the CommitLog is cut at ``phy_offset``, ``truncateDirtyFiles`` deletes the
+    later files, ``truncateDirtyLogicFiles`` the ConsumeQueue units pointing past the cut), and how
+    much of it reading past the damage gets back.  Recovery drops ``messages``: every message framed
+    past the cut, and every queue offset known to have been there (a ConsumeQueue unit pointing past
+    the cut, a damaged stretch's offsets inferred from its neighbours, a message whose body CRC
+    fails) that no readable message holds; salvage recovers ``salvageable`` (body CRC holds),
+    ``gone`` are lost for good, listed as ``queue_offsets_gone`` (topic, queue id, first, last)."""
+
+    file: str  # the CommitLog file the cut falls in
+    byte: int  # the cut's offset in that file
+    phy_offset: int  # where the CommitLog ends after recovery
+    bytes: int  # bytes holding data past the cut
+    messages: int
+    salvageable: int
+    queue_offsets_gone: tuple[tuple[str, int, int, int], ...]
+    deleted_files: tuple[str, ...]
+    by_file: Mapping[str, FileMessagesLost]  # CommitLog file name -> its share
+
+    @property
+    def gone(self) -> int:
+        return self.messages - self.salvageable
+
+    def cut_dict(self) -> dict:
+        return {"file": self.file, "byte": self.byte, "phy_offset": self.phy_offset}
+
+    def beyond_dict(self) -> dict:
+        return {"messages": self.messages, "salvageable": self.salvageable, "gone": self.gone,
+                "bytes": self.bytes, "deleted_files": list(self.deleted_files),
+                "queue_offsets_gone": [{"topic": topic, "queue_id": queue_id, "first_offset": first,
+                                        "last_offset": last} for topic, queue_id, first, last in self.queue_offsets_gone]}
+
+
+def store_recovery_loss(plan) -> StoreRecoveryLoss | None:
+    """The ``StoreRecoveryLoss`` of a ``rocketmq.startup.CommitLogRecoveryPlan``; None when nothing lies
+    past its cut."""
+    cut = plan.cut
+    starts = [start for start, _, _ in plan.files]
+    names = [path.name for _, path, _ in plan.files]
+
+    def file_of(phy_offset: int) -> str:
+        return names[max(bisect.bisect_right(starts, phy_offset) - 1, 0)]
+
+    held: set[tuple[str, int, int]] = set()  # queue offsets a message whose body CRC holds keeps
+    known: dict[tuple[str, int, int], str] = {}  # queue offsets known to lie past the cut -> their file
+    salvageable: dict[str, int] = {}
+    data_bytes = 0
+    for start, path, size in plan.files:
+        if start + size <= cut or not size:
+            continue
+        name = path.name
+        salvageable.setdefault(name, 0)
+        with rmq.MappedFile(path) as mapped:
+            for piece in commitlog_pieces(mapped.buf, file_from_offset=start, file=name, path=str(path),
+                                          start=max(cut - start, 0), digests=False, decompress=False):
+                if isinstance(piece, DamagedRange):
+                    # offsets inferred from the neighbours: no more than the range's bytes can hold
+                    if piece.topic is not None and piece.offsets_lost and (
+                            piece.offsets_lost <= max(piece.length // rmq.MIN_MESSAGE_SIZE, 1)):
+                        for queue_offset in range(piece.first_offset, piece.last_offset + 1):
+                            known.setdefault((piece.topic, piece.queue_id, queue_offset), name)
+                elif isinstance(piece, rmq.CommitLogEnd):
+                    data_bytes += max(piece.data_end - max(cut - start, 0), 0)
+                elif body_crc_valid(piece):
+                    salvageable[name] += 1
+                    if piece["transactionType"] in QUEUED_TRANSACTION_TYPES and piece["dispatch"]["success"]:
+                        held.add((piece["topic"], piece["queueId"], piece["queueOffset"]))
+    for key, phy_offset in _queue_units_past(plan.consumequeue, cut):
+        known.setdefault(key, file_of(phy_offset))
+    gone: dict[str, int] = {}
+    for key, name in known.items():
+        if key not in held:
+            gone[name] = gone.get(name, 0) + 1
+    total_gone, total_salvageable = sum(gone.values()), sum(salvageable.values())
+    if not data_bytes and not total_gone and not total_salvageable:
+        return None
+    cut_file = plan.cut_file
+    file, byte = (str(cut_file[1]), cut - cut_file[0]) if cut_file is not None else (str(plan.files[0][1]), 0)
+    by_file = {name: FileMessagesLost(salvageable.get(name, 0) + gone.get(name, 0), salvageable.get(name, 0))
+               for name in sorted(set(salvageable) | set(gone))}
+    return StoreRecoveryLoss(file, byte, cut, data_bytes, total_salvageable + total_gone, total_salvageable,
+                             _offset_ranges(k for k in known if k not in held), plan.deleted_files, by_file)
+
+
+def _queue_units_past(consumequeue: Path | None, cut: int) -> Iterator[tuple[tuple[str, int, int], int]]:
+    """((topic, queue id, queue offset), physical offset) of every written ConsumeQueue unit pointing at or
+    after ``cut`` (``truncateDirtyLogicFiles`` drops them); a queue's files are read from its last back
+    to the first that starts before the cut (units run in CommitLog order)."""
+    if consumequeue is None:
+        return
+    for topic, queue_id, directory in rmq.list_consume_queues(consumequeue):
+        for start, path in reversed(rmq.list_mapped_files(directory)):
+            with rmq.MappedFile(path) as mapped:
+                units = rmq.consumequeue_units(mapped.buf)
+                offsets, sizes = units["commitLogOffset"].copy(), units["size"].copy()
+                del units
+            written = (offsets >= 0) & (sizes > 0) & (sizes != rmq.CQ_BLANK_UNIT_SIZE)
+            for number in np.flatnonzero(written & (offsets >= cut)).tolist():
+                yield (topic, queue_id, start // rmq.CQ_UNIT_SIZE + number), int(offsets[number])
+            if (written & (offsets < cut)).any():
+                break
+
+
+def _offset_ranges(keys) -> tuple[tuple[str, int, int, int], ...]:
+    """Queue offsets as (topic, queue id, first, last) runs."""
+    runs: list[list] = []
+    for topic, queue_id, offset in sorted(keys):
+        if runs and runs[-1][:2] == [topic, queue_id] and runs[-1][3] + 1 == offset:
+            runs[-1][3] = offset
+        else:
+            runs.append([topic, queue_id, offset, offset])
+    return tuple(tuple(run) for run in runs)
 
 
 def commitlog_pieces(buf, *, file_from_offset: int = 0, file: str | None = None, path: str | None = None,

@@ -23,6 +23,7 @@ from typing import Iterator
 
 from segtool.engine.inventory import Partition, any_unreadable, inventory, unreadable_findings
 from segtool.kafka.partition import PartitionView, Segment
+from segtool.kafka.startup import load_partition
 from segtool.kafka.recovery import ensure_valid
 from segtool.errors import CorruptData, UnreadableInput
 from segtool.findings import FindingKind, finding
@@ -289,9 +290,12 @@ def groups(log_dir: str, group: str | None = None, at: int | None = None) -> Gro
     ends: dict[tuple[str, int], int | None] = {}
 
     def log_end(topic_partition: tuple[str, int]) -> int | None:
+        """The log end as the broker's load leaves it (``kafka.startup.load_partition``: lookup's log end)."""
         if topic_partition not in ends:
             partition = partitions.get(topic_partition)
             view = partition_view(partition) if partition is not None else None
+            if view is not None:
+                load_partition(view, state_files=False)
             ends[topic_partition] = view.log_end_offset if view is not None else None
         return ends[topic_partition]
 

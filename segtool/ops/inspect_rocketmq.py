@@ -65,9 +65,9 @@ def inspect_stores(paths: list[str]) -> RocketMQInspectReport:
 
 
 def plan_truncates(plan: RocketMQStartupPlan) -> bool:
-    """Does the start-up cut messages off the CommitLog?"""
+    """Does the start-up cut messages off the CommitLog (a store that does not load cuts nothing)?"""
     commitlog = plan["commitlog"]
-    return commitlog is not None and commitlog["truncated_at"] is not None
+    return plan["loads"] and commitlog is not None and commitlog["truncated_at"] is not None
 
 
 def plan_drops(plan: RocketMQStartupPlan) -> bool:
@@ -105,7 +105,7 @@ def inspect_store(path: str) -> InspectedStore:
         index_files, index_views = _index_files(root, problems)
         try:
             checkpoint = _checkpoint(root, ctx, commitlog, queues, index_files, problems)
-            plan = _plan(ctx, commitlog, queues, cq_file_size, index_views, checkpoint, problems)
+            plan = _plan(ctx, queues, cq_file_size, index_views, checkpoint, problems)
             if plan["loads"]:
                 cut = plan["commitlog"]["max_phy_offset"] if plan["commitlog"] else None
                 plan["rocketmq5"] = _rocketmq5_plan(root, plan, cut)
@@ -372,7 +372,7 @@ def _refused_files(ctx: StoreContext, queues: list[startup.QueuePlan], cq_file_s
     return refused
 
 
-def _plan(ctx: StoreContext, commitlog, queues, cq_file_size, index_views, checkpoint, problems) -> RocketMQStartupPlan:
+def _plan(ctx: StoreContext, queues, cq_file_size, index_views, checkpoint, problems) -> RocketMQStartupPlan:
     refused = _refused_files(ctx, queues, cq_file_size)
     last_exit = ABNORMAL if ctx.abort else NORMAL
     plan: RocketMQStartupPlan = {
@@ -393,7 +393,10 @@ def _plan(ctx: StoreContext, commitlog, queues, cq_file_size, index_views, check
                                 "MappedFileQueue.load refuses it and the broker does not start"))
     if refused:
         plan["notes"].append("DefaultMessageStore.load fails (a file of the wrong length): the broker does not "
-                             "start and recovers nothing")
+                             "start and recovers nothing; the CommitLog recovery shown is the one it runs once "
+                             "the lengths are fixed")
+        if ctx.cl_files:
+            _commitlog_plan(ctx, plan, problems)
         return plan
     cp = {"physicMsgTimestamp": checkpoint["physic_msg_timestamp"],
           "logicsMsgTimestamp": checkpoint["logics_msg_timestamp"],
@@ -429,27 +432,7 @@ def _plan(ctx: StoreContext, commitlog, queues, cq_file_size, index_views, check
                                         f"(destroyLogics), {dropped} units"))
         plan["notes"].append("no CommitLog file: nothing to recover or dispatch")
         return plan
-    recovery = ctx.recovery  # verify's prediction: the same cut
-    cut = recovery["maxPhyOffset"]
-    stop = recovery["stop"] or {}
-    truncated = _truncation(commitlog, cut)
-    plan["commitlog"] = CommitLogRecoveryPlan(
-        method="recoverAbnormally" if ctx.abort else "recoverNormally", start_file=recovery["startFile"],
-        check_crc=recovery["checkCRCOnRecover"], stop_kind=stop.get("kind"), stop_file=stop.get("file"),
-        stop_file_offset=stop.get("fileOffset"), stop_reason=stop.get("reason"), max_phy_offset=cut,
-        truncated_at=truncated, deleted_files=recovery["deletedFiles"])
-    plan["commitlog_files_after"] = [name.split(":")[0] for name in recovery["commitlogFilesAfterLoad"]]
-    if truncated is not None:
-        why = stop.get("kind") + (f": {stop['reason']}" if stop.get("reason") else "")
-        problems.append(finding(FindingKind.RECOVERY_TRUNCATION, truncated["file_offset"],
-                                f"{ctx.commitlog_dir / truncated['file']}: the CommitLog recovery cuts at physical "
-                                f"offset {cut} ({why}): {truncated['bytes_dropped']} bytes, "
-                                f"{truncated['messages_dropped']} messages dropped", offset=cut))
-    for name in recovery["deletedFiles"]:
-        problems.append(finding(FindingKind.DELETED_BY_RECOVERY, None,
-                                f"{ctx.commitlog_dir / name}: starts after the cut at {cut}: truncateDirtyFiles "
-                                "deletes it",
-                                info=not any(f["name"] == name and f["messages"] for f in commitlog["files"])))
+    cut = _commitlog_plan(ctx, plan, problems)
     builds: list[rs.IndexBuild] = []
     try:
         _dispatch(ctx, cp, cut, plan, by_key, queues, cq_file_size, kept, index_views, builds)
@@ -470,6 +453,39 @@ def _plan(ctx: StoreContext, commitlog, queues, cq_file_size, index_views, check
         q.min_offset_after = startup.min_offset_in_queue(q, min_offset, cq_file_size or 0)
     plan["consume_queue_units_dropped"] = dropped
     return plan
+
+
+def _commitlog_plan(ctx: StoreContext, plan: RocketMQStartupPlan, problems: list[Finding]) -> int:
+    """Step 3's CommitLog half into the plan: where recovery cuts (verify's prediction, the same cut) and what
+    it drops (``engine.salvage.store_recovery_loss``, the figures of every command); returns the cut."""
+    recovery = ctx.recovery
+    cut = recovery["maxPhyOffset"]
+    stop = recovery["stop"] or {}
+    loss = ctx.loss
+    truncated = None if loss is None else {
+        "file": os.path.basename(loss.file), "file_offset": loss.byte, "phy_offset": loss.phy_offset,
+        "bytes_dropped": loss.bytes, "messages_dropped": loss.messages, "messages_salvageable": loss.salvageable,
+        "messages_gone": loss.gone}
+    plan["commitlog"] = CommitLogRecoveryPlan(
+        method="recoverAbnormally" if ctx.abort else "recoverNormally", start_file=recovery["startFile"],
+        check_crc=recovery["checkCRCOnRecover"], stop_kind=stop.get("kind"), stop_file=stop.get("file"),
+        stop_file_offset=stop.get("fileOffset"), stop_reason=stop.get("reason"), max_phy_offset=cut,
+        truncated_at=truncated, deleted_files=recovery["deletedFiles"])
+    plan["commitlog_files_after"] = [name.split(":")[0] for name in recovery["commitlogFilesAfterLoad"]]
+    if truncated is not None:
+        why = stop.get("kind") + (f": {stop['reason']}" if stop.get("reason") else "")
+        problems.append(finding(FindingKind.RECOVERY_TRUNCATION, truncated["file_offset"],
+                                f"{ctx.commitlog_dir / truncated['file']}: the CommitLog recovery cuts at physical "
+                                f"offset {cut} ({why}): {truncated['bytes_dropped']} bytes and "
+                                f"{truncated['messages_dropped']} messages dropped: {truncated['messages_salvageable']} "
+                                f"whose body CRC holds (salvage writes them back), {truncated['messages_gone']} gone",
+                                offset=cut))
+    for name in recovery["deletedFiles"]:
+        share = loss.by_file.get(name) if loss is not None else None
+        problems.append(finding(FindingKind.DELETED_BY_RECOVERY, None,
+                                f"{ctx.commitlog_dir / name}: starts after the cut at {cut}: truncateDirtyFiles "
+                                "deletes it", info=share is None or not share.messages))
+    return cut
 
 
 def _dispatch(ctx: StoreContext, cp: dict, cut: int, plan: RocketMQStartupPlan, by_key: dict, queues: list,
@@ -609,38 +625,6 @@ def _index_geometry(kept: list[rmq.IndexFile], loaded: list[rmq.IndexFile]) -> t
     if reference is None:
         return rmq.DEFAULT_HASH_SLOT_NUM, rmq.DEFAULT_INDEX_NUM
     return reference.hash_slot_num, reference.index_num
-
-
-def _truncation(commitlog: InspectedCommitLog, cut: int) -> dict | None:
-    """What the cut drops: the bytes holding data after it, the messages starting there and a
-    damaged record there (counted as one message, as verify counts a torn one)."""
-    dropped_bytes = dropped_messages = 0
-    for f in commitlog["files"]:
-        start = f["start_offset"]
-        dropped_bytes += max(start + f["data_end"] - max(cut, start), 0)
-        if f["messages"] and f["last_phy_offset"] >= cut:
-            dropped_messages += f["messages"] if f["first_phy_offset"] >= cut else _messages_from(commitlog, f, cut)
-        if f["end_kind"].damaged and start + f["end_file_offset"] >= cut:
-            dropped_messages += 1
-    if not dropped_bytes:
-        return None
-    holding = [f for f in commitlog["files"] if f["start_offset"] <= cut < f["start_offset"] + f["size"]]
-    where = holding[0] if holding else next(f for f in commitlog["files"] if f["start_offset"] > cut)
-    return {"file": where["name"], "file_offset": max(cut - where["start_offset"], 0), "phy_offset": cut,
-            "bytes_dropped": dropped_bytes, "messages_dropped": dropped_messages}
-
-
-def _messages_from(commitlog: InspectedCommitLog, f: InspectedCommitLogFile, cut: int) -> int:
-    """Messages of file ``f`` starting at or after ``cut`` (walked again: the summary keeps no offsets)."""
-    path = Path(commitlog["directory"]) / f["name"]
-    count = 0
-    with rmq.MappedFile(path) as mf:
-        for step in rmq.walk_commitlog(mf.buf, file_from_offset=f["start_offset"], start=cut - f["start_offset"],
-                                       digests=False, decompress=False):
-            if isinstance(step, rmq.CommitLogEnd):
-                break
-            count += 1
-    return count
 
 
 def _queue_report(q: startup.QueuePlan, loads: bool) -> InspectedConsumeQueue:

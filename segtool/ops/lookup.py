@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from segtool.engine.inventory import directory_kind
@@ -483,7 +484,36 @@ def lookup_queue(path: str, topic: str, queue_id: int, queue_offset: int) -> Loo
     from segtool.rocketmq.store import StoreView
 
     with StoreView(path) as store:
-        return snake_case_keys(store.queue_unit(topic, queue_id, queue_offset))
+        answer = snake_case_keys(store.queue_unit(topic, queue_id, queue_offset))
+        root = store.root
+    return _with_store_recovery(answer, root)
+
+
+def _with_store_recovery(answer: dict, root) -> dict:
+    """A queue answer, with where the store's CommitLog recovery cuts and what it drops
+    (``engine.salvage.store_recovery_loss``: the figures verify, inspect and salvage give), if it drops anything."""
+    from segtool.ops.verify_rocketmq.store import StoreContext
+
+    ctx = StoreContext(Path(root))
+    try:
+        loss = ctx.loss
+    finally:
+        ctx.close()
+    if loss is None:
+        return answer
+    answer["recovery_cut"] = loss.cut_dict()
+    answer["beyond_recovery"] = loss.beyond_dict()
+    past = answer["phy_offset"] is not None and answer["phy_offset"] >= loss.phy_offset
+    answer["after_recovery_cut"] = past
+    deleted = f" and deletes {', '.join(loss.deleted_files)}" if loss.deleted_files else ""
+    unit = (f"this unit points past it: truncateDirtyLogicFiles removes it and a pull at queue offset "
+            f"{answer['queue_offset']} finds nothing; " if past else "")
+    answer.setdefault("notes", []).append(
+        f"RocketMQ's recovery (CommitLog.recover{'Abnormally' if ctx.abort else 'Normally'}) cuts the CommitLog at "
+        f"physical offset {loss.phy_offset} ({os.path.basename(loss.file)} byte {loss.byte}){deleted}: {unit}"
+        f"{loss.messages} message(s) dropped, {loss.salvageable} whose body CRC holds (salvage writes them back), "
+        f"{loss.gone} gone")
+    return answer
 
 
 # --------------------------------------------------------------------------

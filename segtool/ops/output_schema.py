@@ -263,9 +263,12 @@ class RocketMQSalvage(TypedDict):
 class Recovery(TypedDict):
     valid_bytes: int
     bytes_lost: int
-    records_lost: int  # what recovery drops: the offsets of the dropped ranges (records_salvageable + records_gone)
+    records_lost: NotRequired[int]  # Kafka: what recovery drops, the offsets of the dropped ranges
     records_salvageable: NotRequired[int]  # Kafka: of those, in batches whose checksum holds (salvage writes them)
     records_gone: NotRequired[int]  # Kafka: of those, lost for good
+    messages_lost: NotRequired[int]  # RocketMQ: this file's share of what recovery drops (engine.salvage.StoreRecoveryLoss)
+    messages_salvageable: NotRequired[int]  # RocketMQ: of those, whose body CRC holds (salvage writes them)
+    messages_gone: NotRequired[int]  # RocketMQ: of those, lost for good
     stop_reason: str | None
     salvage: NotRequired[KafkaSalvage | RocketMQSalvage | None]
 
@@ -310,6 +313,31 @@ class RecoveryCut(TypedDict):
     offset: int
 
 
+class StoreRecoveryCut(TypedDict):
+    """Where RocketMQ's CommitLog recovery (recoverNormally / recoverAbnormally) cuts the CommitLog."""
+    file: str
+    byte: int
+    phy_offset: int
+
+
+class QueueOffsetsGone(TypedDict):
+    topic: str
+    queue_id: int
+    first_offset: int
+    last_offset: int
+
+
+class StoreBeyondRecovery(TypedDict):
+    """What RocketMQ's recovery drops (engine.salvage.StoreRecoveryLoss): ``messages``, ``salvageable``
+    of them whose body CRC holds, ``gone`` the rest (their queue offsets listed)."""
+    messages: int
+    salvageable: int
+    gone: int
+    bytes: int
+    deleted_files: list[str]
+    queue_offsets_gone: list[QueueOffsetsGone]
+
+
 class BeyondRecovery(TypedDict):
     """What still lies on disk past the recovery cut (dump and salvage reach it; a fetch does not):
     ``records`` dropped, ``salvageable`` of them in batches whose checksum holds, ``gone`` the rest."""
@@ -324,9 +352,10 @@ class BeyondRecovery(TypedDict):
 
 class LookupAnswer(TypedDict):
     """Every lookup answer: the fields of its method, the record(s) or message(s) it found, notes."""
-    recovery_cut: NotRequired[RecoveryCut]  # Kafka --offset/--timestamp: where the broker's load truncates
+    recovery_cut: NotRequired[RecoveryCut | StoreRecoveryCut]  # Kafka --offset/--timestamp, RocketMQ --queue-id
     damage: NotRequired[list[ReadStopped]]  # Kafka --key: segments searched only up to damage
-    beyond_recovery: NotRequired[BeyondRecovery]
+    beyond_recovery: NotRequired[BeyondRecovery | StoreBeyondRecovery]
+    after_recovery_cut: NotRequired[bool]  # RocketMQ --queue-id: the unit points past the cut (recovery drops it)
     record: NotRequired[KafkaRecordItem | ShownRecordItem]
     records: NotRequired[list[KafkaRecordItem | ShownRecordItem]]
     message: NotRequired[RocketMQMessageItem | None]
@@ -558,7 +587,7 @@ class SalvageSummary(TypedDict):
     batches_lost: int
     records_lost: int  # Kafka: the offsets offset_ranges_lost lists (= verify's records_gone, inspect's)
     messages_kept: int
-    messages_lost: int
+    messages_lost: int  # RocketMQ: the queue offsets queue_offsets_lost lists (= verify's messages_gone, inspect's)
     nothing_lost: bool
 
 
@@ -964,8 +993,10 @@ class CommitLogCut(TypedDict):
     file: str
     file_offset: int
     phy_offset: int
-    bytes_dropped: int
-    messages_dropped: int  # whole messages starting at or after the cut, and a damaged one there
+    bytes_dropped: int  # bytes holding data past the cut (engine.salvage.StoreRecoveryLoss)
+    messages_dropped: int  # messages recovery drops: messages_salvageable + messages_gone
+    messages_salvageable: int  # of those, whose body CRC holds (what salvage writes back)
+    messages_gone: int  # of those, lost for good (salvage's queue_offsets_lost)
 
 
 class CommitLogRecoveryPlan(TypedDict):
@@ -977,7 +1008,7 @@ class CommitLogRecoveryPlan(TypedDict):
     stop_file_offset: int | None
     stop_reason: str | None
     max_phy_offset: int  # processOffset: where the CommitLog ends after recovery
-    truncated_at: CommitLogCut | None  # None when no data lies after it
+    truncated_at: CommitLogCut | None  # None when nothing lies after it
     deleted_files: list[str]
 
 
@@ -1558,6 +1589,9 @@ class ReportTruncation(TypedDict):
     byte_offset: int
     offset: int | None  # Kafka: the first offset lost; RocketMQ: the physical offset
     reason: str | None
+    messages_lost: NotRequired[int]  # RocketMQ: what recovery drops (verify's, engine.salvage.StoreRecoveryLoss)
+    messages_salvageable: NotRequired[int]  # RocketMQ: of those, whose body CRC holds
+    messages_gone: NotRequired[int]  # RocketMQ: of those, lost for good
 
 
 class IndexPoints(TypedDict):

@@ -942,14 +942,17 @@ def _store_timeline(stamps: np.ndarray, queue_of: np.ndarray, dropped: np.ndarra
 
 
 def _store_truncation(commitlogs: list[str], verified: dict) -> dict | None:
-    """Where RocketMQ's CommitLog recovery cuts: the first file whose recovery loses bytes (verify's)."""
-    for path in commitlogs:
-        recovery = verified.get(path, {}).get("recovery") or {}
-        if recovery.get("bytes_lost"):
+    """Where RocketMQ's CommitLog recovery cuts: the first file whose recovery loses bytes or messages, and
+    what it drops (verify's figures: engine.salvage.store_recovery_loss, file by file)."""
+    recoveries = [verified.get(path, {}).get("recovery") or {} for path in commitlogs]
+    for path, recovery in zip(commitlogs, recoveries):
+        if recovery.get("bytes_lost") or recovery.get("messages_lost"):
             name = os.path.basename(path)
             start = rocketmq_names.mapped_file_offset(name)
             return {"file": path, "byte_offset": recovery["valid_bytes"], "offset": start + recovery["valid_bytes"],
-                    "reason": recovery.get("stop_message") or recovery.get("stop_reason")}
+                    "reason": recovery.get("stop_message") or recovery.get("stop_reason"),
+                    **{figure: sum(r.get(figure) or 0 for r in recoveries)
+                       for figure in ("messages_lost", "messages_salvageable", "messages_gone")}}
     return None
 
 

@@ -492,7 +492,8 @@ def _store_recovery_text(s: ReportStore) -> str:
     if truncation is None:
         return "keeps every message"
     return (f"cuts at physical offset {truncation['offset']} ({truncation['reason']}): "
-            f"{sum(s['timeline']['dropped_by_recovery'])} messages dropped")
+            f"{truncation['messages_lost']} messages dropped ({truncation['messages_salvageable']} salvageable, "
+            f"{truncation['messages_gone']} gone)")
 
 
 def _store_section(page: _Page, s: ReportStore) -> None:

@@ -130,7 +130,8 @@ def _summary(report: dict) -> dict:
         "records_lost": sum(r["last_offset"] - r["first_offset"] + 1 for p in partitions
                             for r in p["offset_ranges_lost"] if r["last_offset"] is not None),
         "messages_kept": sum(s["messages_kept"] for s in stores),
-        "messages_lost": sum(s["messages_failed_crc"] + len(s["conflicts"]) for s in stores),
+        # RocketMQ: the queue offsets of queue_offsets_lost (= verify's messages_gone, inspect's)
+        "messages_lost": sum(r["last_offset"] - r["first_offset"] + 1 for s in stores for r in s["queue_offsets_lost"]),
         "nothing_lost": not ranges and not any(lost),
     }
 
@@ -440,6 +441,12 @@ def _queue_units(messages: list[dict]):
     for m in messages:
         if m["transactionType"] not in DISPATCHED_TRAN_TYPES or not m["dispatch"]["success"]:
             continue
+        if not _names_a_directory(m["topic"]):
+            conflicts.append({"file": m["file"], "position": m["fileOffset"], "first_offset": m["queueOffset"],
+                              "last_offset": m["queueOffset"], "topic": m["topic"], "queue_id": m["queueId"],
+                              "reason": "the topic cannot name a ConsumeQueue directory (a damaged header the body "
+                                        "CRC does not cover): kept in the CommitLog, not queued"})
+            continue
         units = queued[(m["topic"], m["queueId"])]
         if m["queueOffset"] in units:
             conflicts.append({"file": m["file"], "position": m["fileOffset"], "first_offset": m["queueOffset"],
@@ -449,6 +456,11 @@ def _queue_units(messages: list[dict]):
             continue
         units[m["queueOffset"]] = (m["phyOffset"], m["totalSize"], m["dispatch"]["tagsCode"])
     return dict(queued), conflicts
+
+
+def _names_a_directory(topic: str) -> bool:
+    """Can the topic be the ConsumeQueue directory's name (no NUL or '/', not '', '.' or '..')?"""
+    return topic not in ("", ".", "..") and "\x00" not in topic and "/" not in topic
 
 
 def _units_per_file(store: Store) -> int:

@@ -218,7 +218,9 @@ def verify_lines(report: dict) -> Iterator[Styled]:
         if recovery and recovery.get("bytes_lost"):
             broker = "RocketMQ" if item.get("kind", "").startswith("rocketmq") else "Kafka"
             yield (f"  {broker}'s recovery would keep {recovery['valid_bytes']} bytes and cut "
-                   f"{recovery['bytes_lost']} ({recovery['records_lost']} records, stop: "
+                   f"{recovery['bytes_lost']} ("
+                   + (f"{recovery['messages_lost']} messages" if "messages_lost" in recovery
+                      else f"{recovery['records_lost']} records") + ", stop: "
                    f"{recovery.get('stop_reason')})"), None
         salvage = (recovery or {}).get("salvage")
         if salvage:
@@ -492,7 +494,8 @@ def _rocketmq_inspect_lines(report: dict) -> Iterator[Styled]:
             cut = recovery["truncated_at"]
             if cut:
                 yield (f"    truncates the CommitLog in {cut['file']} at byte {cut['file_offset']}: "
-                       f"{cut['bytes_dropped']} bytes, {cut['messages_dropped']} messages dropped"), "red"
+                       f"{cut['bytes_dropped']} bytes, {cut['messages_dropped']} messages dropped "
+                       f"({cut['messages_salvageable']} salvageable, {cut['messages_gone']} gone)"), "red"
             if recovery["deleted_files"]:
                 yield f"    deletes CommitLog file(s) {', '.join(recovery['deleted_files'])}", None
         if plan["truncates_consume_queues"] or plan["consume_queue_units_dropped"]:

@@ -18,7 +18,9 @@ computed without writing.
 4. ``start``: ``ReputMessageService`` dispatches from the largest ConsumeQueue
    maxPhysicOffset (at least the CommitLog's min offset) to the CommitLog's end.
 
-``QueuePlan`` follows one queue through these steps; ``dispatch_to_queues`` is
+``commitlog_recovery_plan`` is step 3's CommitLog half, the one answer to where recovery cuts
+(verify, inspect, lookup and report take it, and ``engine.salvage.store_recovery_loss`` what it
+drops); ``QueuePlan`` follows one queue through these steps; ``dispatch_to_queues`` is
 ``putMessagePositionInfo`` over the queues.
 """
 
@@ -30,11 +32,59 @@ from typing import Iterable, Iterator
 
 import numpy as np
 
-from segtool.rocketmq.store import DispatchRequest
+from segtool.rocketmq.store import DispatchFeed, DispatchRequest, commitlog_recovery
 from segtool.rocketmq import store_files as rmq
 
 UNIT = rmq.CQ_UNIT_SIZE
 QUEUED_TRANSACTION_TYPES = (rmq.TRANSACTION_NOT_TYPE, rmq.TRANSACTION_COMMIT_TYPE)  # reach a ConsumeQueue
+
+
+@dataclass(frozen=True)
+class CommitLogRecoveryPlan:
+    """Where the CommitLog recovery of a store cuts (``CommitLog.recoverNormally``, or
+    ``recoverAbnormally`` after an unclean shutdown): ``cut`` is processOffset, where the CommitLog
+    ends after the load; ``truncateDirtyFiles`` deletes ``deleted_files`` (they start after it) and
+    ``truncateDirtyLogicFiles`` drops the ConsumeQueue units pointing at or after it.  ``files`` are
+    (start, path, size); ``consumequeue`` the store's ConsumeQueue root (None: none).  ``wrong_size``
+    names the files ``MappedFileQueue.doLoad`` refuses: with any, the broker does not start and the
+    cut is where recovery stops once their lengths are fixed."""
+
+    files: tuple[tuple[int, Path, int], ...]
+    abnormal: bool
+    start_file: str | None
+    stop: dict | None  # DispatchFeed.stopped: kind, phyOffset, file, fileOffset, reason
+    cut: int
+    deleted_files: tuple[str, ...]
+    wrong_size: tuple[str, ...]
+    consumequeue: Path | None
+
+    @property
+    def cut_file(self) -> tuple[int, Path, int] | None:
+        """The file the cut falls in (the last file when it is at the very end), else None."""
+        for entry in self.files:
+            if entry[0] <= self.cut < entry[0] + max(entry[2], 1):
+                return entry
+        kept = [entry for entry in self.files if entry[0] <= self.cut]
+        return kept[-1] if kept else None
+
+
+def commitlog_recovery_plan(commitlog_dir: Path | None, checkpoint: dict | None, abnormal: bool,
+                            configured_size: int | None, consumequeue: Path | None = None) -> CommitLogRecoveryPlan:
+    """The ``CommitLogRecoveryPlan`` of the CommitLog files in ``commitlog_dir``, read as
+    ``rocketmq.store.commitlog_recovery`` reads them (checkCRCOnRecover = true)."""
+    files = tuple((start, p, p.stat().st_size) for start, p in rmq.list_mapped_files(commitlog_dir)) \
+        if commitlog_dir is not None and Path(commitlog_dir).is_dir() else ()
+    wrong = tuple(f"{p.name}:{size}" for _, p, size in files if configured_size is not None and size != configured_size)
+    if consumequeue is not None and not Path(consumequeue).is_dir():
+        consumequeue = None
+    if not files:
+        return CommitLogRecoveryPlan(files, abnormal, None, None, 0, (), wrong, consumequeue)
+    feed = DispatchFeed("recover")
+    for _ in commitlog_recovery(commitlog_dir, checkpoint, abnormal=abnormal, feed=feed):
+        pass
+    cut = feed.stopped["phyOffset"]
+    return CommitLogRecoveryPlan(files, abnormal, feed.start_file, feed.stopped, cut,
+                                 tuple(p.name for start, p, _ in files if start > cut), wrong, consumequeue)
 
 
 @dataclass

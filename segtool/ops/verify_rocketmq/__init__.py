@@ -29,12 +29,15 @@ predicted once per store and shared by its files:
   than the checkpoint's indexMsgTimestamp and rebuilds them from the CommitLog.
 
 CommitLog files get ``recovery``: ``{"valid_bytes", "bytes_lost",
-"records_lost", "torn_messages", ...}`` for that file, like Kafka ``.log``
-files: ``valid_bytes`` is where the recovered CommitLog ends in this file (0 for
-a file recovery deletes), ``bytes_lost`` the written bytes after it (the
-unwritten zero tail of a preallocated file is not counted), ``records_lost`` the
-messages (whole or torn) that start there, ``torn_messages`` how many of those
-are incomplete.
+"messages_lost", "messages_salvageable", "messages_gone", "torn_messages", ...}`` for
+that file, like Kafka ``.log`` files: ``valid_bytes`` is where the recovered CommitLog
+ends in this file (0 for a file recovery deletes), ``bytes_lost`` the written bytes
+after it (the unwritten zero tail of a preallocated file is not counted),
+``messages_lost`` the file's share of what the recovery drops
+(``engine.salvage.store_recovery_loss``: messages framed past the cut, and queue
+offsets known to have been there that no readable message holds), split into
+``messages_salvageable`` (body CRC holds: salvage writes them back) and
+``messages_gone``; ``torn_messages`` is 1 when a message is cut short there.
 
 ``The RocketMQ 5.x files (BatchConsumeQueue, the timer store, DLedger, compaction, the lock and abort
 markers) are checked by ``rocketmq5``.

@@ -4,10 +4,12 @@ recovery keeps of the file."""
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
-from segtool.engine.salvage import DamagedRange, body_crc_valid, commitlog_pieces
+from segtool.engine.salvage import DamagedRange, FileMessagesLost, body_crc_valid, commitlog_pieces, store_recovery_loss
 from segtool.findings import Findings, FindingKind
 from segtool.rocketmq import store_files as rmq
+from segtool.rocketmq.startup import CommitLogRecoveryPlan
 from segtool.formats.outcomes import WalkEnd
 from segtool.ops.render import damaged_range_text
 from segtool.ops.verify_rocketmq.store import DISPATCHED_TRAN_TYPES, PROBLEMS_PER_KIND, StoreContext
@@ -33,23 +35,28 @@ def verify_commitlog(path: str, deep: bool, ctx: StoreContext) -> dict:
             if start % configured:
                 problems.add(FindingKind.FILE_NAME, None, f"start offset {start} is not a multiple of the file size "
                                                           f"{configured}")
-        recovery = _file_recovery(buf, size, start, name, scan, ctx if in_store else None)
+        recovery = _file_recovery(path, size, start, name, scan, ctx if in_store else None)
         if recovery["bytes_lost"] or scan["cut_problem"] is not None:  # a clean file never reads past damage
             recovery["salvage"] = _salvage_after(buf, start, name, path, recovery["valid_bytes"], problems)
-    if recovery.get("deleted") and recovery["records_lost"]:
+    if recovery.get("deleted") and recovery["messages_lost"]:
         problems.add(FindingKind.DELETED_BY_RECOVERY, 0,
                      f"RocketMQ's recovery stops before this file ({recovery['stop_message']}) and deletes it: "
-                     f"{recovery['records_lost']} messages lost")
+                     f"{_lost_text(recovery)}")
     elif recovery.get("deleted"):
         problems.add(FindingKind.DELETED_BY_RECOVERY, 0, "no messages; RocketMQ's recovery deletes this file "
                                                          f"({recovery['stop_message']})", info=True)
     elif recovery["bytes_lost"] and scan["cut_problem"] is None:
         problems.add(FindingKind.RECOVERY_TRUNCATION, recovery["valid_bytes"],
                      f"RocketMQ's recovery cuts the CommitLog here ({recovery['stop_message']}): "
-                     f"{recovery['bytes_lost']} bytes, {recovery['records_lost']} messages lost",
+                     f"{recovery['bytes_lost']} bytes, {_lost_text(recovery)}",
                      offset=start + recovery["valid_bytes"])
     return {"messages": scan["messages"], "first_phy_offset": scan["first_phy"], "last_phy_offset": scan["last_phy"],
             "end": scan["end"], "problems": problems.result(), "recovery": recovery}
+
+
+def _lost_text(recovery: dict) -> str:
+    return (f"{recovery['messages_lost']} messages lost: {recovery['messages_salvageable']} whose body CRC holds "
+            f"(salvage writes them back), {recovery['messages_gone']} gone")
 
 
 def _salvage_after(buf, start: int, name: str, path: str, position: int, problems: Findings) -> dict:
@@ -192,8 +199,9 @@ def _walk_end(step: rmq.CommitLogEnd, size: int, problems: Findings) -> tuple[di
     return {"kind": WalkEnd.CORRUPT, "fileOffset": pos, "totalSize": total}, step.data_end, pos
 
 
-def _file_recovery(buf, size, start, name, scan: dict, ctx: StoreContext | None) -> dict:
-    """What RocketMQ's recovery keeps of this file (see the module docstring)."""
+def _file_recovery(path: str, size, start, name, scan: dict, ctx: StoreContext | None) -> dict:
+    """What RocketMQ's recovery keeps of this file (see the module docstring), and its share of what the
+    recovery drops (``engine.salvage.store_recovery_loss``: the figures inspect, salvage and report give)."""
     end = scan["end"]
     torn_at_end = end["kind"] in (WalkEnd.TRUNCATED, WalkEnd.TORN, WalkEnd.CORRUPT)
     if ctx is None:
@@ -224,14 +232,20 @@ def _file_recovery(buf, size, start, name, scan: dict, ctx: StoreContext | None)
         else:
             cut_pos = size if scan["end"]["kind"] in (WalkEnd.BLANK, WalkEnd.END_OF_FILE) or not checked else \
                 scan["end"]["fileOffset"]
-    positions = scan["positions"]
-    lost_whole = sum(1 for p in positions if p >= cut_pos)
     torn = 1 if torn_at_end and scan["end"]["fileOffset"] >= cut_pos else 0
     data_end = scan["data_end"]
+    if ctx is None:  # the file alone is the store: its own recovery plan
+        alone = CommitLogRecoveryPlan(((start, Path(path), size),), False, name, None, start + cut_pos, (), (), None)
+        loss = store_recovery_loss(alone)
+    else:
+        loss = ctx.loss
+    share = (loss.by_file.get(name) if loss is not None else None) or FileMessagesLost(0, 0)
     result = {
         "valid_bytes": cut_pos,
         "bytes_lost": max(data_end - cut_pos, 0),
-        "records_lost": lost_whole + torn,
+        "messages_lost": share.messages,
+        "messages_salvageable": share.salvageable,
+        "messages_gone": share.gone,
         "torn_messages": torn,
         "deleted": deleted,
         "checked_by_recovery": checked,

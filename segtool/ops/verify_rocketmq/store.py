@@ -8,7 +8,9 @@ from collections import Counter
 from pathlib import Path
 
 
+from segtool.engine.salvage import StoreRecoveryLoss, store_recovery_loss
 from segtool.rocketmq import store as rs
+from segtool.rocketmq.startup import CommitLogRecoveryPlan, commitlog_recovery_plan
 from segtool.errors import SegtoolError
 from segtool.rocketmq import store_files as rmq
 from segtool.rocketmq import names as rocketmq_names
@@ -39,6 +41,8 @@ class StoreContext:
         self.abort = root is not None and (root / "abort").exists()
         self._checkpoint: dict | None | bool = False
         self._recovery: dict | None = None
+        self._plan: CommitLogRecoveryPlan | None = None
+        self._loss: StoreRecoveryLoss | None | bool = False
         self._commitlog: rmq.CommitLog | None = None
         self._cq_bounds: dict[tuple[str, int], tuple[int, int] | None] = {}
         self._index_headers: list[tuple[str, dict]] | None = None
@@ -117,6 +121,22 @@ class StoreContext:
     # ---- RocketMQ's load and recovery ----
 
     @property
+    def plan(self) -> CommitLogRecoveryPlan:
+        """Where the CommitLog recovery cuts (``rocketmq.startup.commitlog_recovery_plan``)."""
+        if self._plan is None:
+            consumequeue = self.root / rocketmq_names.CONSUMEQUEUE_DIR if self.root is not None else None
+            self._plan = commitlog_recovery_plan(self.commitlog_dir, self.checkpoint, self.abort,
+                                                 self.configured_size, consumequeue)
+        return self._plan
+
+    @property
+    def loss(self) -> StoreRecoveryLoss | None:
+        """What that recovery drops (``engine.salvage.store_recovery_loss``): the figures of every command."""
+        if self._loss is False:
+            self._loss = store_recovery_loss(self.plan) if self.cl_files else None
+        return self._loss
+
+    @property
     def recovery(self) -> dict:
         if self._recovery is None:
             self._recovery = self._predict_recovery()
@@ -124,29 +144,26 @@ class StoreContext:
 
     def _predict_recovery(self) -> dict:
         files = self.cl_files
-        configured = self.configured_size
-        wrong = [f"{p.name}:{size}" for _, p, size in files if configured is not None and size != configured]
+        plan = self.plan
+        wrong = list(plan.wrong_size)
         cp = self.checkpoint
         out = {"mode": "abnormal" if self.abort else "normal", "checkCRCOnRecover": True,
                "abortFileExists": self.abort, "checkpoint": cp,
-               "configuredFileSize": configured, "wrongSizeFiles": wrong, "rocketmqLoads": not wrong,
+               "configuredFileSize": self.configured_size, "wrongSizeFiles": wrong, "rocketmqLoads": not wrong,
                "startFile": None, "maxPhyOffset": 0, "stop": None, "deletedFiles": [],
                "commitlogFilesAfterLoad": [f"{p.name}:{size}" for _, p, size in files],
                "droppedIndexFiles": [], "keptIndexFiles": [h[0] for h in self.index_headers]}
         if not files:
             return out
-        feed = rs.DispatchFeed("recover")
-        for _ in rs.commitlog_recovery(self.commitlog_dir, cp, abnormal=self.abort, feed=feed):
-            pass
         if self.abort:
             limit = (cp or {}).get("indexMsgTimestamp", 0)
             out["droppedIndexFiles"] = [n for n, h in self.index_headers if h["endTimestamp"] > limit]
             out["keptIndexFiles"] = [n for n, h in self.index_headers if h["endTimestamp"] <= limit]
-        out["startFile"] = feed.start_file
-        out["stop"] = feed.stopped
-        cut = out["maxPhyOffset"] = feed.stopped["phyOffset"]
+        out["startFile"] = plan.start_file
+        out["stop"] = plan.stop
+        cut = out["maxPhyOffset"] = plan.cut
         # MappedFileQueue.truncateDirtyFiles: files starting after the cut are deleted
-        out["deletedFiles"] = [p.name for start, p, _ in files if start > cut]
+        out["deletedFiles"] = list(plan.deleted_files)
         out["commitlogFilesAfterLoad"] = [f"{p.name}:{size}" for start, p, size in files if start <= cut]
         if wrong:
             out["note"] = ("RocketMQ refuses to load this CommitLog (file length not matched): nothing is "
