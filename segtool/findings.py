@@ -264,6 +264,9 @@ class FindingKind(Enum):
     FILE_NAME = (
         Severity.ERROR, "RocketMQ CommitLog, ConsumeQueue", "the start offset in the name is not a multiple of the "
         "file size", "offsets resolve to the wrong file")
+    SEGMENT_DELETED_BY_RECOVERY = (
+        Severity.ERROR, "Kafka .log", "a segment after the one Kafka's load truncates",
+        "LogLoader.recoverLog deletes it with every record it holds", "the segment holds no record")
     DELETED_BY_RECOVERY = (
         Severity.ERROR, "RocketMQ CommitLog", "a file after the point where recovery cuts the CommitLog",
         "truncateDirtyFiles deletes it with its messages", "the file holds no messages")

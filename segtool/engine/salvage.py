@@ -229,6 +229,7 @@ class RecoveryCut:
     first_offset: int | None
     last_offset: int | None
     deleted_segments: tuple[str, ...]
+    per_segment: tuple[tuple[str, LostPastCut], ...]  # the cut segment past the byte, then each deleted one
 
     @property
     def gone(self) -> int:
@@ -309,6 +310,7 @@ def recovery_loss(plan) -> RecoveryLoss | None:
                                step.next_offset_after_recovery, following_base(step))]
         parts += [lost_past_cut(open_buffer(s.log_path), s.log_path, 0, s.base_offset, following_base(s))
                   for s in deleted]
+        paths = [step.log_path] + [s.log_path for s in deleted]
         firsts = [p.first_offset for p in parts if p.first_offset is not None]
         lasts = [p.last_offset for p in parts if p.last_offset is not None]
         cuts.append(RecoveryCut(step.log_path, step.recovery.valid_bytes, step.next_offset_after_recovery,
@@ -316,7 +318,7 @@ def recovery_loss(plan) -> RecoveryLoss | None:
                                 step.recovery.bytes_lost + sum(s.size for s in deleted),
                                 sum(p.records for p in parts), sum(p.salvageable for p in parts),
                                 min(firsts, default=None), max(lasts, default=None),
-                                tuple(s.log_path for s in deleted)))
+                                tuple(s.log_path for s in deleted), tuple(zip(paths, parts))))
     firsts = [c.first_offset for c in cuts if c.first_offset is not None]
     lasts = [c.last_offset for c in cuts if c.last_offset is not None]
     return RecoveryLoss(tuple(cuts), plan.log_end_offset, sum(c.bytes for c in cuts), sum(c.records for c in cuts),

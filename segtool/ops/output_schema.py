@@ -269,6 +269,7 @@ class Recovery(TypedDict):
     messages_lost: NotRequired[int]  # RocketMQ: this file's share of what recovery drops (engine.salvage.StoreRecoveryLoss)
     messages_salvageable: NotRequired[int]  # RocketMQ: of those, whose body CRC holds (salvage writes them)
     messages_gone: NotRequired[int]  # RocketMQ: of those, lost for good
+    log_end_offset: NotRequired[int]  # Kafka, the segment a partition's load cuts: the log end after the load
     stop_reason: str | None
     salvage: NotRequired[KafkaSalvage | RocketMQSalvage | None]
 

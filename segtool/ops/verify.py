@@ -110,7 +110,49 @@ def check_partitions(files: list[dict]) -> list[dict]:
     _check_segment_order(files)
     _note_pending_swaps(files)
     _note_missing_indexes(files)
+    _note_startup_cuts(files)
     return files
+
+
+def _note_startup_cuts(files: list[dict]) -> None:
+    """What a partition's load drops, on the files it drops it from (``kafka.startup.startup_plan``,
+    ``engine.salvage.recovery_loss``): a cut segment's figures are the cut's, and every segment the load
+    deletes after it has its records lost, so the files' figures add up to what lookup, inspect, salvage
+    and report give for the partition."""
+    from segtool.engine.salvage import recovery_loss
+    from segtool.kafka.partition import PartitionView
+    from segtool.kafka.startup import startup_plan
+
+    partitions: dict[str, dict[str, dict]] = {}
+    for item in files:
+        if item.get("kind") == FileKind.KAFKA_LOG and item.get("recovery") and item["path"].endswith(LOG):
+            partitions.setdefault(os.path.dirname(item["path"]) or ".", {})[os.path.normpath(item["path"])] = item
+    for directory, items in partitions.items():
+        if not any(item["recovery"]["bytes_lost"] for item in items.values()):
+            continue  # no segment here is cut: the load keeps every batch (a missing index aside, noted above)
+        try:
+            loss = recovery_loss(startup_plan(PartitionView(directory)))
+        except SegtoolError:
+            continue
+        if loss is None:
+            continue
+        for cut in loss.cuts:
+            for number, (path, part) in enumerate(cut.per_segment):
+                item = items.get(os.path.normpath(path))
+                if item is None:  # a segment of the partition that was not given
+                    continue
+                recovery = item["recovery"]
+                recovery.update(records_lost=part.records, records_salvageable=part.salvageable,
+                                records_gone=part.gone)
+                if number == 0:
+                    recovery["log_end_offset"] = loss.log_end
+                    continue
+                recovery.update(valid_bytes=0, bytes_lost=item.get("size", recovery["bytes_lost"]))
+                item["problems"].append(finding(
+                    FindingKind.SEGMENT_DELETED_BY_RECOVERY, 0,
+                    f"{cut.action()}: this later segment goes with its {part.records} record(s) "
+                    f"({part.salvageable} salvageable, {part.gone} gone)", offset=part.first_offset))
+                item["status"] = "problems"
 
 
 def _note_missing_indexes(files: list[dict]) -> None:
