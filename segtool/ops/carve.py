@@ -39,6 +39,7 @@ from segtool.kafka.records import batch_records
 from segtool.rocketmq.store_files import decode_message, message_header
 from segtool.ops.dump_kafka_log import batch_item, record_item
 from segtool.ops.output_schema import CarveReport
+from segtool.ops.progress import RunProgress
 from segtool.source import open_buffer, sha256_beside
 
 FINDS_JSONL = "finds.jsonl"
@@ -336,7 +337,7 @@ def search_totals(counts: SearchCounts) -> dict:
 
 
 def carve(paths: list[str], out_dir: str, force: bool = False, hash_inputs: bool = True,
-          progress_factory=None) -> CarveReport:
+          progress: RunProgress | None = None) -> CarveReport:
     """Carve every file named or found below ``paths`` into ``out_dir``; the report is also written there.
 
     Every output is checked before anything is read (``plan_outputs``: not inside
@@ -346,6 +347,8 @@ def carve(paths: list[str], out_dir: str, force: bool = False, hash_inputs: bool
     found_files = inventory(paths)
     plan_outputs(targets, paths, in_place=False, force=force)
     unreadable = [{"path": entry.path, "reason": entry.unreadable} for entry in found_files.unreadable]
+    if progress is not None:
+        progress.plan((entry.path, entry.size) for entry in found_files.files)
     placer = _Placer()
     total = SearchCounts()
     inputs = []
@@ -360,8 +363,8 @@ def carve(paths: list[str], out_dir: str, force: bool = False, hash_inputs: bool
             except SegtoolError as exc:
                 unreadable.append({"path": entry.path, "reason": exc.message})
                 continue
-            progress = progress_factory(entry.path) if progress_factory else None
-            for found in find(buf, counts=counts, progress=progress):
+            advance = progress.file(entry.path) if progress is not None else None
+            for found in find(buf, counts=counts, progress=advance):
                 _CARVERS[found.format](buf, found, entry.path, placer, outputs, tally)
             total.add(counts)
             inputs.append({"path": entry.path, "size": entry.size,

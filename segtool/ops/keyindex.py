@@ -30,6 +30,7 @@ from segtool.kafka.record_columns import chunk_records
 from segtool.kafka.records import batch_records, first_record_where
 from segtool.ops.dump_kafka_log import record_item
 from segtool.ops.output_schema import IndexKeysReport
+from segtool.ops.progress import RunProgress
 
 META_NAME = "keyindex.json"
 INDEX_NAME = "keys.index"
@@ -47,31 +48,29 @@ def _segment_fingerprint(partition: PartitionView) -> list[dict]:
     return [{"log": os.path.basename(s.log_path), "size": os.path.getsize(s.log_path)} for s in partition.segments]
 
 
-def _records(partition: PartitionView, progress=None):
-    """Every keyed record of the partition; ``progress(bytes read)`` after each batch."""
-    done = 0
+def _records(partition: PartitionView, progress: RunProgress | None = None):
+    """Every keyed record of the partition; ``progress`` told after each batch."""
     for segment in partition.segments:
+        advance = progress.file(segment.log_path) if progress is not None else None
         for batch in BatchScan(segment.log, path=segment.log_path):
-            if progress is not None:
-                progress(done + batch.end)
+            if advance is not None:
+                advance(batch.end)
             if batch.is_control:
                 continue
             for record in batch_records(batch, segment.log_path):
                 if record.key is not None:
                     yield record
-        done += segment.size
 
 
 def _key_text(key: bytes) -> str:
     return key.decode("latin-1")
 
 
-def index_keys(partition_dir: str, out_dir: str | None = None, progress_factory=None,
+def index_keys(partition_dir: str, out_dir: str | None = None, progress: RunProgress | None = None,
                force: bool = False) -> IndexKeysReport:
     """Build the key index of a partition; returns what was written.
 
-    ``progress_factory(description, total bytes)``, when given, returns a callback
-    that is told how many bytes of the segments have been read.  The default
+    ``progress``, when given, is told each segment and the bytes read of it.  The default
     place is segtool's own cache, where an earlier index of the partition is
     replaced; an existing index in ``out_dir`` is refused unless ``force``.
     """
@@ -88,9 +87,8 @@ def index_keys(partition_dir: str, out_dir: str | None = None, progress_factory=
     # the geometry needs the count first: keep each keyed record as three machine
     # integers (24 bytes), not as a decoded record with its value
     hashes, offsets, stamps = array("q"), array("q"), array("q")
-    progress = None
-    if progress_factory is not None:
-        progress = progress_factory(partition.name, sum(segment.size for segment in partition.segments))
+    if progress is not None:
+        progress.plan((segment.log_path, segment.size) for segment in partition.segments)
     for record in _records(partition, progress):
         hashes.append(rmq.index_key_hash(_key_text(record.key)))
         offsets.append(record.offset)

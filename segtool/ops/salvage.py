@@ -46,6 +46,7 @@ from segtool.formats.file_kinds import FileKind
 from segtool.formats.outcomes import WalkEnd
 from segtool.ops.file_formats import file_format
 from segtool.ops.output_schema import SalvageReport
+from segtool.ops.progress import RunProgress
 from segtool.ops.rebuild_rocketmq import index_geometry
 from segtool.ops.verify_rocketmq.store import DISPATCHED_TRAN_TYPES
 from segtool.source import open_buffer, sha256_of
@@ -75,7 +76,7 @@ class _Found(NamedTuple):
 
 
 def salvage(paths: list[str], out_dir: str, *, index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES,
-            force: bool = False, progress_factory=None) -> SalvageReport:
+            force: bool = False, progress: RunProgress | None = None) -> SalvageReport:
     """Salvage the Kafka partitions or the RocketMQ stores below ``paths`` into ``out_dir``.
 
     Partitions go to ``out_dir/<partition directory name>/``; one store to ``out_dir``,
@@ -98,11 +99,14 @@ def salvage(paths: list[str], out_dir: str, *, index_interval_bytes: int = DEFAU
         raise NothingFound("no Kafka segments and no RocketMQ CommitLog here", paths[0])
     report = {"out": out_dir, "index_interval_bytes": index_interval_bytes, "inputs": [], "partitions": [],
               "stores": [], "skipped": [], "unreadable": unreadable}
+    if progress is not None:
+        read = [log for partition in partitions for log in partition.logs] + [f for store in stores for f in store.commitlog]
+        progress.plan((f.path, f.size) for f in read)
     if partitions:
-        _salvage_partitions(partitions, paths, out_dir, index_interval_bytes, force, progress_factory, report)
+        _salvage_partitions(partitions, paths, out_dir, index_interval_bytes, force, progress, report)
         taken = [partition.files for partition in partitions]
     else:
-        _salvage_stores(stores, paths, out_dir, force, progress_factory, report)
+        _salvage_stores(stores, paths, out_dir, force, progress, report)
         taken = [store.files for store in stores]
     report["skipped"].extend({"path": f.path, "reason": _NOT_TAKEN} for f in found.outside(*taken))
     report["summary"] = _summary(report)
@@ -178,7 +182,7 @@ def _out_partition(partition: Partition, out_dir: str) -> str:
     return os.path.join(out_dir, os.path.basename(os.path.normpath(partition.directory)))
 
 
-def _salvage_partitions(partitions: list[Partition], paths, out_dir, interval, force, progress_factory,
+def _salvage_partitions(partitions: list[Partition], paths, out_dir, interval, force, progress,
                         report: dict) -> None:
     copies: dict[str, list[str]] = {}  # partition directory -> state files that parse
     targets = []
@@ -206,11 +210,11 @@ def _salvage_partitions(partitions: list[Partition], paths, out_dir, interval, f
     plan_outputs(targets, paths, False, force)
     for partition in partitions:
         report["partitions"].append(_salvage_partition(partition, _out_partition(partition, out_dir), interval,
-                                                       force, progress_factory, copies[partition.directory],
+                                                       force, progress, copies[partition.directory],
                                                        report["inputs"]))
 
 
-def _salvage_partition(partition: Partition, out: str, interval: int, force: bool, progress_factory,
+def _salvage_partition(partition: Partition, out: str, interval: int, force: bool, progress,
                        copies: list[str], inputs: list[dict]) -> dict:
     segments = [Segment(log.path) for log in partition.logs]
     bases = [segment.base_offset for segment in segments]
@@ -219,7 +223,7 @@ def _salvage_partition(partition: Partition, out: str, interval: int, force: boo
     failed_crc = 0
     for number, segment in enumerate(segments):
         inputs.append(_input(segment.log_path))
-        progress = progress_factory(segment.log_path) if progress_factory else None
+        advance = progress.file(segment.log_path) if progress is not None else None
         following = bases[number + 1] if number + 1 < len(bases) else None
         for piece in kafka_pieces(segment.log, segment.log_path, base_offset=segment.base_offset,
                                   next_base_offset=following):
@@ -233,8 +237,8 @@ def _salvage_partition(partition: Partition, out: str, interval: int, force: boo
                 else:
                     failed_crc += 1
                 end = piece.end
-            if progress is not None:
-                progress(end)
+            if advance is not None:
+                advance(end)
     kept, conflicts, duplicates = _choose(found, segments, bases)
     placed: dict[int, list[_Found]] = defaultdict(list)  # output segment -> its batches, in offset order
     for batch, home in kept:
@@ -358,8 +362,8 @@ def _out_store(store: Store, stores: list[Store], out_dir: str) -> str:
     return out_dir if len(stores) == 1 else os.path.join(out_dir, os.path.basename(os.path.normpath(store.root)))
 
 
-def _salvage_stores(stores: list[Store], paths, out_dir, force, progress_factory, report: dict) -> None:
-    read = [_read_store(store, progress_factory, report) for store in stores]
+def _salvage_stores(stores: list[Store], paths, out_dir, force, progress, report: dict) -> None:
+    read = [_read_store(store, progress, report) for store in stores]
     targets = []
     for store, survivors in zip(stores, read):
         out = Path(_out_store(store, stores, out_dir))
@@ -379,7 +383,7 @@ def _salvage_stores(stores: list[Store], paths, out_dir, force, progress_factory
                 view.close()
 
 
-def _read_store(store: Store, progress_factory, report: dict) -> dict:
+def _read_store(store: Store, progress, report: dict) -> dict:
     """Everything a store's output needs, computed before anything is written."""
     files = [(int(os.path.basename(f.path)), f.path) for f in store.commitlog]
     starts = [start for start, _ in files]
@@ -390,7 +394,7 @@ def _read_store(store: Store, progress_factory, report: dict) -> dict:
     for start, path in files:
         report["inputs"].append(_input(path))
         name = os.path.basename(path)
-        progress = progress_factory(path) if progress_factory else None
+        advance = progress.file(path) if progress is not None else None
         with rmq.MappedFile(path) as mapped:
             for piece in commitlog_pieces(mapped.buf, file_from_offset=start, file=name, path=path,
                                           decompress=False):
@@ -403,8 +407,8 @@ def _read_store(store: Store, progress_factory, report: dict) -> dict:
                     messages.append(piece)
                 else:
                     failed_crc += 1
-                if progress is not None and isinstance(piece, dict):
-                    progress(piece["fileOffset"] + piece["totalSize"])
+                if advance is not None and isinstance(piece, dict):
+                    advance(piece["fileOffset"] + piece["totalSize"])
     queued, conflicts = _queue_units(messages)
     units_per_file = _units_per_file(store)
     hash_slots, index_num, geometry_source = index_geometry(Path(store.root), None, None)
