@@ -7,7 +7,6 @@ Heavy modules are imported inside commands so a cold start stays fast.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import time
@@ -18,6 +17,7 @@ import typer
 from segtool import startup
 from segtool.errors import NothingFound, SegtoolError
 from segtool.findings import json_default
+from segtool.formats.json_text import to_json
 
 app = typer.Typer(
     add_completion=True,
@@ -26,12 +26,24 @@ app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 
+# The exit-code contract, the same for all 13 commands (tests/test_cli_contract.py holds each
+# command to it on a missing path, a non-broker file and an empty directory, with and without --json):
+#   0    clean: the input was read and nothing is wrong
+#   1    problems found (damage, a failed cross-check, a lookup with no answer), or nothing found: a
+#        readable input that holds nothing the command works on (a file that is not a broker's, an
+#        empty directory, a 0-byte CommitLog); reading it was not the trouble, so not 2
+#   2    unreadable input (missing, no permission, a dangling link) or a usage error
+#   130  interrupted (Ctrl-C); 143 terminated (SIGTERM)
+# A closed stdout (`| head`) or stderr keeps the code the command had by then.  With --json every
+# failure also prints one ErrorReport (ops/output_schema.py) on stdout: a script always gets JSON.
 EXIT_CLEAN, EXIT_PROBLEMS, EXIT_UNREADABLE = 0, 1, 2
+EXIT_INTERRUPTED, EXIT_TERMINATED = 130, 143
 
 
 class _State:
     debug = False
     quiet = False
+    json_output = False  # --json (dump: --format json) was asked: failures print an ErrorReport too
     # the exit code when stdout closes early (`| head`): what was found by then keeps its code
     exit_if_output_closed = EXIT_CLEAN
 
@@ -63,9 +75,10 @@ def _main(
 _GLOBAL_FLAGS = ("--debug", "--quiet", "-q")
 
 
-def _fail(message: str, code: int = EXIT_UNREADABLE) -> None:
-    sys.stderr.write(f"segtool: {message}\n")
-    raise typer.Exit(code)
+def _fail(message: str) -> None:
+    from segtool.errors import UsageError
+
+    raise UsageError(message)
 
 
 _STYLES = {"batch": "bold cyan", "== ": "bold", "ERROR": "bold red", "zero-filled": "yellow",
@@ -238,7 +251,7 @@ class _DumpOutput:
 
 
 def _print_json(obj) -> None:
-    sys.stdout.write(json.dumps(obj, ensure_ascii=False, default=json_default) + "\n")
+    sys.stdout.write(to_json(obj, default=json_default) + "\n")
 
 
 @app.command()
@@ -1046,35 +1059,87 @@ def main() -> None:
 
 def _run_command() -> None:
     """The command named on the command line; every way it ends is an exit code (``SystemExit``)."""
+    args = _hoist_global_flags(sys.argv[1:])
+    _State.json_output = _asks_for_json(args)
     try:
         # without standalone mode the parser returns the command's exit code
-        sys.exit(app(args=_hoist_global_flags(sys.argv[1:]), prog_name="segtool", standalone_mode=False) or 0)
+        sys.exit(app(args=args, prog_name="segtool", standalone_mode=False) or 0)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
     except _OutputClosed:
-        # keep Python's final flush quiet too
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.__stdout__.fileno())
+        _quiet_from_now(sys.__stdout__)
         sys.exit(_State.exit_if_output_closed)
     except SegtoolError as exc:
         _show_traceback()
-        sys.stderr.write(f"segtool: {exc}\n")
-        sys.exit(EXIT_PROBLEMS if isinstance(exc, NothingFound) else EXIT_UNREADABLE)
+        _end_on_error(_error_name(exc), exc.message, exc.path, exc.offset)
     except ModuleNotFoundError as exc:
         _show_traceback()
-        sys.stderr.write(f"segtool: this needs the Python package {exc.name!r}, which is not installed: "
-                         "pip install 'segtool[spark]'\n")
-        sys.exit(EXIT_UNREADABLE)
+        _end_on_error("missing_package", f"this needs the Python package {exc.name!r}, which is not installed: "
+                                         "pip install 'segtool[spark]'")
     except (KeyboardInterrupt, typer.Abort):
-        sys.exit(130)
+        _end_on_error("interrupted", "interrupted", shown=False)
     except _Terminated:
-        sys.exit(143)
+        _end_on_error("terminated", "terminated", shown=False)
     except Exception as exc:  # the last line of defence: never a traceback unless asked
-        if hasattr(exc, "show") and hasattr(exc, "exit_code"):
-            exc.show()  # a usage error from the argument parser
-            sys.exit(EXIT_UNREADABLE)
+        if hasattr(exc, "show") and hasattr(exc, "exit_code"):  # a usage error from the argument parser
+            _say(exc.show)
+            _end_on_error("usage_error", exc.format_message(), shown=False)
         _show_traceback()
-        sys.stderr.write(f"segtool: internal error: {type(exc).__name__}: {exc} (run with --debug for details)\n")
-        sys.exit(EXIT_UNREADABLE)
+        _end_on_error("internal_error", f"internal error: {type(exc).__name__}: {exc} (run with --debug for details)")
+
+
+_EXIT_OF_ERROR = {"nothing_found": EXIT_PROBLEMS, "interrupted": EXIT_INTERRUPTED, "terminated": EXIT_TERMINATED}
+
+
+def _error_name(exc: SegtoolError) -> str:
+    from segtool.errors import CorruptData, UsageError
+
+    if isinstance(exc, NothingFound):
+        return "nothing_found"
+    if isinstance(exc, UsageError):
+        return "usage_error"
+    return "corrupt_data" if isinstance(exc, CorruptData) else "unreadable_input"
+
+
+def _end_on_error(name: str, reason: str, path: str | None = None, offset: int | None = None,
+                  shown: bool = True) -> None:
+    """The one line on stderr (unless the parser showed it: ``shown=False``), with --json the
+    ErrorReport on stdout, and the contract's exit code, whichever of stdout and stderr is closed."""
+    code = _EXIT_OF_ERROR.get(name, EXIT_UNREADABLE)
+    message = str(SegtoolError(reason, path, offset))
+    if shown:
+        _say(lambda: sys.stderr.write(f"segtool: {message}\n"))
+    if _State.json_output:
+        report = {"error": name, "message": message, "path": None if path is None else str(path),
+                  "byte_offset": offset, "reason": reason, "exit_code": code}
+        _say(lambda: sys.stdout.write(to_json(report) + "\n"))
+    sys.exit(code)
+
+
+def _say(write) -> None:
+    """Run ``write``; a closed pipe (`2>&1 | head -0`) silences the stream instead of changing the exit code."""
+    try:
+        write()
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (_OutputClosed, BrokenPipeError):
+        _quiet_from_now(sys.__stdout__)
+        _quiet_from_now(sys.__stderr__)
+
+
+def _quiet_from_now(stream) -> None:
+    """Python's final flush of a closed stream would fail (exit 120): the stream goes to /dev/null."""
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), stream.fileno())
+    except (OSError, ValueError):  # no descriptor (a test's buffer)
+        pass
+
+
+def _asks_for_json(args: list[str]) -> bool:
+    """--json, or dump's --format/-f json, before a ``--``."""
+    words = args[:args.index("--")] if "--" in args else args
+    return ("--json" in words or "--format=json" in words
+            or any(flag in ("--format", "-f") and value == "json" for flag, value in zip(words, words[1:])))
 
 
 def _show_traceback() -> None:

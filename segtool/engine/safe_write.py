@@ -190,28 +190,30 @@ def staged(target: str, replace: bool = False) -> Iterator[Staged]:
             os.unlink(stage.path)
 
 
-def _tree_of(path: str) -> str:
-    """The directory tree an input belongs to: a directory itself, a file's directory."""
+def _guarded_directory(path: str) -> tuple[str, bool]:
+    """The directory an input guards and whether the folders below it are guarded too: a directory
+    guards its whole tree; a file guards its own directory's files (a segment's partition, where a
+    broker would load what is written), not the folders beside it (``carve /cases/42/disk.img --out
+    /cases/42/carved`` is fine)."""
     real = os.path.realpath(path)
-    return real if os.path.isdir(real) else os.path.dirname(real)
+    return (real, True) if os.path.isdir(real) else (os.path.dirname(real), False)
 
 
 def refuse_inside_inputs(targets: list[str], inputs: list[str]) -> None:
-    """Refuse output files inside (or equal to) any input's directory tree.
+    """Refuse output files inside (or equal to) any input directory's tree, or beside an input file.
 
     Real paths are compared, so ``--out`` given as an input's parent (which
     would make ``OUT/<partition>`` the partition itself) or reached through a
-    symlink is caught.  Evidence directories stay untouched unless
-    ``--in-place`` is given (even for root, whom permissions do not stop).
+    symlink is caught.  Evidence directories stay untouched unless the command
+    replaces files in place, which it is asked for by name.
     """
-    trees = {_tree_of(path) for path in inputs}
+    guarded = {_guarded_directory(path) for path in inputs}
     for target in targets:
         where = os.path.realpath(os.path.dirname(os.path.abspath(target)))
-        for tree in trees:
-            if where == tree or where.startswith(tree.rstrip(os.sep) + os.sep):
-                raise SegtoolError(f"the output would go inside the input directory {tree}: choose an --out "
-                                   "outside every input, or --in-place to replace files beside the input "
-                                   "with a backup", target)
+        for directory, whole_tree in guarded:
+            if where == directory or whole_tree and where.startswith(directory.rstrip(os.sep) + os.sep):
+                raise SegtoolError(f"the output would go inside the input directory {directory}: choose an --out "
+                                   "outside every input", target)
 
 
 def refuse_collisions(targets: list[str]) -> None:

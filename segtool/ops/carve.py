@@ -34,6 +34,7 @@ from segtool.engine.safe_write import plan_outputs, staged, write_atomically
 from segtool.errors import SegtoolError
 from segtool.engine.carving import KAFKA, ROCKETMQ, Find, SearchCounts, find
 from segtool.formats.json_names import message_json
+from segtool.formats.json_text import escape_line_ends
 from segtool.kafka.log import RecordBatch, batch_at, increment_sequence
 from segtool.kafka.records import batch_records
 from segtool.rocketmq.store_files import decode_message, message_header
@@ -251,7 +252,7 @@ class _Outputs:
         stack.callback(self._flush_all)
 
     def line(self, item: dict) -> None:
-        self.jsonl.write(json.dumps(item, ensure_ascii=False, separators=(",", ":")))
+        self.jsonl.write(escape_line_ends(json.dumps(item, ensure_ascii=False, separators=(",", ":"))))
         self.jsonl.write("\n")
 
     def row(self, name: str, row: dict) -> None:

@@ -24,7 +24,7 @@ from typing import Iterator
 from segtool.engine.inventory import Partition, inventory
 from segtool.kafka.partition import PartitionView, Segment
 from segtool.kafka.recovery import ensure_valid
-from segtool.errors import CorruptData, UnreadableInput
+from segtool.errors import CorruptData, NothingFound, UnreadableInput
 from segtool.findings import FindingKind, finding
 from segtool.kafka.log import RecordBatch
 from segtool.kafka.records import control_record_type
@@ -52,8 +52,10 @@ _CONSUMER_GROUP_MEMBER_METADATA = 5
 def live_partitions(log_dir: str) -> dict[tuple[str, int], Partition]:
     """The partition directories of a log dir by (topic, partition); renamed ``-delete``,
     ``-future`` and ``-stray`` directories are not the live log and are left out."""
+    if not os.path.lexists(log_dir):
+        raise UnreadableInput("no such file or directory", log_dir)
     if not os.path.isdir(log_dir):
-        raise UnreadableInput("not a directory (give a Kafka log dir)", log_dir)
+        raise NothingFound("a file, not a directory (give a Kafka log dir or a RocketMQ store)", log_dir)
     found = {}
     for partition in inventory([log_dir]).partitions:
         topic, number = partition.topic_partition

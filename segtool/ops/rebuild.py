@@ -35,7 +35,7 @@ def _partitions_of(paths: list[str], skipped: list[dict], unreadable: list[dict]
         if not os.path.lexists(path):
             raise UnreadableInput("no such file or directory", path)
         if not os.path.isdir(path) and not is_log_file(path):
-            raise UnreadableInput("expected a .log segment or a partition/log directory", path)
+            raise NothingFound("not a .log segment or a partition/log directory", path)
     found = inventory(paths)
     unreadable.extend({"path": f.path, "reason": f.unreadable} for f in found.unreadable)
     logs = [partition.logs for partition in found.partitions if partition.logs]
