@@ -388,8 +388,8 @@ class RocketMQRebuildReport(TypedDict):
     geometry: dict[str, Any]
     naming: str
     files: list[RebuiltIndexFile]
-    backup_dir: str | None
-    removed: list[str]
+    backup_dir: str | None  # beside index_dir: the files replaced by other bytes or removed, moved there; None: none
+    removed: list[str]  # the old files of index_dir the rebuild made no new one for (moved to backup_dir)
     notes: list[str]
     inputs: list[InputFile]
     dispatch: dict[str, Any]

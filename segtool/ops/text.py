@@ -496,7 +496,8 @@ def rebuild_rocketmq_lines(reports: list[dict]) -> Iterator[str]:
                    f" {written['allocated_bytes']} allocated on disk, sha256 {written['sha256']})")
             yield from replaced_lines(written)
         if rep["backup_dir"]:
-            yield f"  the store's index/ was first copied to {rep['backup_dir']}"
+            yield (f"  the files replaced or removed were moved from {rep['index_dir']} to {rep['backup_dir']} "
+                   "(beside it, where a broker does not load them)")
 
 
 def scan_lines(report: dict) -> Iterator[str]:
