@@ -221,3 +221,14 @@ def test_a_zero_byte_commitlog_is_nothing_found(tmp_path):
 def test_groups_and_transactions_name_a_missing_path_as_missing(command, tmp_path):
     run = segtool(command, tmp_path / "absent")
     assert run.returncode == 2 and "no such file or directory" in run.stderr, run.stderr
+
+
+def test_verify_index_only_names_a_garbage_entry_by_its_place_in_the_index(tmp_path):
+    """Every byte of a real .index inverted: entry 0 points before the log's start; the error names the
+    index file at that entry's byte, never a negative byte."""
+    partition = _partition_copy(tmp_path)
+    index = partition / "00000000000000000000.index"
+    index.write_bytes(bytes(b ^ 0xFF for b in index.read_bytes()))
+    run = segtool("dump", "--format", "kafka", "--verify-index-only", index)
+    assert run.returncode == 1 and "Traceback" not in run.stderr
+    assert f"{index}: byte 0: index entry 0 " in run.stderr and "byte -" not in run.stderr, run.stderr
