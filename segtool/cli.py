@@ -1092,13 +1092,15 @@ _EXIT_OF_ERROR = {"nothing_found": EXIT_PROBLEMS, "interrupted": EXIT_INTERRUPTE
 
 
 def _error_name(exc: SegtoolError) -> str:
-    from segtool.errors import CorruptData, UsageError
+    from segtool.errors import CorruptData, UnreadableInput, UsageError
 
     if isinstance(exc, NothingFound):
         return "nothing_found"
     if isinstance(exc, UsageError):
         return "usage_error"
-    return "corrupt_data" if isinstance(exc, CorruptData) else "unreadable_input"
+    if isinstance(exc, CorruptData):
+        return "corrupt_data"
+    return "unreadable_input" if isinstance(exc, UnreadableInput) else "refused"
 
 
 def _end_on_error(name: str, reason: str, path: str | None = None, offset: int | None = None,

@@ -1564,7 +1564,8 @@ class ReportFigures(TypedDict):
     notes: list[str]
 
 
-ErrorName = Literal["unreadable_input", "corrupt_data", "nothing_found", "usage_error", "missing_package",
+# refused: the command would not go on (a value that does not parse, an output inside an input, ...)
+ErrorName = Literal["unreadable_input", "corrupt_data", "nothing_found", "usage_error", "refused", "missing_package",
                     "internal_error", "interrupted", "terminated"]
 
 
