@@ -507,7 +507,9 @@ class _Progress:
     def task(self, description: str, total: int):
         """One piece of work of ``total`` bytes (a pool's tasks, a partition): ``advance(bytes done)``."""
         self.plan([(description, total)])
-        return self.file(description)
+        advance = self.file(description)
+        self.label = description  # a name, not a path
+        return advance
 
     def _advance(self, done: int) -> None:
         now = time.monotonic()
