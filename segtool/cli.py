@@ -497,19 +497,20 @@ class _Progress:
         self.base = os.path.dirname(os.path.commonpath(directories)) if directories else ""
 
     def file(self, path: str):
-        self.done_before += self.current_size
-        self.current_size = self.sizes.get(path, 0)
-        self.started += 1
-        self.label = os.path.relpath(os.path.abspath(path), self.base) if self.base else path
-        self._advance(0)
-        return self._advance
+        return self._start(path, os.path.relpath(os.path.abspath(path), self.base) if self.base else path)
 
     def task(self, description: str, total: int):
-        """One piece of work of ``total`` bytes (a pool's tasks, a partition): ``advance(bytes done)``."""
+        """One piece of work of ``total`` bytes (a pool's tasks): ``advance(bytes done)``."""
         self.plan([(description, total)])
-        advance = self.file(description)
-        self.label = description  # a name, not a path
-        return advance
+        return self._start(description, description)
+
+    def _start(self, key: str, label: str):
+        self.done_before += self.current_size
+        self.current_size = self.sizes.get(key, 0)
+        self.started += 1
+        self.label = label
+        self._advance(0)
+        return self._advance
 
     def _advance(self, done: int) -> None:
         now = time.monotonic()
@@ -517,7 +518,7 @@ class _Progress:
             return
         self.next_update = now + 1 / self._UPDATES_PER_SECOND
         if self.bar is None:
-            self._start()
+            self._draw_first()
         files = f"{self.started}/{len(self.sizes)} files"
         # one line whatever the width: the current file keeps the end of its name (the other columns
         # take about 45 characters besides the title and the counts)
@@ -527,7 +528,7 @@ class _Progress:
                         current=label)
         self.bar.refresh()
 
-    def _start(self) -> None:
+    def _draw_first(self) -> None:
         from rich.console import Console
         from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 

@@ -189,8 +189,9 @@ def test_forced_rocketmq_rebuild_moves_only_what_it_replaces_out_of_the_index_di
 
 
 def test_carve_of_an_image_into_a_folder_beside_it_as_its_help_shows(tmp_path):
-    """`segtool carve /cases/42/disk.img --out /cases/42/carved`: a file guards its own folder's files,
-    not the folders beside it; into that folder itself is still refused."""
+    """`segtool carve /cases/42/disk.img --out /cases/42/carved`: a file no broker wrote guards only
+    itself; a broker's file guards its directory (a segment's partition, where a broker would load
+    what is written), and no refusal offers --in-place to a command that has none."""
     case = tmp_path / "cases" / "42"
     case.mkdir(parents=True)
     image = case / "disk.img"
@@ -198,10 +199,13 @@ def test_carve_of_an_image_into_a_folder_beside_it_as_its_help_shows(tmp_path):
     run = segtool("carve", image, "--out", case / "carved")
     assert run.returncode == 0, run.stderr
     assert (case / "carved" / "finds.jsonl").stat().st_size > 0
-    beside = segtool("carve", image, "--out", case)
-    assert beside.returncode == 2 and "inside the input directory" in beside.stderr
-    assert "--in-place" not in beside.stderr  # carve has none to offer
-    assert sorted(p.name for p in case.iterdir()) == ["carved", "disk.img"]
+    assert image.read_bytes()[4096:-4096] == _log_bytes("c01-multiseg-clean")
+    partition = _partition_copy(tmp_path)
+    segment = partition / "00000000000000000000.log"
+    inside = segtool("carve", segment, "--out", partition / "carved")
+    assert inside.returncode == 2 and "inside the input directory" in inside.stderr
+    assert "--in-place" not in inside.stderr  # carve has none to offer
+    assert not (partition / "carved").exists()
 
 
 def _log_bytes(case: str) -> bytes:

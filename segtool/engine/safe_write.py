@@ -190,29 +190,39 @@ def staged(target: str, replace: bool = False) -> Iterator[Staged]:
             os.unlink(stage.path)
 
 
-def _guarded_directory(path: str) -> tuple[str, bool]:
-    """The directory an input guards and whether the folders below it are guarded too: a directory
-    guards its whole tree; a file guards its own directory's files (a segment's partition, where a
-    broker would load what is written), not the folders beside it (``carve /cases/42/disk.img --out
-    /cases/42/carved`` is fine)."""
+def _guarded(path: str) -> tuple[str, bool]:
+    """What an input guards: ``(real path, whole tree)``.  A directory guards its tree, and so does
+    the directory of a file a broker wrote (a segment's partition, a CommitLog's store: a broker would
+    load what is written there).  Any other file (a disk image, a core dump) guards only itself:
+    ``carve /cases/42/disk.img --out /cases/42/carved`` is what carve's help shows."""
+    from segtool.engine.detect import detect
+    from segtool.formats.file_kinds import FileKind
+
     real = os.path.realpath(path)
-    return (real, True) if os.path.isdir(real) else (os.path.dirname(real), False)
+    if os.path.isdir(real):
+        return real, True
+    if os.path.isfile(real) and detect(real).kind == FileKind.UNKNOWN:
+        return real, False
+    return os.path.dirname(real), True
 
 
 def refuse_inside_inputs(targets: list[str], inputs: list[str]) -> None:
-    """Refuse output files inside (or equal to) any input directory's tree, or beside an input file.
+    """Refuse output files inside (or equal to) any guarded input tree, or on an input file.
 
     Real paths are compared, so ``--out`` given as an input's parent (which
     would make ``OUT/<partition>`` the partition itself) or reached through a
     symlink is caught.  Evidence directories stay untouched unless the command
     replaces files in place, which it is asked for by name.
     """
-    guarded = {_guarded_directory(path) for path in inputs}
+    guarded = {_guarded(path) for path in inputs}
     for target in targets:
-        where = os.path.realpath(os.path.dirname(os.path.abspath(target)))
-        for directory, whole_tree in guarded:
-            if where == directory or whole_tree and where.startswith(directory.rstrip(os.sep) + os.sep):
-                raise SegtoolError(f"the output would go inside the input directory {directory}: choose an --out "
+        real = os.path.realpath(os.path.abspath(target))
+        where = os.path.dirname(real)
+        for place, whole_tree in guarded:
+            if not whole_tree and real == place:
+                raise SegtoolError(f"the output would replace the input file {place}: choose another --out", target)
+            if whole_tree and (where == place or where.startswith(place.rstrip(os.sep) + os.sep)):
+                raise SegtoolError(f"the output would go inside the input directory {place}: choose an --out "
                                    "outside every input", target)
 
 
