@@ -22,23 +22,30 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
+# Each example prints its exit code after it (the contract: 0 clean, 1 problems or nothing found,
+# 2 unreadable); `show WHICH N CMD...` keeps the first/last N lines of stdout, not the exit code of
+# `| head`.  Outputs go to a temporary folder removed at the end, however the demo ends.
 demo: $(STAMP)
-	@echo "== segtool dump (text) of a transactional Kafka segment, first lines"
-	$(BIN)/segtool dump $(TXN)/00000000000000000000.log | head -n 8
-	@echo "== segtool dump --format kafka: kafka-dump-log's own output, byte for byte"
-	$(BIN)/segtool dump --format kafka $(TXN)/00000000000000000000.txnindex
-	@echo "== segtool dump of a segment with a zero-filled tail: stops and says where (exit 1)"
-	-$(BIN)/segtool dump --shallow $(KAFKA)/c11c-zero-tail-64k/data/c01-plain-0/00000000000000000000.log | tail -n 2
-	@echo "== segtool verify of a segment with one flipped byte: where Kafka's recovery would cut it (exit 1)"
-	-$(BIN)/segtool verify sample_data/kafka/c11a-crc-byte-flip/data
-	@echo "== segtool salvage of the same partition: every valid batch written back with its indexes (exit 1: damage)"
-	-$(BIN)/segtool salvage sample_data/kafka/c11a-crc-byte-flip/data --out $$(mktemp -d)/salvaged | head -n 4
-	@echo "== segtool lookup --offset inside a compaction gap: the next record, as a fetch returns it"
-	$(BIN)/segtool lookup $(KAFKA)/c07-compacted/data/c07-compact-0 --offset 3000
-	@echo "== segtool lookup --timestamp max-timestamp (Kafka's ListOffsets), as JSON"
-	$(BIN)/segtool lookup $(KAFKA)/c07-compacted/data/c07-compact-0 --timestamp max-timestamp --json
-	@echo "== segtool dump of a RocketMQ CommitLog file, last lines"
-	$(BIN)/segtool dump sample_data/rocketmq/kill9-abort/store/commitlog/00000000000000000000 | tail -n 2
+	@work=$$(mktemp -d); trap 'rm -rf "$$work"' EXIT; \
+	show() { which=$$1; lines=$$2; shift 2; "$$@" > "$$work/stdout"; code=$$?; \
+	         if [ "$$which" = all ]; then cat "$$work/stdout"; else $$which -n "$$lines" "$$work/stdout"; fi; \
+	         echo "(exit $$code)"; }; \
+	echo "== segtool dump (text) of a transactional Kafka segment, first lines"; \
+	show head 8 $(BIN)/segtool dump $(TXN)/00000000000000000000.log; \
+	echo "== segtool dump --format kafka: kafka-dump-log's own output, byte for byte"; \
+	show all 0 $(BIN)/segtool dump --format kafka $(TXN)/00000000000000000000.txnindex; \
+	echo "== segtool dump of a segment with a zero-filled tail: stops and says where (exit 1)"; \
+	show tail 2 $(BIN)/segtool dump --shallow $(KAFKA)/c11c-zero-tail-64k/data/c01-plain-0/00000000000000000000.log; \
+	echo "== segtool verify of a segment with one flipped byte: where Kafka's recovery would cut it (exit 1)"; \
+	show all 0 $(BIN)/segtool verify sample_data/kafka/c11a-crc-byte-flip/data; \
+	echo "== segtool salvage of the same partition: every valid batch written back with its indexes (exit 1: damage)"; \
+	show head 4 $(BIN)/segtool salvage sample_data/kafka/c11a-crc-byte-flip/data --out "$$work/salvaged"; \
+	echo "== segtool lookup --offset inside a compaction gap: the next record, as a fetch returns it"; \
+	show all 0 $(BIN)/segtool lookup $(KAFKA)/c07-compacted/data/c07-compact-0 --offset 3000; \
+	echo "== segtool lookup --timestamp max-timestamp (Kafka's ListOffsets), as JSON"; \
+	show all 0 $(BIN)/segtool lookup $(KAFKA)/c07-compacted/data/c07-compact-0 --timestamp max-timestamp --json; \
+	echo "== segtool dump of a RocketMQ CommitLog file, last lines"; \
+	show tail 2 $(BIN)/segtool dump sample_data/rocketmq/kill9-abort/store/commitlog/00000000000000000000
 
 # docs/schemas/ from the output declarations, and docs/usage.md's examples rerun on sample_data/
 # (tests/test_json_output.py and tests/test_docs_usage.py fail when either drifts)

@@ -207,3 +207,80 @@ def test_a_copy_of_a_partition_answers_from_mtimes_with_a_note(tmp_path):
     shutil.copytree(corpus_path("kafka", "c07-compacted", "data", "c07-compact-0"), partition)
     answer = json.loads(segtool("lookup", partition, "--timestamp", "1795304374853", "--json").stdout)
     assert any("mtime" in note for note in answer.get("notes", [])), answer
+
+
+def _every_command(path, out) -> dict[str, list]:
+    """The 13 commands on one input (writing ones to a fresh --out below ``out``)."""
+    return {
+        "dump": ["dump", path], "verify": ["verify", path], "report": ["report", path],
+        "lookup": ["lookup", path, "--offset", "0"], "groups": ["groups", path],
+        "transactions": ["transactions", path], "inspect": ["inspect", path],
+        "rebuild-index": ["rebuild-index", path, "--out", out / "rebuilt"], "trim": ["trim", path, "--dry-run"],
+        "index-keys": ["index-keys", path, "--out", out / "keys"],
+        "scan": ["scan", path, "--out", out / "scan", "--workers", "1"],
+        "carve": ["carve", path, "--out", out / "carved"], "salvage": ["salvage", path, "--out", out / "salvaged"],
+    }
+
+
+@pytest.mark.parametrize("as_json", [False, True], ids=["text", "json"])
+@pytest.mark.parametrize("given", ["missing path", "non-broker file", "empty directory"])
+def test_every_command_on_inputs_with_nothing_to_read(tmp_path, given, as_json):
+    """A missing path is unreadable (2); a readable file no broker wrote and an empty directory hold
+    nothing to work on (1).  With --json stdout is JSON all the same: the ErrorReport of the one line
+    on stderr, or the command's own report saying it found nothing."""
+    from jsonschema import validate
+
+    error_schema = json.loads((REPO / "docs" / "schemas" / "error.schema.json").read_text())
+    path = {"missing path": tmp_path / "absent", "non-broker file": tmp_path / "notes.txt",
+            "empty directory": tmp_path / "empty"}[given]
+    (tmp_path / "notes.txt").write_text("not a broker file\n")
+    (tmp_path / "empty").mkdir()
+    expected = 2 if given == "missing path" else 1
+    wrong = []
+    for command, args in _every_command(path, tmp_path / command_out(given, as_json)).items():
+        run = segtool(*args, *(["--json"] if as_json else []), env={"XDG_CACHE_HOME": str(tmp_path / "cache"),
+                                                                    "PATH": "/usr/bin:/bin"})
+        assert "Traceback" not in run.stderr, (command, run.stderr)
+        if run.returncode != expected:
+            wrong.append((command, run.returncode, run.stderr[-200:]))
+        if as_json:
+            documents = [json.loads(line) for line in run.stdout.splitlines()]
+            assert documents, (command, run.stderr)
+            errors = [d for d in documents if "error" in d and "exit_code" in d]
+            for error in errors:
+                validate(error, error_schema)
+                assert error["exit_code"] == run.returncode and error["message"] in run.stderr
+            if given == "missing path":
+                assert errors and errors[-1]["path"] == str(path), (command, documents)
+        else:
+            assert run.stderr or run.stdout, command  # never silent
+    assert not wrong, wrong
+
+
+def command_out(given: str, as_json: bool) -> str:
+    return f"out-{given.replace(' ', '-')}-{'json' if as_json else 'text'}"
+
+
+@pytest.mark.parametrize("as_json", [[], ["--json"]], ids=["text", "json"])
+def test_a_closed_pipe_while_printing_an_error_keeps_its_code(tmp_path, as_json):
+    """`segtool dump nope 2>&1 | head -0`: the reader has gone before the error line; still 2."""
+    proc = subprocess.Popen([sys.executable, "-m", "segtool.cli", "dump", str(tmp_path / "nope"), *as_json],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    proc.stdout.close()
+    assert proc.wait(timeout=120) == 2
+
+
+def test_json_escapes_the_characters_that_end_lines_elsewhere(tmp_path):
+    """U+0085, U+2028 and U+2029 in a record's value: one JSON Lines line each, escaped, the value intact."""
+    from tests.kafka_build import make_batch
+
+    value = "a\u0085b\u2028c\u2029d"
+    partition = tmp_path / "t-0"
+    partition.mkdir()
+    (partition / "00000000000000000000.log").write_bytes(make_batch(0, [(b"k", value.encode())], 1795000000000))
+    run = segtool("dump", "--json", partition / "00000000000000000000.log")
+    assert run.returncode == 0, run.stderr
+    assert "\\u0085" in run.stdout and "\\u2028" in run.stdout and "\\u2029" in run.stdout
+    lines = run.stdout.splitlines()  # str.splitlines breaks at all three: none is left raw
+    records = [json.loads(line) for line in lines if '"kind": "record"' in line]
+    assert [r["value"] for r in records] == [value]

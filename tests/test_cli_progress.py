@@ -1,5 +1,6 @@
-"""Progress bars: on stderr when it is a terminal, never with --quiet (before or after the
-command's name), --json, or when stderr is not a terminal; stdout is the same either way."""
+"""The progress bar: one per run, on stderr when it is a terminal, never with --quiet (before or
+after the command's name), --json, or when stderr is not a terminal; stdout is the same either way.
+The bar appears at once here (SEGTOOL_PROGRESS_DELAY=0; an operator's runs show it after a second)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ import pytest
 
 PARTITION = Path(__file__).resolve().parent.parent / "sample_data" / "kafka" / "c07-compacted" / "data" / "c07-compact-0"
 SEGTOOL = [sys.executable, "-m", "segtool.cli"]
+# the bar at once, and a terminal wide enough for the current file's partition and name
+TERMINAL_ENV = {**os.environ, "SEGTOOL_PROGRESS_DELAY": "0", "COLUMNS": "160"}
 
 
 def _run_on_terminal(args: list[str]) -> tuple[int, bytes, bytes]:
@@ -35,7 +38,7 @@ def _run_on_terminal(args: list[str]) -> tuple[int, bytes, bytes]:
     reader.start()
     try:
         done = subprocess.run(SEGTOOL + args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=slave,
-                              timeout=120)
+                              timeout=120, env=TERMINAL_ENV)
     finally:
         os.close(slave)
         reader.join(10)
@@ -67,8 +70,8 @@ def test_progress_bar_only_on_a_terminal_and_never_when_quiet(command, tmp_path)
     args = _commands(tmp_path)[command]
     code, stdout, terminal = _run_on_terminal(args)
     assert code == 0
-    # a bar per file, named by the file (scan: one for all its tasks; index-keys: one for the partition)
-    name = {"scan": b"segtool scan", "index-keys": PARTITION.name.encode()}.get(command, b"00000000000000000000.log")
+    # the current file with its partition (scan: its pool's tasks, one piece of work)
+    name = b"segtool scan" if command == "scan" else f"{PARTITION.name}/00000000000000000000.log".encode()
     assert name in terminal and "━".encode() in terminal  # rich's bar
     for quiet in (args + ["--quiet"], ["--quiet"] + args, args[:1] + ["-q"] + args[1:], args + ["--json"]):
         quiet_code, quiet_stdout, quiet_terminal = _run_on_terminal(quiet)
@@ -78,3 +81,18 @@ def test_progress_bar_only_on_a_terminal_and_never_when_quiet(command, tmp_path)
     piped = subprocess.run(SEGTOOL + args, stdin=subprocess.DEVNULL, capture_output=True, timeout=120)
     assert piped.returncode == 0 and piped.stderr == b""
     assert _without_timings(piped.stdout) == _without_timings(stdout)
+
+
+def test_one_bar_for_a_run_of_hundreds_of_files(tmp_path):
+    """A bar per file drew 1.9 MB for 306 files and redrew every bar ever made at each refresh."""
+    from tests.bench.test_bench_progress import log_dir_of_cases
+
+    log_dir = log_dir_of_cases(tmp_path / "logs")
+    files = sum(len(names) for _, _, names in os.walk(log_dir))
+    code, stdout, terminal = _run_on_terminal(["verify", "--no-hash", log_dir])
+    assert code == 0 and stdout
+    assert f"/{files} files".encode() in terminal and "━".encode() in terminal
+    assert len(terminal) < 64 * 1024, len(terminal)
+    # rich clears the lines of every bar before it redraws: one bar never clears two lines at once
+    erase_line, cursor_up = b"\x1b[2K", b"\x1b[1A"
+    assert erase_line + cursor_up + erase_line not in terminal

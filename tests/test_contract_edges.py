@@ -150,7 +150,8 @@ def test_lookups_on_a_segment_with_a_zero_tail_answer_from_what_recovery_keeps()
     log = json.loads(segtool("verify", partition, "--json", "--no-hash").stdout)["files"]
     last_offset = next(f for f in log if f["path"].endswith(".log"))["last_offset"]
     first = segtool("lookup", partition, "--offset", "0", "--json")
-    assert first.returncode == 0, first.stderr
+    # the record is there; the answer names the cut the load makes (a problem found: 1)
+    assert first.returncode == 1 and json.loads(first.stdout)["recovery_cut"]["byte"] == 129462, first.stderr
     latest = json.loads(segtool("lookup", partition, "--timestamp", "latest", "--json").stdout)
     assert latest["offset"] == last_offset + 1
     assert any("truncates" in note for note in latest["notes"])
@@ -158,19 +159,83 @@ def test_lookups_on_a_segment_with_a_zero_tail_answer_from_what_recovery_keeps()
     assert beyond.returncode == 1 and "Traceback" not in beyond.stderr
 
 
-def test_forced_rocketmq_rebuild_keeps_its_backups_out_of_the_index_directory(tmp_path):
-    """A broker loads every file of index/: the replaced files are kept beside it, not in it."""
+def test_forced_rocketmq_rebuild_moves_only_what_it_replaces_out_of_the_index_directory(tmp_path):
+    """A broker loads every file of index/: a replaced file is moved beside it, not copied into it; a
+    rerun that writes the same bytes moves nothing and makes no backup folder (an IndexFile of the
+    default geometry is 420 MB, which a copy per run piled up)."""
     import json
 
     store = corpus_path("rocketmq", "clean-multi", "store")
     out = tmp_path / "out"
-    assert segtool("rebuild-index", store, "--out", out, "--index-num", "2000", "--hash-slot-num", "500").returncode == 0
+    geometry = ["--index-num", "2000", "--hash-slot-num", "500"]
+    assert segtool("rebuild-index", store, "--out", out, *geometry).returncode == 0
     first = {name: (out / "index" / name).read_bytes() for name in os.listdir(out / "index")}
-    run = segtool("rebuild-index", store, "--out", out, "--index-num", "2000", "--hash-slot-num", "500", "--force",
-                  "--json")
-    assert run.returncode == 0, run.stderr
-    report = json.loads(run.stdout)["stores"][0]
+    same = segtool("rebuild-index", store, "--out", out, *geometry, "--force", "--json")
+    assert same.returncode == 0, same.stderr
+    report = json.loads(same.stdout)["stores"][0]
+    assert report["backup_dir"] is None and all(f["unchanged"] for f in report["files"])
+    assert sorted(os.listdir(out)) == ["index"]
+    other = segtool("rebuild-index", store, "--out", out, "--index-num", "3000", "--hash-slot-num", "700", "--force",
+                    "--json")
+    assert other.returncode == 0, other.stderr
+    report = json.loads(other.stdout)["stores"][0]
     assert sorted(os.listdir(out / "index")) == sorted(f["name"] for f in report["files"])
     backup = report["backup_dir"]
     assert backup and os.path.dirname(backup) == str(out)
     assert {name: (out / backup / name).read_bytes() for name in os.listdir(backup)} == first
+    for written in report["files"]:  # a file of the same name was replaced: its backup is named
+        assert written["backup"] == (os.path.join(backup, written["name"]) if written["name"] in first else None)
+    assert sorted(report["removed"]) == sorted(str(out / "index" / name) for name in first
+                                               if name not in {f["name"] for f in report["files"]})
+    text = segtool("rebuild-index", store, "--out", out, "--force")
+    assert "the store's index/" not in text.stdout
+
+
+def test_carve_of_an_image_into_a_folder_beside_it_as_its_help_shows(tmp_path):
+    """`segtool carve /cases/42/disk.img --out /cases/42/carved`: a file no broker wrote guards only
+    itself; a broker's file guards its directory (a segment's partition, where a broker would load
+    what is written), and no refusal offers --in-place to a command that has none."""
+    case = tmp_path / "cases" / "42"
+    case.mkdir(parents=True)
+    image = case / "disk.img"
+    image.write_bytes(bytes(4096) + _log_bytes("c01-multiseg-clean") + bytes(4096))
+    run = segtool("carve", image, "--out", case / "carved")
+    assert run.returncode == 0, run.stderr
+    assert (case / "carved" / "finds.jsonl").stat().st_size > 0
+    assert image.read_bytes()[4096:-4096] == _log_bytes("c01-multiseg-clean")
+    partition = _partition_copy(tmp_path)
+    segment = partition / "00000000000000000000.log"
+    inside = segtool("carve", segment, "--out", partition / "carved")
+    assert inside.returncode == 2 and "inside the input directory" in inside.stderr
+    assert "--in-place" not in inside.stderr  # carve has none to offer
+    assert not (partition / "carved").exists()
+
+
+def _log_bytes(case: str) -> bytes:
+    return next(corpus_path("kafka", case, "data").glob("*/00000000000000000000.log")).read_bytes()
+
+
+def test_a_zero_byte_commitlog_is_nothing_found(tmp_path):
+    commitlog = tmp_path / "store" / "commitlog"
+    commitlog.mkdir(parents=True)
+    (commitlog / "00000000000000000000").write_bytes(b"")
+    for given in (commitlog / "00000000000000000000", tmp_path / "store"):
+        run = segtool("scan", given, "--out", tmp_path / f"scan-{given.name}", "--workers", "1")
+        assert run.returncode == 1 and "0 rows" in run.stdout, run.stderr
+
+
+@pytest.mark.parametrize("command", ["groups", "transactions"])
+def test_groups_and_transactions_name_a_missing_path_as_missing(command, tmp_path):
+    run = segtool(command, tmp_path / "absent")
+    assert run.returncode == 2 and "no such file or directory" in run.stderr, run.stderr
+
+
+def test_verify_index_only_names_a_garbage_entry_by_its_place_in_the_index(tmp_path):
+    """Every byte of a real .index inverted: entry 0 points before the log's start; the error names the
+    index file at that entry's byte, never a negative byte."""
+    partition = _partition_copy(tmp_path)
+    index = partition / "00000000000000000000.index"
+    index.write_bytes(bytes(b ^ 0xFF for b in index.read_bytes()))
+    run = segtool("dump", "--format", "kafka", "--verify-index-only", index)
+    assert run.returncode == 1 and "Traceback" not in run.stderr
+    assert f"{index}: byte 0: index entry 0 " in run.stderr and "byte -" not in run.stderr, run.stderr

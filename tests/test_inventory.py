@@ -9,7 +9,7 @@ import pytest
 
 from segtool.engine.inventory import directory_kind, inventory, store_root
 from segtool.formats.file_kinds import DirectoryKind
-from segtool.errors import UnreadableInput, UsageError
+from segtool.errors import NothingFound, UsageError
 from segtool.engine.detect import detect
 from segtool.kafka.names import is_log_file
 from segtool.ops.lookup import LookupRequest, lookup
@@ -55,8 +55,8 @@ def test_lookup_decides_what_its_path_is_once():
     assert directory_kind(str(partition)) == DirectoryKind.KAFKA_PARTITION
     assert directory_kind(str(store)) == DirectoryKind.ROCKETMQ_STORE
     assert directory_kind(str(store / "index")) == DirectoryKind.ROCKETMQ_STORE
-    with pytest.raises(UnreadableInput):
-        directory_kind(str(partition.parent.parent))  # a case folder is neither
+    with pytest.raises(NothingFound):
+        directory_kind(str(partition.parent.parent))  # a case folder is neither: readable, nothing found
     with pytest.raises(UsageError):
         lookup(str(store), LookupRequest(offset=4))
     with pytest.raises(UsageError):

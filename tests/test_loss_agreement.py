@@ -148,8 +148,9 @@ def test_every_command_counts_what_kafkas_recovery_dropped(case, tmp_path):
 
 
 def test_key_lookup_and_index_keys_search_the_records_before_a_zero_tail(tmp_path, monkeypatch):
-    """The zero tail stops framing at byte 129462 (FileLogInputStream.nextBatch: "Found record size 0");
-    the 525 records before it are searched and the damage is named, exit 1 (a problem found)."""
+    """The zero tail stops framing at byte 129462 (FileLogInputStream.nextBatch: "Found record size 0"),
+    where Kafka's load cuts the segment; the 525 records before it are searched and the cut is named,
+    exit 1 (a problem found)."""
     partition = corpus_path("kafka", "c11c-zero-tail-64k", "data", "c01-plain-0")
     log = open_buffer(str(partition / "00000000000000000000.log"))
     records, keys, end = 0, {}, 0
@@ -177,7 +178,9 @@ def test_key_lookup_and_index_keys_search_the_records_before_a_zero_tail(tmp_pat
         answer = json.loads(run.stdout)
         assert run.returncode == 1, run.stderr
         assert answer["offsets"] == offsets
-        assert answer["damage"][0]["byte"] == end and "record size 0" in answer["damage"][0]["message"]
+        # the damage named is where Kafka's load cuts the segment (LogLoader.recoverLog), the byte framing stops at
+        assert answer["damage"][0]["byte"] == end and "truncates 00000000000000000000.log at byte" in answer[
+            "damage"][0]["message"]
         assert answer["method"] == ("key index" if index_first else "scan")
 
 

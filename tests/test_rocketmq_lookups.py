@@ -511,7 +511,9 @@ def test_not_a_store_is_unreadable_input(tmp_path):
     with pytest.raises(UnreadableInput):
         rs.StoreView(tmp_path / "missing")
     done = segtool("lookup", str(tmp_path), "--topic", "T", "--key", "k", "--json")
-    assert done.returncode == 2 and "not a RocketMQ store" in done.stderr
+    # a readable, empty directory: nothing found (1), and --json says so as JSON
+    assert done.returncode == 1 and "not a RocketMQ store" in done.stderr
+    assert json.loads(done.stdout)["error"] == "nothing_found"
 
 
 def test_recovery_appends_to_a_kept_file_in_memory(tmp_path):

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Iterable
 
 from segtool.engine.walk import walk
-from segtool.errors import UnreadableInput
+from segtool.errors import NothingFound, UnreadableInput
 from segtool.findings import Finding, FindingKind, finding
 from segtool.engine.detect import DetectedFile, detect
 from segtool.formats.file_kinds import Broker, DirectoryKind, FileKind, Scope
@@ -128,14 +128,14 @@ def rocketmq_stores(paths: list[str]) -> list[str]:
 
 def directory_kind(path: str) -> DirectoryKind:
     """What a directory given to a lookup is: a Kafka partition (it holds segments) or a RocketMQ
-    store (or one of its commitlog/, consumequeue/, index/ directories).  UnreadableInput otherwise."""
+    store (or one of its commitlog/, consumequeue/, index/ directories).  NothingFound otherwise."""
     if not os.path.exists(path):
         raise UnreadableInput("no such file or directory", path)
     if os.path.isdir(path) and any(is_log_file(name) for name in os.listdir(path)):
         return DirectoryKind.KAFKA_PARTITION
     if not rocketmq_names.is_store_directory(path):
-        raise UnreadableInput("not a Kafka partition directory (no .log segments) and not a RocketMQ store "
-                              "(no commitlog/, consumequeue/ or index/ inside)", path)
+        raise NothingFound("not a Kafka partition directory (no .log segments) and not a RocketMQ store "
+                           "(no commitlog/, consumequeue/ or index/ inside)", path)
     return DirectoryKind.ROCKETMQ_STORE
 
 

@@ -190,28 +190,40 @@ def staged(target: str, replace: bool = False) -> Iterator[Staged]:
             os.unlink(stage.path)
 
 
-def _tree_of(path: str) -> str:
-    """The directory tree an input belongs to: a directory itself, a file's directory."""
+def _guarded(path: str) -> tuple[str, bool]:
+    """What an input guards: ``(real path, whole tree)``.  A directory guards its tree, and so does
+    the directory of a file a broker wrote (a segment's partition, a CommitLog's store: a broker would
+    load what is written there).  Any other file (a disk image, a core dump) guards only itself:
+    ``carve /cases/42/disk.img --out /cases/42/carved`` is what carve's help shows."""
+    from segtool.engine.detect import detect
+    from segtool.formats.file_kinds import FileKind
+
     real = os.path.realpath(path)
-    return real if os.path.isdir(real) else os.path.dirname(real)
+    if os.path.isdir(real):
+        return real, True
+    if os.path.isfile(real) and detect(real).kind == FileKind.UNKNOWN:
+        return real, False
+    return os.path.dirname(real), True
 
 
 def refuse_inside_inputs(targets: list[str], inputs: list[str]) -> None:
-    """Refuse output files inside (or equal to) any input's directory tree.
+    """Refuse output files inside (or equal to) any guarded input tree, or on an input file.
 
     Real paths are compared, so ``--out`` given as an input's parent (which
     would make ``OUT/<partition>`` the partition itself) or reached through a
-    symlink is caught.  Evidence directories stay untouched unless
-    ``--in-place`` is given (even for root, whom permissions do not stop).
+    symlink is caught.  Evidence directories stay untouched unless the command
+    replaces files in place, which it is asked for by name.
     """
-    trees = {_tree_of(path) for path in inputs}
+    guarded = {_guarded(path) for path in inputs}
     for target in targets:
-        where = os.path.realpath(os.path.dirname(os.path.abspath(target)))
-        for tree in trees:
-            if where == tree or where.startswith(tree.rstrip(os.sep) + os.sep):
-                raise SegtoolError(f"the output would go inside the input directory {tree}: choose an --out "
-                                   "outside every input, or --in-place to replace files beside the input "
-                                   "with a backup", target)
+        real = os.path.realpath(os.path.abspath(target))
+        where = os.path.dirname(real)
+        for place, whole_tree in guarded:
+            if not whole_tree and real == place:
+                raise SegtoolError(f"the output would replace the input file {place}: choose another --out", target)
+            if whole_tree and (where == place or where.startswith(place.rstrip(os.sep) + os.sep)):
+                raise SegtoolError(f"the output would go inside the input directory {place}: choose an --out "
+                                   "outside every input", target)
 
 
 def refuse_collisions(targets: list[str]) -> None:

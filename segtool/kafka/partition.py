@@ -16,7 +16,7 @@ from functools import cached_property
 from typing import Iterator
 
 from segtool.source import open_buffer
-from segtool.errors import CorruptData, UnreadableInput
+from segtool.errors import CorruptData, NothingFound, UnreadableInput
 from segtool.kafka import names as kafka_names
 from segtool.kafka.names import has_offset_name, offset_from_file_name
 from segtool.kafka.index import NO_TIMESTAMP, OffsetIndex, TimeIndex
@@ -304,11 +304,11 @@ class PartitionView:
         if not os.path.lexists(directory):
             raise UnreadableInput("no such file or directory", directory)
         if not os.path.isdir(directory):
-            raise UnreadableInput("not a partition directory", directory)
+            raise NothingFound("a file, not a partition directory", directory)
         self.directory = directory
         self.segments, self.notes = _loaded_segments(directory, cap, complete_swaps)
         if not self.segments:
-            raise UnreadableInput("no .log segments in this directory", directory)
+            raise NothingFound("no .log segments in this directory", directory)
         self.base_offsets = [s.base_offset for s in self.segments]
 
     @property

@@ -39,6 +39,7 @@ from segtool.engine.carving import KAFKA, ROCKETMQ, Chain, Find, SearchCounts, c
 from segtool.formats.record_shapes import arrow_fields
 from segtool.kafka.record_shape import BATCH_FIELDS, RECORD_FIELDS
 from segtool.rocketmq.message_shape import MESSAGE_FIELDS, message_json
+from segtool.formats.json_text import escape_line_ends
 from segtool.kafka.log import RecordBatch, batch_at, increment_sequence
 from segtool.kafka.records import batch_records
 from segtool.rocketmq.msgid import format_host
@@ -47,6 +48,7 @@ from segtool.rocketmq.store_files import (
 )
 from segtool.ops.dump_kafka_log import batch_item, record_item
 from segtool.ops.output_schema import CarveReport
+from segtool.ops.progress import RunProgress
 from segtool.source import open_buffer, sha256_beside
 
 FINDS_JSONL = "finds.jsonl"
@@ -277,7 +279,7 @@ class _Outputs:
         stack.callback(self._flush_all)
 
     def line(self, item: dict) -> None:
-        self.jsonl.write(json.dumps(item, ensure_ascii=False, separators=(",", ":")))
+        self.jsonl.write(escape_line_ends(json.dumps(item, ensure_ascii=False, separators=(",", ":"))))
         self.jsonl.write("\n")
 
     def columns(self, name: str, columns: dict) -> None:
@@ -474,7 +476,7 @@ def search_totals(counts: SearchCounts) -> dict:
 
 
 def carve(paths: list[str], out_dir: str, force: bool = False, hash_inputs: bool = True,
-          progress_factory=None, records: bool = False) -> CarveReport:
+          progress: RunProgress | None = None, records: bool = False) -> CarveReport:
     """Carve every file named or found below ``paths`` into ``out_dir``; the report is also written there.
 
     Without ``records`` finds.jsonl holds a ``chain`` item per stretch of consecutive finds, Kafka
@@ -488,6 +490,8 @@ def carve(paths: list[str], out_dir: str, force: bool = False, hash_inputs: bool
     found_files = inventory(paths)
     plan_outputs(targets, paths, in_place=False, force=force)
     unreadable = [{"path": entry.path, "reason": entry.unreadable} for entry in found_files.unreadable]
+    if progress is not None:
+        progress.plan((entry.path, entry.size) for entry in found_files.files)
     placer = _Placer()
     total = SearchCounts()
     inputs = []
@@ -502,9 +506,9 @@ def carve(paths: list[str], out_dir: str, force: bool = False, hash_inputs: bool
             except SegtoolError as exc:
                 unreadable.append({"path": entry.path, "reason": exc.message})
                 continue
-            progress = progress_factory(entry.path) if progress_factory else None
+            advance = progress.file(entry.path) if progress is not None else None
             line = None
-            for chain in chains(buf, counts=counts, progress=progress):
+            for chain in chains(buf, counts=counts, progress=advance):
                 if records:
                     for found in chain.finds():
                         _CARVERS[found.format](buf, found, entry.path, placer, outputs, tally, True, None)

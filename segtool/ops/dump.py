@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Iterator, Protocol
 
 from segtool.engine.inventory import inventory
 from segtool.kafka.log import DEFAULT_CAP
-from segtool.errors import UsageError
+from segtool.errors import NothingFound, UnreadableInput, UsageError
 from segtool.engine.detect import DetectedFile, detect
 from segtool.ops.file_formats import DumpOptions, file_format
 from segtool.ops.runs import BatchRun, MessageRun
@@ -137,7 +137,8 @@ def _run_item_dump(request: DumpRequest, record_filter, shape, out: DumpOutput) 
     named, text, full, deep = request.paths, request.format == "text", request.full, request.deep
     filtered = record_filter is not None
     several = len(named) > 1 or os.path.isdir(named[0])
-    problems = unreadable = skipped = False
+    problems = False
+    unreadable: tuple[str, str] | None = None  # the first entry that could not be read: (file, reason)
     recognised = 0
     current = None
     items = dump_paths(named, deep=deep, cap=request.cap, in_runs=not filtered, for_text=text)
@@ -163,11 +164,10 @@ def _run_item_dump(request: DumpRequest, record_filter, shape, out: DumpOutput) 
         kind = item["kind"]
         if kind == "skipped":
             out.note(f"segtool: skipped {item['file']}: {item['reason']}")
-            skipped = True
             continue
         if kind == "unreadable":
             out.note(f"segtool: {item['file']}: {item['reason']}")
-            unreadable = True
+            unreadable = unreadable or (item["file"], item["reason"])
             out.found(2)
             continue
         if item["file"] != current:
@@ -191,8 +191,10 @@ def _run_item_dump(request: DumpRequest, record_filter, shape, out: DumpOutput) 
         report = tally.report()
         for shown in summary_lines(report) if text else [to_json(report)]:
             line(shown)
-    if unreadable:
-        return 2
-    if not recognised and not skipped:  # a skipped file was named with its reason already
-        out.note(f"segtool: nothing to dump: no batch, record or entry in {', '.join(named)}")
-    return 1 if problems or not recognised else 0
+    # ended by the command line's one error line (and --json's error document): the unreadable
+    # entries and the skipped files were named on stderr as they came
+    if not recognised and unreadable:
+        raise UnreadableInput(unreadable[1], unreadable[0])
+    if not recognised:
+        raise NothingFound(f"nothing to dump: no batch, record or entry in {', '.join(named)}")
+    return 2 if unreadable else 1 if problems else 0

@@ -25,7 +25,7 @@ from segtool.engine.inventory import Partition, any_unreadable, inventory, unrea
 from segtool.kafka.partition import PartitionView, Segment
 from segtool.kafka.startup import load_partition
 from segtool.kafka.recovery import ensure_valid
-from segtool.errors import CorruptData, UnreadableInput
+from segtool.errors import CorruptData, NothingFound, UnreadableInput
 from segtool.findings import FindingKind, finding
 from segtool.kafka.log import RecordBatch
 from segtool.kafka.records import control_record_type
@@ -54,8 +54,10 @@ def live_partitions(log_dir: str, problems: list) -> dict[tuple[str, int], Parti
     """The partition directories of a log dir by (topic, partition); renamed ``-delete``,
     ``-future`` and ``-stray`` directories are not the live log and are left out.  Every entry
     that cannot be read (a dangling link, a loop) becomes an ``unreadable`` problem."""
+    if not os.path.lexists(log_dir):
+        raise UnreadableInput("no such file or directory", log_dir)
     if not os.path.isdir(log_dir):
-        raise UnreadableInput("not a directory (give a Kafka log dir)", log_dir)
+        raise NothingFound("a file, not a directory (give a Kafka log dir or a RocketMQ store)", log_dir)
     found = {}
     entries = inventory([log_dir])
     problems.extend(unreadable_findings(entries))

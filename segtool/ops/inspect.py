@@ -17,7 +17,7 @@ from segtool.engine.inventory import Partition, inventory
 from segtool.engine.salvage import RecoveryLoss, recovery_loss
 from segtool.kafka.partition import PartitionView, Segment
 from segtool.kafka.startup import PartitionPlan, plan_partition
-from segtool.errors import CorruptData, UnreadableInput
+from segtool.errors import CorruptData, NothingFound, UnreadableInput
 from segtool.findings import Finding, FindingKind, Severity, finding
 from segtool.kafka import log_dir as kafka_log_dir
 from segtool.kafka import names as kafka_names
@@ -86,17 +86,24 @@ def inspect(paths: list[str]) -> InspectReport:
 
 
 def exit_code(report: InspectReport) -> int:
-    """2 when a file cannot be read, 1 when a cross-check or the plan found an error, else 0."""
+    """2 when a file cannot be read, 1 when a cross-check or the plan found an error or a log dir
+    holds nothing a broker writes (nothing found), else 0."""
     if report["summary"]["unreadable"]:
         return 2
-    return 1 if report["summary"]["errors"] else 0
+    return 1 if report["summary"]["errors"] or any(map(holds_nothing, report["log_dirs"])) else 0
+
+
+def holds_nothing(log_dir: InspectedLogDir) -> bool:
+    """No partition, meta.properties, checkpoint or clean-shutdown marker: not a Kafka log dir."""
+    return not (log_dir["partitions"] or log_dir["meta_properties"] or log_dir["checkpoints"]
+                or log_dir["clean_shutdown"]["marker_present"])
 
 
 def _check_log_dir(path: str) -> str:
     if not os.path.exists(path):
         raise UnreadableInput("no such file or directory", path)
     if not os.path.isdir(path):
-        raise UnreadableInput("not a directory: inspect takes a Kafka log dir", path)
+        raise NothingFound("a file, not a directory: inspect takes a Kafka log dir or a RocketMQ store root", path)
     name = os.path.basename(os.path.normpath(path))
     if topic_partition(name)[1] is not None and any(is_log_file(entry) for entry in os.listdir(path)):
         raise UnreadableInput("a partition directory, not a log dir: inspect its parent", path)

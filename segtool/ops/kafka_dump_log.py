@@ -313,8 +313,11 @@ class KafkaDumpLog:
                 offset, position = index.entry(i)
                 if offset == index.base_offset and i > 0:
                     return
+                if not 0 <= position <= len(log_buf):  # a garbage entry: name it, where it is in the index
+                    raise CorruptData(f"index entry {i} (offset {offset}) points to position {position}, outside "
+                                      f"the {len(log_buf)}-byte log", path, i * index.entry_size)
                 end = min(len(log_buf), position + opts.max_message_size)
-                first = next(iter(BatchScan(log_buf, position, end, path=path)), None) if position <= len(log_buf) else None
+                first = next(iter(BatchScan(log_buf, position, end, path=path)), None)
                 if first is None:
                     raise CorruptData(
                         f"no record batch found at position {position} of the log for index entry {i} "

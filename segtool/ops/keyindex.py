@@ -30,6 +30,7 @@ from segtool.kafka.record_columns import chunk_records
 from segtool.kafka.records import batch_records, first_record_where
 from segtool.ops.dump_kafka_log import record_item
 from segtool.ops.output_schema import IndexKeysReport
+from segtool.ops.progress import RunProgress
 
 META_NAME = "keyindex.json"
 INDEX_NAME = "keys.index"
@@ -47,6 +48,21 @@ def _segment_fingerprint(partition: PartitionView) -> list[dict]:
     return [{"log": os.path.basename(s.log_path), "size": os.path.getsize(s.log_path)} for s in partition.segments]
 
 
+def _loaded(partition_dir: str) -> tuple[PartitionView, list[dict]]:
+    """The partition as the broker serves it once its load is done (``kafka.startup.load_partition``: a
+    segment it cuts ends at the cut, those it deletes are gone), and each cut as a damage item: key
+    lookups and the key index answer for the same records as a fetch, and say what lies beyond."""
+    from segtool.engine.salvage import recovery_loss
+    from segtool.kafka.startup import load_partition
+
+    partition = PartitionView(partition_dir)
+    plan = load_partition(partition, state_files=False)
+    loss = recovery_loss(plan) if plan.cuts else None
+    return partition, [{"file": cut.segment, "byte": cut.byte, "message": f"{cut.action()}: {cut.dropped()}",
+                        "note": f"{cut.action()}: {cut.dropped()}; the records from there on are not searched "
+                                "(dump and salvage read them)"} for cut in (loss.cuts if loss else ())]
+
+
 def _damage_item(segment, exc: CorruptData) -> dict:
     """Where reading a segment stopped, with the sentence a key lookup or index carries about it."""
     name = os.path.basename(segment.log_path)
@@ -56,15 +72,15 @@ def _damage_item(segment, exc: CorruptData) -> dict:
                     "read past the damage)"}
 
 
-def _records(partition: PartitionView, damage: list[dict], progress=None):
+def _records(partition: PartitionView, damage: list[dict], progress: RunProgress | None = None):
     """Every keyed record of the partition up to where a segment stops framing (each such place goes to
-    ``damage``); ``progress(bytes read)`` after each batch."""
-    done = 0
+    ``damage``); ``progress`` told after each batch."""
     for segment in partition.segments:
+        advance = progress.file(segment.log_path) if progress is not None else None
         try:
-            for batch in BatchScan(segment.log, path=segment.log_path):
-                if progress is not None:
-                    progress(done + batch.end)
+            for batch in segment.batches_from(0):
+                if advance is not None:
+                    advance(batch.end)
                 if batch.is_control:
                     continue
                 for record in batch_records(batch, segment.log_path):
@@ -72,25 +88,23 @@ def _records(partition: PartitionView, damage: list[dict], progress=None):
                         yield record
         except CorruptData as exc:
             damage.append(_damage_item(segment, exc))
-        done += segment.size
 
 
 def _key_text(key: bytes) -> str:
     return key.decode("latin-1")
 
 
-def index_keys(partition_dir: str, out_dir: str | None = None, progress_factory=None,
+def index_keys(partition_dir: str, out_dir: str | None = None, progress: RunProgress | None = None,
                force: bool = False) -> IndexKeysReport:
     """Build the key index of a partition; returns what was written.
 
-    ``progress_factory(description, total bytes)``, when given, returns a callback
-    that is told how many bytes of the segments have been read.  The default
+    ``progress``, when given, is told each segment and the bytes read of it.  The default
     place is segtool's own cache, where an earlier index of the partition is
     replaced; an existing index in ``out_dir`` is refused unless ``force``.
     """
     from segtool.rocketmq.store_files import IndexFile
 
-    partition = PartitionView(partition_dir)
+    partition, cuts = _loaded(partition_dir)
     target = out_dir or key_index_dir(partition_dir)
     source = os.path.normpath(os.path.abspath(partition_dir))
     files = [os.path.join(target, INDEX_NAME), os.path.join(target, META_NAME)]
@@ -101,10 +115,9 @@ def index_keys(partition_dir: str, out_dir: str | None = None, progress_factory=
     # the geometry needs the count first: keep each keyed record as three machine
     # integers (24 bytes), not as a decoded record with its value
     hashes, offsets, stamps = array("q"), array("q"), array("q")
-    progress = None
-    if progress_factory is not None:
-        progress = progress_factory(partition.name, sum(segment.size for segment in partition.segments))
-    damage: list[dict] = []
+    if progress is not None:
+        progress.plan((segment.log_path, segment.size) for segment in partition.segments)
+    damage: list[dict] = list(cuts)
     for record in _records(partition, damage, progress):
         hashes.append(rmq.index_key_hash(_key_text(record.key)))
         offsets.append(record.offset)
@@ -200,9 +213,11 @@ def lookup_kafka_key(partition_dir: str, key: str, max_num: int = 1000, key_inde
 
     ``key_index``: the directory ``index-keys`` wrote (default: its cache place).
     """
-    partition = PartitionView(partition_dir)
+    partition, cuts = _loaded(partition_dir)
     wanted = key.encode("utf-8")
     view, note, damage = _usable_index(partition, key_index)
+    if view is None:
+        damage = list(cuts)
     hits = []
     if view is not None:
         candidates: list[int] = []
@@ -220,7 +235,7 @@ def lookup_kafka_key(partition_dir: str, key: str, max_num: int = 1000, key_inde
     else:
         collisions = 0
         for segment in partition.segments:
-            scan = BatchScan(segment.log, path=segment.log_path)
+            scan = BatchScan(segment.log, 0, segment.end, segment.log_path)
             try:
                 for positions, end in scan.chunks():
                     headers = BatchHeaders(segment.log, segment.log_path, positions, end)

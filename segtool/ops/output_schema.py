@@ -419,8 +419,8 @@ class RocketMQRebuildReport(TypedDict):
     geometry: dict[str, Any]
     naming: str
     files: list[RebuiltIndexFile]
-    backup_dir: str | None
-    removed: list[str]
+    backup_dir: str | None  # beside index_dir: the files replaced by other bytes or removed, moved there; None: none
+    removed: list[str]  # the old files of index_dir the rebuild made no new one for (moved to backup_dir)
     notes: list[str]
     inputs: list[InputFile]
     dispatch: dict[str, Any]
@@ -1753,6 +1753,22 @@ class ReportFigures(TypedDict):
     notes: list[str]
 
 
+# refused: the command would not go on (a value that does not parse, an output inside an input, ...)
+ErrorName = Literal["unreadable_input", "corrupt_data", "nothing_found", "usage_error", "refused", "missing_package",
+                    "internal_error", "interrupted", "terminated"]
+
+
+class ErrorReport(TypedDict):
+    """What every command prints on stdout with --json when it ends on an error instead of its output
+    (dump: as its one line).  The same reason is the one line on stderr."""
+    error: ErrorName  # what kind of failure: nothing_found exits 1, interrupted 130, terminated 143, the rest 2
+    message: str  # the line on stderr, without "segtool: "
+    path: str | None  # the file or directory it concerns, where known
+    byte_offset: int | None  # where in that file, where known
+    reason: str  # the message without the path and offset
+    exit_code: int
+
+
 # shaped records and the summary come from the record filters (docs/filters.md)
 DumpItem = Union[KafkaBatchItem, KafkaRecordItem, ShownRecordItem, RocketMQMessageItem, DamagedRangeItem, OtherItem,
                  RocketMQ5Item, RecordsSummary]
@@ -1812,19 +1828,25 @@ def _schema(tp, defs: dict) -> dict:
     raise TypeError(f"no JSON Schema for {tp!r}")
 
 
+# what any command prints with --json when it fails (one schema for all of them)
+ERROR_OUTPUT = "error"
+
+
 def command_schema(command: str) -> dict:
     defs: dict = {}
-    root = _schema(COMMAND_OUTPUTS[command], defs)
-    what = "each line of" if command == "dump" else "the object printed by"
+    root = _schema(ErrorReport if command == ERROR_OUTPUT else COMMAND_OUTPUTS[command], defs)
+    what = ("the object every command prints instead of its output, when it fails:"
+            if command == ERROR_OUTPUT else "each line of" if command == "dump" else "the object printed by")
     return {"$schema": "https://json-schema.org/draft/2020-12/schema",
             "$id": f"https://segtool.invalid/schemas/{command}.schema.json",
-            "title": f"{what} segtool {command} --json", **root, "$defs": dict(sorted(defs.items()))}
+            "title": f"{what} segtool {'COMMAND' if command == ERROR_OUTPUT else command} --json", **root,
+            "$defs": dict(sorted(defs.items()))}
 
 
 def schema_files() -> dict[str, str]:
-    """File name -> text of every command's schema, as docs/schemas/ holds them."""
+    """File name -> text of every command's schema and of the error object, as docs/schemas/ holds them."""
     return {f"{command}.schema.json": json.dumps(command_schema(command), indent=1) + "\n"
-            for command in COMMAND_OUTPUTS}
+            for command in [*COMMAND_OUTPUTS, ERROR_OUTPUT]}
 
 
 def main(argv: list[str]) -> int:

@@ -18,6 +18,7 @@ from segtool.source import sha256_beside
 from segtool.errors import NothingFound, UnreadableInput
 from segtool.kafka.names import INDEX, PRODUCER_SNAPSHOT, TIME_INDEX, TXN_INDEX, file_name, is_log_file
 from segtool.ops.output_schema import KafkaRebuildReport
+from segtool.ops.progress import RunProgress
 
 _NOT_A_SEGMENT = "not a Kafka .log segment: rebuild-index reads segments and writes their indexes"
 
@@ -34,7 +35,7 @@ def _partitions_of(paths: list[str], skipped: list[dict], unreadable: list[dict]
         if not os.path.lexists(path):
             raise UnreadableInput("no such file or directory", path)
         if not os.path.isdir(path) and not is_log_file(path):
-            raise UnreadableInput("expected a .log segment or a partition/log directory", path)
+            raise NothingFound("not a .log segment or a partition/log directory", path)
     found = inventory(paths)
     unreadable.extend({"path": f.path, "reason": f.unreadable} for f in found.unreadable)
     logs = [partition.logs for partition in found.partitions if partition.logs]
@@ -45,7 +46,8 @@ def _partitions_of(paths: list[str], skipped: list[dict], unreadable: list[dict]
 
 
 def recover_partition(log_paths: list[str], snapshot: str, index_interval_bytes: int,
-                      progress_factory=None, hash_inputs: bool = True, parallel: bool = False) -> list[dict]:
+                      progress: RunProgress | None = None, hash_inputs: bool = True,
+                      parallel: bool = False) -> list[dict]:
     """Recover every segment of one partition in offset order: index bytes and report fields.
 
     Open transactions carry from one segment to the next (an ABORT marker can
@@ -59,9 +61,9 @@ def recover_partition(log_paths: list[str], snapshot: str, index_interval_bytes:
         segment = Segment(log_path)
         # the hash runs on the other core while we scan, and bounds the run: no checksum helper beside it
         digest = sha256_beside(log_path, fork=parallel) if hash_inputs else None
-        progress = progress_factory(log_path) if progress_factory else None
+        advance = progress.file(log_path) if progress is not None else None
         recovery = recover_segment(segment.log, segment.log_path, segment.base_offset, index_interval_bytes,
-                                   txn_state, progress=progress, parallel=parallel and digest is None)
+                                   txn_state, progress=advance, parallel=parallel and digest is None)
         out.append({
             "log_sha256": digest.result() if digest is not None else None,
             "size": recovery.size,
@@ -87,7 +89,7 @@ _SUFFIXES = (INDEX, TIME_INDEX, TXN_INDEX)
 
 
 def rebuild_index(paths: list[str], out_dir: str | None = None, in_place: bool = False,
-                  index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES, progress_factory=None,
+                  index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES, progress: RunProgress | None = None,
                   engine=None, hash_inputs: bool = True, force: bool = False) -> KafkaRebuildReport:
     """Rebuild every segment's indexes; partitions run as tasks on ``engine`` when one is given.
 
@@ -116,7 +118,9 @@ def rebuild_index(paths: list[str], out_dir: str | None = None, in_place: bool =
                       hash_inputs))
     if engine is None:
         # run here, a partition at a time: a helper process may take a share of the checksums
-        results = [recover_partition(*item[:3], progress_factory, hash_inputs, parallel=True) for item in items]
+        if progress is not None:
+            progress.plan((path, os.path.getsize(path)) for item in items for path in item[0])
+        results = [recover_partition(*item[:3], progress, hash_inputs, parallel=True) for item in items]
     else:
         costs = [sum(os.path.getsize(p) for p in item[0]) for item in items]
         results = engine.map(_partition_task, items, costs, description="segtool rebuild-index")

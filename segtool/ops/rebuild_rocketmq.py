@@ -20,16 +20,18 @@ like RocketMQ itself (local wall clock at creation).  IndexService loads every
 file of ``index/`` sorted by name, so only the order matters to the broker.
 
 Output goes to ``out_dir/index/`` (never inside the store).  ``in_place``
-replaces the store's ``index/`` (broker stopped!): the old directory is first
-copied to ``<store>/index.segtool-backup-<UTC time>/`` (outside ``index/``, where
-RocketMQ would otherwise load the copies as index files), the new files are
-written atomically, then the old files the rebuild did not replace are removed.
+replaces the store's ``index/`` (broker stopped!).  Either way a file that is
+replaced by other bytes, or (in place) removed, is first moved to
+``<index/>.segtool-backup-<UTC time>/`` beside that ``index/`` (outside it, where
+RocketMQ would load it as an index file): a rename, so the original itself is
+kept at no cost (a default-geometry IndexFile is 420 MB); a file that holds the
+very bytes already is left as it is, and a rerun that changes nothing makes no
+backup folder.  The new files are written atomically.
 """
 
 from __future__ import annotations
 
 import os
-import shutil
 from pathlib import Path
 
 from segtool.rocketmq import store as rs
@@ -65,29 +67,43 @@ def index_geometry(root: Path, hash_slot_num: int | None, index_num: int | None)
     return rmq.DEFAULT_HASH_SLOT_NUM, rmq.DEFAULT_INDEX_NUM, "RocketMQ default (maxHashSlotNum/maxIndexNum)"
 
 
-def _backup_index_dir(index_dir: Path) -> str | None:
-    """Copy ``index/`` beside it (synced); returns the copy's path (None when there is nothing)."""
-    files = [p for p in index_dir.iterdir() if p.is_file()] if index_dir.is_dir() else []
-    if not files:
-        return None
-    try:
-        while True:
-            backup = Path(unused_name(str(index_dir)))
-            try:
-                backup.mkdir()
-                break
-            except FileExistsError:  # another run took the name between the check and the mkdir
-                continue
-        for path in files:
-            target = backup / path.name
-            shutil.copy2(path, target)
-            with open(target, "rb+") as handle:
-                os.fsync(handle.fileno())
-        fsync_dir(str(backup))
-        fsync_dir(str(index_dir.parent))
-    except OSError as exc:
-        raise SegtoolError(f"cannot back up the index directory: {exc.strerror or exc}", str(index_dir)) from None
-    return str(backup)
+class _Aside:
+    """The backup folder beside an ``index/``, made when the first file is moved into it."""
+
+    def __init__(self, index_dir: Path):
+        self.index_dir = index_dir
+        self.folder: Path | None = None
+
+    def move(self, path: Path) -> str:
+        """Move ``path`` into the folder (a rename, synced); returns where it now is."""
+        try:
+            if self.folder is None:
+                while True:
+                    folder = Path(unused_name(str(self.index_dir)))
+                    try:
+                        folder.mkdir()
+                        break
+                    except FileExistsError:  # another run took the name between the check and the mkdir
+                        continue
+                self.folder = folder
+                fsync_dir(str(self.index_dir.parent))
+            kept = self.folder / path.name
+            os.rename(path, kept)
+            fsync_dir(str(self.folder))
+            fsync_dir(str(self.index_dir))
+        except OSError as exc:
+            raise SegtoolError(f"cannot move the file aside before replacing it: {exc.strerror or exc}",
+                               str(path)) from None
+        return str(kept)
+
+
+def _holds(path: str, data: memoryview) -> bool:
+    """The file at ``path`` holds exactly ``data`` (read a MiB at a time, stopping at the first difference)."""
+    if os.path.getsize(path) != len(data):
+        return False
+    step = 1 << 20
+    with open(path, "rb") as handle:
+        return all(handle.read(step) == data[at:at + step] for at in range(0, len(data), step))
 
 
 def rebuild_rocketmq_index(store_dir, out_dir=None, in_place: bool = False, hash_slot_num: int | None = None,
@@ -150,19 +166,27 @@ def rebuild_rocketmq_index(store_dir, out_dir=None, in_place: bool = False, hash
         targets = [str(index_dir / view.name) if in_place else os.path.join(target_dir, view.name)
                    for view in build.created]
         plan_outputs(targets, [str(root), str(commitlog)], in_place, force)
-        if in_place:
-            report["backup_dir"] = _backup_index_dir(index_dir)
-            index_dir.mkdir(exist_ok=True)
-        elif any(os.path.lexists(target) for target in targets):
-            # --force over an earlier output: the old index/ is copied beside it, not into it, where
-            # a broker given the directory would load the copies as index files
-            report["backup_dir"] = _backup_index_dir(Path(target_dir))
+        written_dir = index_dir if in_place else Path(target_dir)
+        # the files of written_dir the rebuild makes no new one for: a broker would load them with the new ones
+        keep = {view.name for view in build.created}
+        others = sorted(p for p in written_dir.iterdir() if p.is_file() and p.name not in keep) \
+            if written_dir.is_dir() else []
+        if others and not (in_place or force):
+            raise SegtoolError("already holds other index files, which a broker would load with the new ones: give "
+                               "--force to move them aside (into a backup folder beside it) or choose another --out",
+                               str(others[0]))
+        aside = _Aside(written_dir)
+        written_dir.mkdir(parents=True, exist_ok=True)
         size = rmq.index_file_size(hs, n)
         for view, target in zip(build.created, targets):
             data = memoryview(view.buf)[:size]
             try:
-                # whatever it replaces, the whole index/ was copied to backup_dir first
+                moved = None
+                if os.path.lexists(target) and not _holds(target, data):
+                    moved = aside.move(Path(target))
                 written = write_atomically(target, data, replace=in_place or force, backup=False)
+                if moved is not None:
+                    written.update(backup=moved, replaced_sha256=sha256_of(moved))
             finally:
                 data.release()
             header = view.header
@@ -176,19 +200,14 @@ def rebuild_rocketmq_index(store_dir, out_dir=None, in_place: bool = False, hash
                 "begin_timestamp": header["beginTimestamp"], "end_timestamp": header["endTimestamp"],
                 "begin_phy_offset": header["beginPhyOffset"], "end_phy_offset": header["endPhyOffset"],
             })
-        if in_place:
-            keep = {view.name for view in build.created}
-            for path in sorted(p for p in index_dir.iterdir() if p.is_file() and p.name not in keep):
-                try:
-                    path.unlink()
-                except OSError as exc:
-                    raise SegtoolError(f"cannot remove the old index file: {exc.strerror or exc}", str(path)) from None
-                report["removed"].append(str(path))
-            fsync_dir(str(index_dir))
-            if (root / "abort").exists():
-                report["notes"].append("the store has an abort file: on start RocketMQ's abnormal recovery drops "
-                                       "index files that end after the checkpoint's indexMsgTimestamp and "
-                                       "re-indexes those messages")
+        for path in others:
+            aside.move(path)
+            report["removed"].append(str(path))
+        if in_place and (root / "abort").exists():
+            report["notes"].append("the store has an abort file: on start RocketMQ's abnormal recovery drops "
+                                   "index files that end after the checkpoint's indexMsgTimestamp and "
+                                   "re-indexes those messages")
+        report["backup_dir"] = None if aside.folder is None else str(aside.folder)
     finally:
         for view in build.created:
             view.close()

@@ -14,19 +14,12 @@ from segtool.formats.record_shapes import json_key
 from segtool.kafka.record_shape import BATCH_FIELDS, RECORD_FIELDS
 from segtool.rocketmq.message_shape import MESSAGE_FIELDS, message_item
 from segtool.formats.ranges import span
+from segtool.formats.json_text import escaped_lines, to_json
 
 _SKIP = {"kind", "file"}
 _PREVIEW = 60  # characters of a key or value a dump line shows
 
-# json.dumps(item, ensure_ascii=False) builds an encoder per call; one is built here, once
-_JSON_ENCODER = json.encoder.c_make_encoder(None, json.JSONEncoder().default, json.encoder.encode_basestring,
-                                             None, ": ", ", ", False, False, True)
-_json_text = json.encoder.encode_basestring
-
-
-def to_json(value) -> str:
-    """``json.dumps(value, ensure_ascii=False)``: a JSON Lines line of an item, or a part of one."""
-    return "".join(_JSON_ENCODER(value, 0))
+_json_text = json.encoder.encode_basestring  # the run's lines are escaped as to_json escapes, once made
 
 
 def _control_text(value: dict | None) -> str:
@@ -161,7 +154,7 @@ def run_json_lines(run) -> list[str]:
     from segtool.ops.runs import MessageRun
 
     if isinstance(run, MessageRun):
-        return _message_run_json_lines(run)
+        return escaped_lines(_message_run_json_lines(run))
     column, file_json = run.column, _json_text(run.file)
     kinds = _BatchKinds(column["attributes"])
     base, last, max_ts = column["base_offset"], _last_offsets(column), column["max_timestamp"]
@@ -193,10 +186,10 @@ def run_json_lines(run) -> list[str]:
         "delete_horizon_ms": horizon,
     }, file_json), len(base))
     if run.records is None:
-        return batch_lines
+        return escaped_lines(batch_lines)
     fields = _RunRecords(run)
     if not fields.count:
-        return batch_lines
+        return escaped_lines(batch_lines)
     records, r0, r1 = run.records, fields.r0, fields.r1
     key_text, key_b64 = _json_bytes(records.data, records.key_start[r0:r1], records.key_len[r0:r1])
     value_text, value_b64 = _json_bytes(records.data, records.value_start[r0:r1], records.value_len[r0:r1])
@@ -213,7 +206,7 @@ def run_json_lines(run) -> list[str]:
         "sequence": fields.texts(fields.sequences(), column["base_sequence"], base_sequence_texts, column_texts),
         "headers": headers,
     }, file_json), fields.count)
-    return fields.merged(batch_lines, record_lines)
+    return escaped_lines(fields.merged(batch_lines, record_lines))
 
 
 def run_text_lines(run, full: bool = False) -> list[str]:
@@ -239,10 +232,10 @@ def run_text_lines(run, full: bool = False) -> list[str]:
         " size ", column_texts(column["size"]), " crc ok", kinds.each(lambda kind: " control" if kind.is_control else ""), txn,
     ], len(base))
     if run.records is None:
-        return batch_lines
+        return escaped_lines(batch_lines)
     fields = _RunRecords(run)
     if not fields.count:
-        return batch_lines
+        return escaped_lines(batch_lines)
     records, r0, r1 = run.records, fields.r0, fields.r1
     headers = ""
     if records.headers is not None:
@@ -254,7 +247,7 @@ def run_text_lines(run, full: bool = False) -> list[str]:
         " key ", _shown_bytes(records.data, records.key_start[r0:r1], records.key_len[r0:r1], full),
         " value ", _shown_bytes(records.data, records.value_start[r0:r1], records.value_len[r0:r1], full), headers,
     ], fields.count)
-    return fields.merged(batch_lines, record_lines)
+    return escaped_lines(fields.merged(batch_lines, record_lines))
 
 
 def _message_run_text_lines(run) -> list[str]:

@@ -42,6 +42,7 @@ from segtool.ops.output_schema import (
     ReportPartition,
     ReportStore,
 )
+from segtool.ops.progress import RunProgress
 from segtool.ops.verify import exit_code as verify_exit_code
 from segtool.ops.verify import verify
 from segtool.source import open_buffer
@@ -88,15 +89,15 @@ class _Shares:
 
 
 def report(paths: list[str], deep: bool = False, hash_inputs: bool = True, now_ms: int | None = None,
-           progress_factory=None) -> ReportFigures:
+           progress: RunProgress | None = None) -> ReportFigures:
     """The figures of every partition and store under ``paths`` (``deep``, ``hash_inputs``: as verify's)."""
     now_ms = int(time.time() * 1000) if now_ms is None else now_ms
     with recoveries_remembered():  # the startup plans recover the segments verify has just recovered
-        return _report(paths, deep, hash_inputs, now_ms, progress_factory)
+        return _report(paths, deep, hash_inputs, now_ms, progress)
 
 
-def _report(paths: list[str], deep: bool, hash_inputs: bool, now_ms: int, progress_factory) -> ReportFigures:
-    verified = verify(paths, deep=deep, progress_factory=progress_factory, hash_inputs=hash_inputs)
+def _report(paths: list[str], deep: bool, hash_inputs: bool, now_ms: int, progress) -> ReportFigures:
+    verified = verify(paths, deep=deep, progress=progress, hash_inputs=hash_inputs)
     by_path = {item["path"]: item for item in verified["files"]}
     found = inventory(paths)
     notes: list[str] = []

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from segtool.errors import SegtoolError
 from segtool.formats.ranges import bounds, span
+from segtool.formats.json_text import escape_line_ends
 from segtool.ops.output_schema import ReportFigures, ReportPartition, ReportStore
 from segtool.ops.render import iso_time as iso
 
@@ -390,7 +391,7 @@ def _plotly_loader() -> str:
 
 
 def _script_json(value) -> str:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False).replace("</", "<\\/")
+    return escape_line_ends(json.dumps(value, separators=(",", ":"), ensure_ascii=False)).replace("</", "<\\/")
 
 
 class _Page:

@@ -49,6 +49,7 @@ from segtool.rocketmq.message_shape import MESSAGE_COLUMNS, MESSAGE_FIELDS
 from segtool.formats.ranges import span
 from segtool.ops.file_formats import file_format
 from segtool.ops.output_schema import SalvageReport
+from segtool.ops.progress import RunProgress
 from segtool.ops.rebuild_rocketmq import index_geometry
 from segtool.ops.verify_rocketmq.store import DISPATCHED_TRAN_TYPES
 from segtool.source import open_buffer, sha256_of
@@ -78,7 +79,7 @@ class _Found(NamedTuple):
 
 
 def salvage(paths: list[str], out_dir: str, *, index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES,
-            force: bool = False, progress_factory=None) -> SalvageReport:
+            force: bool = False, progress: RunProgress | None = None) -> SalvageReport:
     """Salvage the Kafka partitions or the RocketMQ stores below ``paths`` into ``out_dir``.
 
     One store alone goes to ``out_dir``; otherwise each partition and store keeps its path below
@@ -102,10 +103,13 @@ def salvage(paths: list[str], out_dir: str, *, index_interval_bytes: int = DEFAU
     # one store alone fills OUT; anything more keeps its place below the paths given
     places = {os.path.abspath(stores[0].root): out_dir} if stores and len(stores) == 1 and not partitions else \
         tree_outputs([p.directory for p in partitions] + [s.root for s in stores], paths, out_dir)
+    if progress is not None:
+        read = [log for partition in partitions for log in partition.logs] + [f for store in stores for f in store.commitlog]
+        progress.plan((f.path, f.size) for f in read)
     if partitions:
-        _salvage_partitions(partitions, paths, places, index_interval_bytes, force, progress_factory, report)
+        _salvage_partitions(partitions, paths, places, index_interval_bytes, force, progress, report)
     if stores:
-        _salvage_stores(stores, paths, places, force, progress_factory, report)
+        _salvage_stores(stores, paths, places, force, progress, report)
     taken = [partition.files for partition in partitions] + [store.files for store in stores]
     report["skipped"].extend({"path": f.path, "reason": _NOT_TAKEN} for f in found.outside(*taken))
     report["summary"] = _summary(report)
@@ -185,7 +189,7 @@ def _out_partition(partition: Partition, places: dict[str, str]) -> str:
     return places[os.path.abspath(partition.directory)]
 
 
-def _salvage_partitions(partitions: list[Partition], paths, places, interval, force, progress_factory,
+def _salvage_partitions(partitions: list[Partition], paths, places, interval, force, progress,
                         report: dict) -> None:
     copies: dict[str, list[str]] = {}  # partition directory -> state files that parse
     targets = []
@@ -213,11 +217,11 @@ def _salvage_partitions(partitions: list[Partition], paths, places, interval, fo
     plan_outputs(targets, paths, False, force)
     for partition in partitions:
         report["partitions"].append(_salvage_partition(partition, _out_partition(partition, places), interval,
-                                                       force, progress_factory, copies[partition.directory],
+                                                       force, progress, copies[partition.directory],
                                                        report["inputs"]))
 
 
-def _salvage_partition(partition: Partition, out: str, interval: int, force: bool, progress_factory,
+def _salvage_partition(partition: Partition, out: str, interval: int, force: bool, progress,
                        copies: list[str], inputs: list[dict]) -> dict:
     segments = [Segment(log.path) for log in partition.logs]
     bases = [segment.base_offset for segment in segments]
@@ -226,7 +230,7 @@ def _salvage_partition(partition: Partition, out: str, interval: int, force: boo
     failed_crc = 0
     for number, segment in enumerate(segments):
         inputs.append(_input(segment.log_path))
-        progress = progress_factory(segment.log_path) if progress_factory else None
+        advance = progress.file(segment.log_path) if progress is not None else None
         following = bases[number + 1] if number + 1 < len(bases) else None
         for piece in kafka_pieces(segment.log, segment.log_path, base_offset=segment.base_offset,
                                   next_base_offset=following):
@@ -240,8 +244,8 @@ def _salvage_partition(partition: Partition, out: str, interval: int, force: boo
                 else:
                     failed_crc += 1
                 end = piece.end
-            if progress is not None:
-                progress(end)
+            if advance is not None:
+                advance(end)
     kept, conflicts, duplicates = _choose(found, segments, bases)
     placed: dict[int, list[_Found]] = defaultdict(list)  # output segment -> its batches, in offset order
     for batch, home in kept:
@@ -363,8 +367,8 @@ def _out_store(store: Store, places: dict[str, str]) -> str:
     return places[os.path.abspath(store.root)]
 
 
-def _salvage_stores(stores: list[Store], paths, places, force, progress_factory, report: dict) -> None:
-    read = [_read_store(store, progress_factory, report) for store in stores]
+def _salvage_stores(stores: list[Store], paths, places, force, progress, report: dict) -> None:
+    read = [_read_store(store, progress, report) for store in stores]
     targets = []
     for store, survivors in zip(stores, read):
         out = Path(_out_store(store, places))
@@ -384,7 +388,7 @@ def _salvage_stores(stores: list[Store], paths, places, force, progress_factory,
                 view.close()
 
 
-def _read_store(store: Store, progress_factory, report: dict) -> dict:
+def _read_store(store: Store, progress, report: dict) -> dict:
     """Everything a store's output needs, computed before anything is written."""
     files = [(int(os.path.basename(f.path)), f.path) for f in store.commitlog]
     starts = [start for start, _ in files]
@@ -395,7 +399,7 @@ def _read_store(store: Store, progress_factory, report: dict) -> dict:
     for start, path in files:
         report["inputs"].append(_input(path))
         name = os.path.basename(path)
-        progress = progress_factory(path) if progress_factory else None
+        advance = progress.file(path) if progress is not None else None
         with rmq.MappedFile(path) as mapped:
             for piece in commitlog_pieces(mapped.buf, file_from_offset=start, file=name, path=path,
                                           decompress=False):
@@ -408,8 +412,8 @@ def _read_store(store: Store, progress_factory, report: dict) -> dict:
                     messages.append(piece)
                 else:
                     failed_crc += 1
-                if progress is not None and isinstance(piece, dict):
-                    progress(piece["fileOffset"] + piece["totalSize"])
+                if advance is not None and isinstance(piece, dict):
+                    advance(piece["fileOffset"] + piece["totalSize"])
     queued, conflicts = _queue_units(messages)
     units_per_file = _units_per_file(store)
     hash_slots, index_num, geometry_source = index_geometry(Path(store.root), None, None)

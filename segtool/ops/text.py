@@ -9,6 +9,7 @@ write plain text (rebuild-index, trim, salvage, scan, carve, index-keys) get pla
 from __future__ import annotations
 
 import os
+from collections import Counter
 from typing import TYPE_CHECKING, Iterator
 
 from segtool.findings import Severity, errors_first
@@ -358,10 +359,15 @@ def inspect_lines(report: dict) -> Iterator[Styled]:
 
 def _kafka_inspect_lines(report: dict) -> Iterator[Styled]:
     """Per log dir: its files, then each partition with its startup plan; problems in red."""
+    from segtool.ops.inspect import holds_nothing
+
     for log_dir in report["log_dirs"]:
         meta = log_dir["meta_properties"]
         marker = log_dir["clean_shutdown"]
         yield f"log dir {log_dir['path']}", "bold"
+        if holds_nothing(log_dir):
+            yield "  nothing found: no partition, meta.properties, checkpoint or .kafka_cleanshutdown here", "yellow"
+            continue
         if meta:
             yield (f"  meta.properties: version {meta['version']}, cluster.id {meta['cluster_id']}, node.id "
                    f"{meta['node_id']}, directory.id {meta['directory_id']}"), None
@@ -592,7 +598,8 @@ def rebuild_rocketmq_lines(reports: list[dict]) -> Iterator[str]:
                    f" {written['allocated_bytes']} allocated on disk, sha256 {written['sha256']})")
             yield from replaced_lines(written)
         if rep["backup_dir"]:
-            yield f"  the store's index/ was first copied to {rep['backup_dir']}"
+            yield (f"  the files replaced or removed were moved from {rep['index_dir']} to {rep['backup_dir']} "
+                   "(beside it, where a broker does not load them)")
 
 
 def scan_lines(report: dict) -> Iterator[str]:
@@ -633,14 +640,17 @@ def carve_lines(report: dict, out: str) -> Iterator[str]:
 
 
 def trim_lines(report: dict) -> Iterator[str]:
-    """Per index file its valid entries and the bytes reclaimed; the files skipped; the total."""
+    """Per index file its valid entries and the bytes reclaimed; how many files were skipped and why
+    (a directory's segments and state files, hundreds: --json lists each); the total."""
     for item in report["files"]:
         where = f" -> {item['written']['path']} (sha256 {item['written']['sha256']})" if item["written"] else ""
         yield f"{item['path']}: {item['valid_entries']} valid entries, {item['bytes_reclaimed']} bytes reclaimed{where}"
         if item["written"]:
             yield from replaced_lines(item["written"])
-    for item in report["skipped"]:
-        yield f"skipped {item['path']}: {item['reason']}"
+    reasons = Counter(item["reason"] for item in report["skipped"])
+    for reason, count in reasons.items():
+        named = next(i["path"] for i in report["skipped"] if i["reason"] == reason) if count == 1 else f"{count} files"
+        yield f"skipped {named}: {reason}" + ("" if count == 1 else " (--json lists them)")
     yield f"total reclaimed: {report['bytes_reclaimed']} bytes"
 
 

@@ -13,7 +13,6 @@ import os
 from segtool.engine.safe_write import partition_output, plan_outputs, tree_outputs, write_atomically
 from segtool.source import open_buffer, sha256_of
 from segtool.engine.inventory import inventory
-from segtool.errors import UnreadableInput
 from segtool.ops.file_formats import file_format
 from segtool.ops.output_schema import TrimReport
 
@@ -29,9 +28,7 @@ def trim(paths: list[str], out_dir: str | None = None, in_place: bool = False, d
             unreadable.append({"path": entry.path, "reason": entry.unreadable})
         elif file_format(entry.kind).index_view is not None:
             indexes.append(entry)
-        elif entry.path in paths:
-            raise UnreadableInput(_NOT_AN_INDEX, entry.path)
-        else:
+        else:  # named or found below a directory: a readable file trim has nothing to do with
             skipped.append({"path": entry.path, "reason": _NOT_AN_INDEX})
     places = tree_outputs([os.path.dirname(entry.path) for entry in indexes], paths, out_dir) \
         if out_dir is not None else None

@@ -22,6 +22,7 @@ from segtool.formats.file_kinds import FileKind
 from segtool.kafka.names import INDEX, LOG, SWAP, offset_from_file_name, sibling
 from segtool.ops.file_formats import CheckOptions, file_format
 from segtool.ops.output_schema import VerifyReport
+from segtool.ops.progress import RunProgress
 
 
 def verify_file(path: str, deep: bool = False, progress=None, hash_input: bool = True,
@@ -83,25 +84,29 @@ class _StoreContextsOnFirstUse:
             self._contexts.close()
 
 
-def verify(paths: list[str], deep: bool = False, progress_factory=None, hash_inputs: bool = True) -> VerifyReport:
+def verify(paths: list[str], deep: bool = False, progress: RunProgress | None = None,
+           hash_inputs: bool = True) -> VerifyReport:
     store_contexts = _StoreContextsOnFirstUse()
     try:
-        files = _verify_walk(paths, deep, progress_factory, hash_inputs, store_contexts)
+        files = _verify_walk(paths, deep, progress, hash_inputs, store_contexts)
     finally:
         store_contexts.close()
     return summarize(check_partitions(files))
 
 
-def _verify_walk(paths, deep, progress_factory, hash_inputs, store_contexts) -> list[dict]:
+def _verify_walk(paths, deep, progress, hash_inputs, store_contexts) -> list[dict]:
     files = []
-    for entry in inventory(paths).entries:
+    found = inventory(paths)
+    if progress is not None:
+        progress.plan((entry.path, entry.size) for entry in found.files)
+    for entry in found.entries:
         if entry.unreadable is not None:
             files.append(unreadable_entry(entry))
             continue
         path = entry.path
-        progress = progress_factory(path) if progress_factory else None
+        advance = progress.file(path) if progress is not None else None
         # one file at a time in this process: a helper process may take a share of the checksums
-        files.append(verify_file(path, deep, progress, hash_inputs, parallel=True, store_contexts=store_contexts))
+        files.append(verify_file(path, deep, advance, hash_inputs, parallel=True, store_contexts=store_contexts))
     return files
 
 

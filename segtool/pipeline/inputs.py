@@ -73,8 +73,8 @@ def discover(paths: list[str]) -> Inputs:
             commitlog_file = (detect(path).kind == FileKind.ROCKETMQ_COMMITLOG
                               and storage.basename(storage.parent(path)) == rocketmq_names.COMMITLOG_DIR)
             if not (commitlog_file or is_log_file(path)):
-                raise UnreadableInput("expected a directory (Kafka log or partition dir, RocketMQ store) "
-                                      "or a .log segment", raw)
+                raise NothingFound("not a directory (Kafka log or partition dir, RocketMQ store), a .log segment "
+                                   "or a CommitLog file", raw)
             listing.append((path, storage.size(path)))
             continue
         found = classify(storage.walk_files(path)) if storage.is_uri(path) else inventory([path])

@@ -333,7 +333,9 @@ def scan(paths: list[str], out: str, engine, split_bytes: int = DEFAULT_SPLIT_BY
 
 
 def exit_code(report: dict) -> int:
-    """2 when an input entry could not be read, 1 for damaged data, else 0."""
+    """2 when an input entry could not be read, 1 for damaged data or no row at all (nothing found: empty
+    segments, a 0-byte CommitLog), else 0."""
     if report["inputs"]["unreadable"]:
         return 2
-    return 1 if any(p["severity"] == Severity.ERROR.value for p in report["problems"]) else 0
+    damaged = any(p["severity"] == Severity.ERROR.value for p in report["problems"])
+    return 1 if damaged or not report["dataset"]["rows"] else 0

@@ -22,7 +22,6 @@ msgId)`` / ``queryMessage(clusterName, topic, msgId)``).
 from __future__ import annotations
 
 import calendar
-import struct
 from datetime import datetime, timedelta, timezone
 from functools import lru_cache
 
@@ -79,7 +78,7 @@ def java_host_address(address: bytes) -> str:
     in lower-case hex without leading zeros and never shortened with ``::``."""
     if len(address) == 4:
         return f"{address[0]}.{address[1]}.{address[2]}.{address[3]}"
-    return ":".join(f"{group:x}" for group in struct.unpack(">8H", address))
+    return ":".join(f"{int.from_bytes(address[i:i + 2], 'big'):x}" for i in range(0, 16, 2))
 
 
 @lru_cache(maxsize=4096)  # one text per client connection, not per message
