@@ -462,6 +462,7 @@ class _HeldRows:
             self.writer.write_table(pa.Table.from_batches(self.batches, self.schema))
             self.batches.clear()
             self.held = 0
+            pa.default_memory_pool().release_unused()  # the pool keeps freed pages: they would count as resident
 
 
 # --------------------------------------------------------------------------
