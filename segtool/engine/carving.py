@@ -13,8 +13,9 @@ against the few header bytes any real batch or message has (a Kafka base offset
 below 2^56, a size below 64 MiB, a magic of 0-2; a RocketMQ magic code), then
 decodes only the positions that pass.  After a find it follows the chain: the
 next batch or message most likely starts where this one ends (a segment, a
-CommitLog), so that position is checked first and directly, RocketMQ messages a
-stretch at a time (``MessageColumns``: one framing loop, their body CRCs in one
+CommitLog), so that position is checked first and directly, a stretch at a time
+(v2 batches framed, their headers tested as columns, then their CRCs; RocketMQ
+messages through ``MessageColumns``: one framing loop, their body CRCs in one
 pass), and the byte-by-byte search resumes only where the chain breaks.  The
 finds come out as ``Chain`` pieces of bounded length.  Windows are bounded, and
 pages already searched are released, so memory stays flat whatever the size of

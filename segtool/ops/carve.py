@@ -12,10 +12,13 @@ are grouped into runs as they come, in file and position order:
   files (the segments of one partition carve into one run).
 - RocketMQ: one run per topic and queue id, ordered by queue offset.
 
-A find that cannot be placed is still written (``run_id`` null) and listed with
-its reason: its records do not decode, it is a second copy of a batch or message
-already found, or its offsets conflict with a run (a producer's next batch whose
-offsets overlap the run, a different message at a queue offset already taken).
+A find that cannot be placed is still written (``run_id`` null, its reason in the
+``unplaced`` column), counted, and listed in the report while fewer than
+UNPLACED_LISTED are.  Its reason: its records do not decode, it is a second copy
+of a batch or message already found, or its offsets conflict with a run (a
+producer's next batch whose offsets overlap the run, a different message at a
+queue offset already taken).  Without ``--records`` the finds of a chain are
+decoded, placed and written a stretch at a time, as columns.
 Inputs are only read; outputs follow ``engine.safe_write``'s rules.
 """
 
