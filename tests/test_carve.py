@@ -326,3 +326,39 @@ def test_a_dense_image_yields_exactly_the_batches_and_messages_it_was_built_from
     assert all(line["kind"] == "chain" for line in chains)
     assert sum(line["count"] for line in chains) == len(built)
     assert sum(line["size"] for line in chains) == sum(size for _, _, size in built)
+
+
+def test_chain_rows_are_the_per_find_rows_and_the_unplaced_list_is_bounded(tmp_path, monkeypatch):
+    """Default carving writes its Parquet rows a column at a time and places finds in stretches; the
+    rows must be those --records writes a find at a time (but the bodies and decoded record counts it
+    leaves out), second copies included, and the report lists only the first unplaced finds."""
+    import segtool.ops.carve as carve_module
+
+    segment = corpus_path("kafka", "c04-transactions", "data", "c04-txn-0", "00000000000000000000.log").read_bytes()
+    commitlog = sorted(corpus_path("rocketmq", "clean-multi", "store", "commitlog").iterdir())[0].read_bytes()
+    messages = rocketmq_units(commitlog)
+    commitlog = commitlog[:messages[-1].end]
+    rng = random.Random(27)
+    pieces = [rng.randbytes(333), segment, rng.randbytes(1001), commitlog, rng.randbytes(77), segment,
+              rng.randbytes(5), commitlog, rng.randbytes(19)]
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "image").write_bytes(b"".join(pieces))
+    second_segment_at = sum(map(len, pieces[:5]))
+    listed = 5
+    monkeypatch.setattr(carve_module, "UNPLACED_LISTED", listed)
+    report = carve([str(tmp_path / "in")], str(tmp_path / "chains"))
+    records_report = carve([str(tmp_path / "in")], str(tmp_path / "records"), records=True)
+
+    copies = len(kafka_units(segment)) + len(messages)
+    assert report["summary"]["unplaced"] == copies and report["summary"]["placed"] == copies
+    assert report["summary"]["unplaced_by_reason"] == {"undecodable": 0, "duplicate": copies, "offset_conflict": 0}
+    assert [item["position"] for item in report["unplaced"]] == [
+        second_segment_at + unit.position for unit in kafka_units(segment)[:listed]]
+    assert report["unplaced"] == records_report["unplaced"] and report["runs"] == records_report["runs"]
+    for name, left_out in (("kafka_batches.parquet", "records_decoded"), ("rocketmq_messages.parquet", "body")):
+        chain_rows = pq.read_table(tmp_path / "chains" / name).drop_columns([left_out])
+        record_rows = pq.read_table(tmp_path / "records" / name).drop_columns([left_out])
+        assert chain_rows.equals(record_rows), name
+        reasons = chain_rows.column("unplaced").to_pylist()
+        assert reasons.count("duplicate") == len(reasons) // 2 and reasons[len(reasons) // 2:] == ["duplicate"] * (
+            len(reasons) // 2)

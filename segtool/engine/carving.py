@@ -13,8 +13,9 @@ against the few header bytes any real batch or message has (a Kafka base offset
 below 2^56, a size below 64 MiB, a magic of 0-2; a RocketMQ magic code), then
 decodes only the positions that pass.  After a find it follows the chain: the
 next batch or message most likely starts where this one ends (a segment, a
-CommitLog), so that position is checked first and directly, RocketMQ messages a
-stretch at a time (``MessageColumns``: one framing loop, their body CRCs in one
+CommitLog), so that position is checked first and directly, a stretch at a time
+(v2 batches framed, their headers tested as columns, then their CRCs; RocketMQ
+messages through ``MessageColumns``: one framing loop, their body CRCs in one
 pass), and the byte-by-byte search resumes only where the chain breaks.  The
 finds come out as ``Chain`` pieces of bounded length.  Windows are bounded, and
 pages already searched are released, so memory stays flat whatever the size of
@@ -38,8 +39,11 @@ from zlib import crc32
 import numpy as np
 
 from segtool.errors import SegtoolError
-from segtool.formats.checksums import crc32c
-from segtool.kafka.log import BATCH_HEADER_V2_FAST, BATCH_V2_OVERHEAD, CRC_V2_START, LEGACY_HEADER_V0_FAST, LEGACY_HEADER_V1_FAST, LOG_ENTRY_HEADER_FAST, LOG_OVERHEAD, MAGIC_AT, RECORD_OVERHEAD_V0
+from segtool.formats.checksums import checksum_ranges, crc32c
+from segtool.kafka.log import (
+    BATCH_HEADER_V2_FAST, BATCH_V2_OVERHEAD, CRC_V2_START, LEGACY_HEADER_V0_FAST, LEGACY_HEADER_V1_FAST,
+    LOG_ENTRY_HEADER_FAST, LOG_OVERHEAD, MAGIC_AT, RECORD_OVERHEAD_V0, frame_batches,
+)
 from segtool.formats.fastdecode import compiled
 from segtool.rocketmq.store_files import (
     BLANK_RECORD_FAST, MESSAGE_MAGIC_BYTES, MESSAGE_VERSIONS, MIN_MESSAGE_SIZE,
@@ -216,6 +220,7 @@ _TOPIC = re.compile(rb"[%|a-zA-Z0-9_-]+")  # TopicValidator.VALID_PATTERN_STR: a
 # string2messageProperties skips it)
 _PROPERTIES = re.compile(rb"(?:\x02|[^\x01\x02]+\x01[^\x02]+)*")
 assert PROPERTY_SEPARATOR == "\x02"
+_SEPARATOR = PROPERTY_SEPARATOR.encode()
 
 
 @functools.lru_cache(maxsize=1024)  # a store holds a few topics: most messages repeat one
@@ -240,8 +245,10 @@ def _names_plausible(buf, p: int, version: int) -> bool:
 
 
 def _texts_plausible(topic: bytes, properties: bytes) -> bool:
-    if not _topic_valid(topic):
-        return False
+    return _topic_valid(topic) and _properties_plausible(properties)
+
+
+def _properties_plausible(properties: bytes) -> bool:
     try:
         str(properties, "utf-8")  # any buffer: scan's and salvage's maps give memoryviews
     except UnicodeDecodeError:
@@ -378,8 +385,8 @@ def _follow(buf, fmt: str, pos: int, found: tuple[int, int], end: int, formats: 
     counts.finds += 1
     pos += found[0]
     while True:
-        following = None
-        for name in formats:
+        following = _batch_stretch(buf, pos, end, counts) if formats[0] == KAFKA else None
+        for name in formats if following is None else ():
             if name == ROCKETMQ and (following := _message_stretch(buf, pos, end, KAFKA in formats, counts)):
                 break
             counts.candidates += 1
@@ -404,6 +411,45 @@ def _follow(buf, fmt: str, pos: int, found: tuple[int, int], end: int, formats: 
         chain = following
 
 
+def _batch_stretch(buf, pos: int, end: int, counts: SearchCounts) -> Chain | None:
+    """The v2 batches from ``pos`` on, each starting where the previous ends, that ``kafka_batch_size``
+    finds (the search checks Kafka first at every position), checked a stretch at a time: their
+    headers as columns, then their checksums; None when the one at ``pos`` is not one."""
+    framed, _, _ = frame_batches(buf, pos, end, CHAIN_MOST, until=pos + _CHAIN_SPAN)
+    positions = np.array(framed, dtype=np.int64)
+    positions = positions[:np.searchsorted(positions, end - BATCH_V2_OVERHEAD, side="right")]  # room for a header
+    if not len(positions):
+        return None
+    with memoryview(buf) as view:
+        data = np.frombuffer(view, dtype=np.uint8)
+        header = np.lib.stride_tricks.sliding_window_view(data, BATCH_V2_OVERHEAD)[positions]
+        header = header.copy().view(_BATCH_HEADER_DTYPE).reshape(len(positions))
+        del data
+    length = header["batch_length"].astype(np.int64)
+    attributes, last_delta = header["attributes"].astype(np.int64), header["last_offset_delta"].astype(np.int64)
+    record_count = header["record_count"].astype(np.int64)
+    plausible = ((header["magic"] == 2) & (header["base_offset"] >= 0) & (header["base_offset"] < _BASE_OFFSET_LIMIT)
+                 & (length < _LENGTH_LIMIT) & (length + LOG_OVERHEAD >= BATCH_V2_OVERHEAD)
+                 & ((attributes & ~0x7F) == 0) & ((attributes & 7) <= _KNOWN_CODECS) & (last_delta >= 0)
+                 & (record_count >= 0) & (record_count <= last_delta + 1) & (header["producer_epoch"] >= -1)
+                 & (header["base_sequence"] >= -1))
+    count = int(np.argmin(plausible)) if not plausible.all() else len(plausible)
+    ends = positions[:count] + LOG_OVERHEAD + length[:count]
+    with memoryview(buf) as view:
+        checksums = checksum_ranges(view, (positions[:count] + CRC_V2_START).tolist(), ends.tolist())
+    matches = np.array(checksums, dtype=np.int64) == header["crc"][:count]
+    count = count if matches.all() else int(np.argmin(matches))
+    if not count:
+        return None
+    # the batches found are counted; the caller checks the first that is not one again, and counts it
+    counts.candidates += count
+    counts.checksums += count
+    return Chain(KAFKA, positions[:count].tolist(), (ends[:count] - positions[:count]).tolist(), [2] * count)
+
+
+_BATCH_HEADER_DTYPE = BATCH_HEADER_V2_FAST.numpy_dtype()
+
+
 def _message_stretch(buf, pos: int, end: int, kafka_too: bool, counts: SearchCounts) -> Chain | None:
     """The plain RocketMQ messages (``MessageColumns``) framed from ``pos`` whose topic and properties are
     what a broker writes, checked a stretch at a time; None when the message at ``pos`` is not one.
@@ -422,13 +468,16 @@ def _message_stretch(buf, pos: int, end: int, kafka_too: bool, counts: SearchCou
             if kafka_batch_size(buf, int(columns.positions[index]), end, counts) is not None:
                 _keep_first(columns, index)
                 break
-    ends = (columns.positions + columns.header["totalSize"]).tolist()
-    count = 0
-    for message_end, topic, properties in zip(ends, _cut(buf, columns.topic_at, columns.topic_length),
-                                              _cut(buf, columns.properties_at, columns.properties_length)):
-        if message_end > end or not _texts_plausible(topic, properties):
-            break
-        count += 1
+    ends = columns.positions + columns.header["totalSize"]
+    within = ends <= end
+    count = int(np.argmin(within)) if not within.all() else len(within)
+    topics = _cut(buf, columns.topic_at[:count], columns.topic_length[:count])
+    properties = _cut(buf, columns.properties_at[:count], columns.properties_length[:count])
+    # the properties joined by the separator are plausible exactly when each message's are (items
+    # cannot cross a separator; a broken UTF-8 sequence stays broken before one): checked at once,
+    # and one by one only to find the first that is not
+    if not (all(map(_topic_valid, set(topics))) and _properties_plausible(_SEPARATOR.join(properties))):
+        count = next(index for index, texts in enumerate(zip(topics, properties)) if not _texts_plausible(*texts))
     count = min(count, CHAIN_MOST)
     if not count:
         return None
@@ -436,7 +485,7 @@ def _message_stretch(buf, pos: int, end: int, kafka_too: bool, counts: SearchCou
     counts.checksums += count
     positions = columns.positions[:count].tolist()
     _keep_first(columns, count)
-    return Chain(ROCKETMQ, positions, [e - p for e, p in zip(ends, positions)], [1] * count, [columns])
+    return Chain(ROCKETMQ, positions, (ends[:count] - columns.positions).tolist(), [1] * count, [columns])
 
 
 def _cut(buf, starts: np.ndarray, lengths: np.ndarray) -> list[bytes]:

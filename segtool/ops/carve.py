@@ -12,10 +12,13 @@ are grouped into runs as they come, in file and position order:
   files (the segments of one partition carve into one run).
 - RocketMQ: one run per topic and queue id, ordered by queue offset.
 
-A find that cannot be placed is still written (``run_id`` null) and listed with
-its reason: its records do not decode, it is a second copy of a batch or message
-already found, or its offsets conflict with a run (a producer's next batch whose
-offsets overlap the run, a different message at a queue offset already taken).
+A find that cannot be placed is still written (``run_id`` null, its reason in the
+``unplaced`` column), counted, and listed in the report while fewer than
+UNPLACED_LISTED are.  Its reason: its records do not decode, it is a second copy
+of a batch or message already found, or its offsets conflict with a run (a
+producer's next batch whose offsets overlap the run, a different message at a
+queue offset already taken).  Without ``--records`` the finds of a chain are
+decoded, placed and written a stretch at a time, as columns.
 Inputs are only read; outputs follow ``engine.safe_write``'s rules.
 """
 
@@ -28,8 +31,11 @@ from bisect import bisect_left
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 
+from typing import Callable
+
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from segtool.engine.inventory import inventory
@@ -40,11 +46,15 @@ from segtool.formats.record_shapes import arrow_fields
 from segtool.kafka.record_shape import BATCH_FIELDS, RECORD_FIELDS
 from segtool.rocketmq.message_shape import MESSAGE_FIELDS, message_json
 from segtool.formats.json_text import escape_line_ends
-from segtool.kafka.log import RecordBatch, batch_at, increment_sequence
+from segtool.kafka.log import (
+    BATCH_HEADER_V2_FAST, BATCH_V2_OVERHEAD, CODEC_NAMES, TIMESTAMP_TYPES, RecordBatch, batch_at, increment_sequence,
+    increment_sequences,
+)
 from segtool.kafka.records import batch_records
 from segtool.rocketmq.msgid import format_host
 from segtool.rocketmq.store_files import (
-    PROPERTY_KEYS, PROPERTY_TAGS, PROPERTY_UNIQ_KEY, MessageColumns, decode_message, message_header,
+    NAME_VALUE_SEPARATOR, PROPERTY_KEYS, PROPERTY_SEPARATOR, PROPERTY_TAGS, PROPERTY_UNIQ_KEY, MessageColumns,
+    decode_message, message_header,
 )
 from segtool.ops.dump_kafka_log import batch_item, record_item
 from segtool.ops.output_schema import CarveReport
@@ -67,6 +77,7 @@ _PLACE_BITS = 48  # a find's place as one int: its file's index above its byte p
 _PLACE_MASK = (1 << _PLACE_BITS) - 1
 CHECKSUM_SPACE = 2 ** 32  # a random checksum matches one in 2^32 times
 _ROWS_PER_PARQUET_BATCH = 8192  # rows held before they go to the Parquet writer: bounds memory
+UNPLACED_LISTED = 1000  # unplaced finds the report lists (all are counted, and marked in the Parquet outputs)
 
 _FIND_COLUMNS = [("file", pa.string()), ("position", pa.int64()), ("size", pa.int64()), ("run_id", pa.int64()),
                  ("unplaced", pa.string())]
@@ -108,11 +119,12 @@ class _Run:
     end_place: tuple[str, int] | None = None  # Kafka: (file, byte) where the last batch ends
     producer_next: tuple[int, int, int] | None = None  # Kafka: (producer id, epoch, sequence) the next batch would have
 
-    def take(self, found: Find, file: str, records: int) -> None:
-        self.count += 1
+    def take(self, file: str, first_byte: int, last_byte: int, count: int = 1, records: int = 1) -> None:
+        """Count ``count`` finds of ``file`` lying within [first_byte, last_byte] as this run's."""
+        self.count += count
         self.records += records
-        span = self.spans.setdefault(file, [found.position, found.end - 1])
-        span[0], span[1] = min(span[0], found.position), max(span[1], found.end - 1)
+        span = self.spans.setdefault(file, [first_byte, last_byte])
+        span[0], span[1] = min(span[0], first_byte), max(span[1], last_byte)
 
     def as_dict(self) -> dict:
         offsets_missing = self.offsets_missing
@@ -130,7 +142,8 @@ class _Placer:
 
     def __init__(self):
         self.runs: list[_Run] = []
-        self.unplaced: list[dict] = []
+        self.unplaced: list[dict] = []  # the first UNPLACED_LISTED, in find order
+        self.unplaced_by_reason = {UNDECODABLE: 0, DUPLICATE: 0, OFFSET_CONFLICT: 0}
         self._kafka_by_next_offset: dict[int, list[_Run]] = {}
         self._kafka_by_producer: dict[tuple[int, int, int], _Run] = {}
         # every batch's identity as two ints (a tuple of four and its place took ~4x the memory); the hash
@@ -155,18 +168,27 @@ class _Placer:
         self.runs.append(run)
         return run
 
-    def _unplace(self, found: Find, file: str, reason: str, message: str, first: int | None, last: int | None,
-                 copy_of: tuple[str, int] | None = None, run: _Run | None = None) -> tuple[None, str]:
-        self.unplaced.append({
-            "file": file, "position": found.position, "size": found.size, "format": found.format,
-            "reason": reason, "message": message, "first_offset": first, "last_offset": last,
-            "copy_of": None if copy_of is None else {"file": copy_of[0], "position": copy_of[1]},
-            "conflicting_run": None if run is None else run.run_id})
+    @property
+    def unplaced_count(self) -> int:
+        return sum(self.unplaced_by_reason.values())
+
+    def _unplace(self, found: Find, file: str, reason: str, message: Callable[[], str], first: int | None,
+                 last: int | None, copy_of: tuple[str, int] | None = None,
+                 run: _Run | None = None) -> tuple[None, str]:
+        """Count an unplaced find and list it while fewer than UNPLACED_LISTED are (``message`` is only
+        worded then: an image of copies has a duplicate per find)."""
+        self.unplaced_by_reason[reason] += 1
+        if len(self.unplaced) < UNPLACED_LISTED:
+            self.unplaced.append({
+                "file": file, "position": found.position, "size": found.size, "format": found.format,
+                "reason": reason, "message": message(), "first_offset": first, "last_offset": last,
+                "copy_of": None if copy_of is None else {"file": copy_of[0], "position": copy_of[1]},
+                "conflicting_run": None if run is None else run.run_id})
         return None, reason
 
     def undecodable(self, found: Find, file: str, message: str, first: int | None,
                     last: int | None) -> tuple[None, str]:
-        return self._unplace(found, file, UNDECODABLE, message, first, last)
+        return self._unplace(found, file, UNDECODABLE, lambda: message, first, last)
 
     def place_batch(self, found: Find, file: str, batch: RecordBatch, first: int,
                     records: int) -> tuple[int | None, str | None]:
@@ -176,14 +198,15 @@ class _Placer:
         copy_of = self._where(self._kafka_copies.setdefault(hash((batch.base_offset, last, batch.crc, batch.size)),
                                                             place))
         if copy_of != (file, found.position):
-            return self._unplace(found, file, DUPLICATE, f"the same batch (offsets {first}..{last}, crc {batch.crc}) "
-                                 f"as at byte {copy_of[1]} of {copy_of[0]}", first, last, copy_of=copy_of)
+            return self._unplace(found, file, DUPLICATE, lambda: f"the same batch (offsets {first}..{last}, crc "
+                                 f"{batch.crc}) as at byte {copy_of[1]} of {copy_of[0]}", first, last, copy_of=copy_of)
         run = self._kafka_successor_of(found, file, batch, first)
         if run is None:
             producer_run = self._kafka_by_producer.get(_producer_key(batch))
             if producer_run is not None and first <= producer_run.last_offset:
                 return self._unplace(found, file, OFFSET_CONFLICT,
-                                     f"continues producer {batch.producer_id}'s sequence in run {producer_run.run_id}, "
+                                     lambda: f"continues producer {batch.producer_id}'s sequence in run "
+                                     f"{producer_run.run_id}, "
                                      f"but its offsets {first}..{last} are not after that run's last offset "
                                      f"{producer_run.last_offset}", first, last, run=producer_run)
             run = producer_run
@@ -193,7 +216,7 @@ class _Placer:
             self._forget_kafka_run(run)
             run.offsets_missing += first - run.last_offset - 1
             run.last_offset = last
-        run.take(found, file, records)
+        run.take(file, found.position, found.end - 1, records=records)
         run.end_place = (file, found.end)
         run.producer_next = None
         self._kafka_by_next_offset.setdefault(last + 1, []).append(run)
@@ -223,33 +246,137 @@ class _Placer:
             del self._kafka_by_producer[run.producer_next]
 
     def place_message(self, found: Find, file: str, topic: str, queue_id: int, queue_offset: int,
-                      identity: tuple) -> tuple[int | None, str | None]:
+                      identity_hash: int) -> tuple[int | None, str | None]:
         """(run id, None) for a RocketMQ message (its topic and queue), or (None, why it is listed as unplaced).
 
-        ``identity``: what tells two messages at one queue offset apart (stored physical offset, body
-        CRC, size, born and store timestamps), kept as its 64-bit hash."""
-        run = self._rocketmq_runs.get((topic, queue_id))
-        if run is None:
-            run = self._new_run(ROCKETMQ, queue_offset, queue_offset, topic=topic, queue_id=queue_id)
-            self._rocketmq_runs[(topic, queue_id)] = run
-        identity_hash = hash(identity)
+        ``identity_hash``: the 64-bit hash of what tells two messages at one queue offset apart
+        (``_message_identity``)."""
+        run = self._rocketmq_run(topic, queue_id, queue_offset)
         offsets = run.held_offsets
         at = len(offsets) if not offsets or queue_offset > offsets[-1] else bisect_left(offsets, queue_offset)
         if at < len(offsets) and offsets[at] == queue_offset:
             held_file, held_position = self._where(run.held_places[at])
             where = f"byte {held_position} of {held_file}"
             if run.held_identities[at] == identity_hash:
-                return self._unplace(found, file, DUPLICATE, f"the same message ({topic} queue {queue_id} offset "
-                                     f"{queue_offset}) as at {where}", queue_offset, queue_offset,
+                return self._unplace(found, file, DUPLICATE, lambda: f"the same message ({topic} queue {queue_id} "
+                                     f"offset {queue_offset}) as at {where}", queue_offset, queue_offset,
                                      copy_of=(held_file, held_position))
-            return self._unplace(found, file, OFFSET_CONFLICT, f"{topic} queue {queue_id} offset {queue_offset} is "
-                                 f"held by a different message at {where}", queue_offset, queue_offset, run=run)
+            return self._unplace(found, file, OFFSET_CONFLICT, lambda: f"{topic} queue {queue_id} offset "
+                                 f"{queue_offset} is held by a different message at {where}", queue_offset, queue_offset, run=run)
         offsets.insert(at, queue_offset)
         run.held_identities.insert(at, identity_hash)
         run.held_places.insert(at, self._place(file, found.position))
         run.first_offset, run.last_offset = min(run.first_offset, queue_offset), max(run.last_offset, queue_offset)
-        run.take(found, file, 1)
+        run.take(file, found.position, found.end - 1)
         return run.run_id, None
+
+    def _rocketmq_run(self, topic: str, queue_id: int, queue_offset: int) -> _Run:
+        """The run of a topic and queue, started at ``queue_offset`` when there is none."""
+        run = self._rocketmq_runs.get((topic, queue_id))
+        if run is None:
+            run = self._new_run(ROCKETMQ, queue_offset, queue_offset, topic=topic, queue_id=queue_id)
+            self._rocketmq_runs[(topic, queue_id)] = run
+        return run
+
+    def place_messages(self, file: str, positions: np.ndarray, sizes: np.ndarray, topics: list[str],
+                       queue_ids: np.ndarray, queue_offsets: np.ndarray,
+                       identity_hashes: list[int]) -> tuple[np.ndarray, list[str | None]]:
+        """``place_message`` for consecutive messages of one file, with the same outcome: the run id of
+        each (-1: none) and why each is unplaced.
+
+        A queue whose messages' offsets all come after those its run holds, rising, takes them at once
+        (a CommitLog's usual case); the messages of any other queue are placed one by one, in file order."""
+        count = len(positions)
+        run_ids = np.full(count, -1, dtype=np.int64)
+        reasons: list[str | None] = [None] * count
+        queues: dict[tuple[str, int], int] = {}
+        queue_of = np.fromiter((queues.setdefault(key, len(queues)) for key in zip(topics, queue_ids.tolist())),
+                               np.int64, count)
+        order = np.argsort(queue_of, kind="stable")
+        bounds = np.searchsorted(queue_of[order], np.arange(len(queues) + 1))
+        one_by_one = []
+        file_place, hashes = self._place(file, 0), np.array(identity_hashes, dtype=np.int64)
+        for (topic, queue_id), index in queues.items():  # in the order of each queue's first message
+            members = order[bounds[index]:bounds[index + 1]]
+            offsets = queue_offsets[members]
+            run = self._rocketmq_run(topic, queue_id, int(offsets[0]))
+            held = run.held_offsets
+            if (held and offsets[0] <= held[-1]) or (np.diff(offsets) <= 0).any():
+                one_by_one.append(members)
+                continue
+            held.frombytes(offsets.astype(np.int64).tobytes())
+            run.held_identities.frombytes(hashes[members].tobytes())
+            run.held_places.frombytes((positions[members] + file_place).astype(np.int64).tobytes())
+            run.first_offset, run.last_offset = min(run.first_offset, int(offsets[0])), max(run.last_offset,
+                                                                                          int(offsets[-1]))
+            ends = positions[members] + sizes[members]
+            run.take(file, int(positions[members[0]]), int(ends.max()) - 1, count=len(members), records=len(members))
+            run_ids[members] = run.run_id
+        if one_by_one:
+            for i in np.sort(np.concatenate(one_by_one)).tolist():
+                run_id, reasons[i] = self.place_message(
+                    Find(ROCKETMQ, int(positions[i]), int(sizes[i]), 1), file, topics[i], int(queue_ids[i]),
+                    int(queue_offsets[i]), identity_hashes[i])
+                run_ids[i] = -1 if run_id is None else run_id
+        return run_ids, reasons
+
+    def place_batches(self, buf, file: str, headers: "_BatchColumns") -> tuple[np.ndarray, list[str | None]]:
+        """``place_batch`` for consecutive v2 batches of one file whose records were not decoded, with
+        the same outcome: the run id of each (-1: none) and why each is unplaced.
+
+        A batch that starts at the offset after the one before it, which a run took, joins that run
+        without the lookups (``_kafka_successor_of`` would choose it: its last batch ends right here);
+        the run's lookups are brought up to date once per stretch.  Every other batch is placed by
+        ``place_batch``."""
+        count = len(headers.positions)
+        run_ids = np.full(count, -1, dtype=np.int64)
+        reasons: list[str | None] = [None] * count
+        positions, base, last = headers.positions.tolist(), headers.base_offset.tolist(), headers.last_offset.tolist()
+        sizes, records = headers.sizes.tolist(), headers.record_count.tolist()
+        identities = list(map(hash, zip(base, last, headers.crc.tolist(), sizes)))
+        copies, file_place = self._kafka_copies, self._place(file, 0)
+        run, stretch_start, next_offset = None, 0, None
+        for i in range(count):
+            place = file_place | positions[i]
+            if run is not None and base[i] == next_offset and copies.setdefault(identities[i], place) == place:
+                next_offset = last[i] + 1
+                continue
+            if run is not None:
+                self._extend_kafka_run(run, file, headers, stretch_start, i)
+                run_ids[stretch_start:i] = run.run_id
+            found = Find(KAFKA, positions[i], sizes[i], 2)
+            run_id, reasons[i] = self.place_batch(found, file, batch_at(buf, positions[i], file), base[i], records[i])
+            run, stretch_start, next_offset = None, i + 1, None
+            if run_id is not None:
+                run_ids[i], run, next_offset = run_id, self.runs[run_id], last[i] + 1
+        if run is not None:
+            self._extend_kafka_run(run, file, headers, stretch_start, count)
+            run_ids[stretch_start:count] = run.run_id
+        return run_ids, reasons
+
+    def _extend_kafka_run(self, run: _Run, file: str, headers: "_BatchColumns", start: int, stop: int) -> None:
+        """``place_batch``'s effect of batches [start, stop) joining ``run`` one after another: the
+        lookups by a batch's next offset and producer sequence that each but the last would leave
+        are set and dropped again in turn."""
+        if start >= stop:
+            return
+        self._forget_kafka_run(run)
+        sequenced = np.flatnonzero((headers.producer_id[start:stop] >= 0) & (headers.base_sequence[start:stop] >= 0))
+        producer_next = [(producer_id, epoch, sequence) for producer_id, epoch, sequence in zip(
+            headers.producer_id[start:stop][sequenced].tolist(), headers.producer_epoch[start:stop][sequenced].tolist(),
+            increment_sequences(headers.last_sequence[start:stop][sequenced], 1).tolist())]
+        last_sequenced = len(sequenced) and sequenced[-1] == stop - start - 1
+        for key in producer_next[:-1] if last_sequenced else producer_next:
+            self._kafka_by_producer.pop(key, None)
+        run.last_offset = int(headers.last_offset[stop - 1])
+        end = int(headers.positions[stop - 1] + headers.sizes[stop - 1])
+        run.take(file, int(headers.positions[start]), end - 1, count=stop - start,
+                 records=int(headers.record_count[start:stop].sum()))
+        run.end_place = (file, end)
+        run.producer_next = producer_next[-1] if last_sequenced else None
+        self._kafka_by_next_offset.setdefault(run.last_offset + 1, []).append(run)
+        if run.producer_next is not None:
+            self._kafka_by_producer[run.producer_next] = run
 
 
 def _producer_key(batch: RecordBatch) -> tuple[int, int, int]:
@@ -274,7 +401,7 @@ class _Outputs:
             if name not in names:
                 continue
             writer = stack.enter_context(pq.ParquetWriter(self.stages[name].path, schema))
-            self.tables[name] = (writer, schema, [])
+            self.tables[name] = _HeldRows(writer, schema)
         # closes before the staged files are put in place (ExitStack unwinds last in, first out)
         stack.callback(self._flush_all)
 
@@ -283,29 +410,56 @@ class _Outputs:
         self.jsonl.write("\n")
 
     def columns(self, name: str, columns: dict) -> None:
-        """Rows given as columns, written after the rows held before them."""
-        self._flush(name)
-        writer, schema, _ = self.tables[name]
-        writer.write_batch(pa.RecordBatch.from_pydict(columns, schema=schema))
+        """Rows given as columns (arrays or lists), after the rows held before them."""
+        self.tables[name].add_columns(columns)
 
     def row(self, name: str, row: dict) -> None:
-        writer, schema, rows = self.tables[name]
-        rows.append(row)
-        if len(rows) >= _ROWS_PER_PARQUET_BATCH:
-            self._flush(name)
-
-    def _flush(self, name: str) -> None:
-        writer, schema, rows = self.tables[name]
-        if rows:
-            writer.write_batch(pa.RecordBatch.from_pylist(rows, schema=schema))
-            rows.clear()
+        self.tables[name].add_row(row)
 
     def _flush_all(self) -> None:
-        for name in self.tables:
-            self._flush(name)
+        for table in self.tables.values():
+            table.write()
 
     def written(self) -> list[dict]:
         return [stage.written for stage in self.stages.values()]
+
+
+class _HeldRows:
+    """Rows of one Parquet output held until _ROWS_PER_PARQUET_BATCH are, then written as one row group
+    (a row group per chain piece would bloat the file)."""
+
+    def __init__(self, writer: pq.ParquetWriter, schema: pa.Schema):
+        self.writer, self.schema = writer, schema
+        self.rows: list[dict] = []
+        self.batches: list[pa.RecordBatch] = []
+        self.held = 0  # rows in ``batches``
+
+    def add_row(self, row: dict) -> None:
+        self.rows.append(row)
+        if self.held + len(self.rows) >= _ROWS_PER_PARQUET_BATCH:
+            self.write()
+
+    def add_columns(self, columns: dict) -> None:
+        self._batch_rows()
+        batch = pa.RecordBatch.from_pydict(columns, schema=self.schema)
+        self.batches.append(batch)
+        self.held += batch.num_rows
+        if self.held >= _ROWS_PER_PARQUET_BATCH:
+            self.write()
+
+    def _batch_rows(self) -> None:
+        if self.rows:
+            self.batches.append(pa.RecordBatch.from_pylist(self.rows, schema=self.schema))
+            self.held += len(self.rows)
+            self.rows.clear()
+
+    def write(self) -> None:
+        self._batch_rows()
+        if self.batches:
+            self.writer.write_table(pa.Table.from_batches(self.batches, self.schema))
+            self.batches.clear()
+            self.held = 0
+            pa.default_memory_pool().release_unused()  # the pool keeps freed pages: they would count as resident
 
 
 # --------------------------------------------------------------------------
@@ -342,8 +496,21 @@ class _ChainLine:
         else:
             self.run_ids.add(run_id)
         if first is not None:
-            self.first_offset = first if self.first_offset is None else min(self.first_offset, first)
-            self.last_offset = last if self.last_offset is None else max(self.last_offset, last)
+            self._offsets(first, last)
+
+    def take_many(self, run_ids: np.ndarray, records: int, first: int | None = None, last: int | None = None) -> None:
+        """``take`` of several finds: their run ids (-1: unplaced), records and offset range."""
+        self.count += len(run_ids)
+        self.records += records
+        placed = run_ids[run_ids >= 0]
+        self.unplaced += len(run_ids) - len(placed)
+        self.run_ids.update(np.unique(placed).tolist())
+        if first is not None:
+            self._offsets(first, last)
+
+    def _offsets(self, first: int, last: int) -> None:
+        self.first_offset = first if self.first_offset is None else min(self.first_offset, first)
+        self.last_offset = last if self.last_offset is None else max(self.last_offset, last)
 
     def item(self) -> dict:
         return {"kind": "chain", "file": self.file, "format": self.format, "position": self.position,
@@ -394,7 +561,7 @@ def _carve_rocketmq(buf, found: Find, path: str, placer: _Placer, outputs: _Outp
                              file=path, path=path, keep_body=True)
     tally.rocketmq_messages += 1
     run_id, unplaced = placer.place_message(found, path, message["topic"], message["queueId"],
-                                            message["queueOffset"], _message_identity(message))
+                                            message["queueOffset"], hash(_message_identity(message)))
     item = {"kind": "message", **message_json(message), "file": path, "position": found.position, "size": found.size,
             "format": ROCKETMQ, "run_id": run_id, "unplaced": unplaced}
     outputs.row(ROCKETMQ_MESSAGES, {**item, "body": message["body"] if records_too else None,
@@ -410,60 +577,194 @@ def _message_identity(message: dict) -> tuple:
             message["storeTimestamp"])
 
 
+class _BatchColumns:
+    """The headers of consecutive v2 batches as int64 columns (``BATCH_HEADER_V2``'s fields)."""
+
+    def __init__(self, buf, positions: list[int], sizes: list[int]):
+        self.positions = np.array(positions, dtype=np.int64)
+        self.sizes = np.array(sizes, dtype=np.int64)
+        with memoryview(buf) as view:
+            data = np.frombuffer(view, dtype=np.uint8)
+            header = np.lib.stride_tricks.sliding_window_view(data, BATCH_V2_OVERHEAD)[self.positions]
+            header = header.copy().view(_BATCH_HEADER_DTYPE).reshape(len(positions))
+            del data
+        column = lambda name: header[name].astype(np.int64)  # noqa: E731
+        self.base_offset, self.crc, self.attributes = column("base_offset"), column("crc"), column("attributes")
+        self.last_offset = self.base_offset + column("last_offset_delta")
+        self.max_timestamp, self.base_timestamp = column("max_timestamp"), column("base_timestamp")
+        self.record_count, self.partition_leader_epoch = column("record_count"), column("partition_leader_epoch")
+        self.producer_id, self.producer_epoch = column("producer_id"), column("producer_epoch")
+        self.base_sequence = column("base_sequence")
+        self.last_sequence = increment_sequences(self.base_sequence, column("last_offset_delta"))
+
+
+_BATCH_HEADER_DTYPE = BATCH_HEADER_V2_FAST.numpy_dtype()
+_CODECS = pa.array([CODEC_NAMES[codec] for codec in range(len(CODEC_NAMES))])  # carving finds no other codec
+_TIMESTAMP_TYPES = pa.array(TIMESTAMP_TYPES)
+_REASONS = (None, UNDECODABLE, DUPLICATE, OFFSET_CONFLICT)
+
+
+def _carve_kafka_chain(buf, chain: Chain, path: str, placer: _Placer, outputs: _Outputs, tally: _FileTally,
+                       line: _ChainLine) -> None:
+    """Place and write a chain piece of Kafka batches: each stretch of v2 batches a column at a time,
+    legacy messages (whose records decide their first offset) one by one."""
+    magics = np.array(chain.magics)
+    bounds = np.flatnonzero(np.diff(magics == 2)) + 1
+    for start, stop in zip([0, *bounds.tolist()], [*bounds.tolist(), len(magics)]):
+        if magics[start] != 2:
+            for position, size, magic in zip(chain.positions[start:stop], chain.sizes[start:stop],
+                                             chain.magics[start:stop]):
+                _carve_kafka(buf, Find(KAFKA, position, size, magic), path, placer, outputs, tally, False, line)
+            continue
+        headers = _BatchColumns(buf, chain.positions[start:stop], chain.sizes[start:stop])
+        run_ids, reasons = placer.place_batches(buf, path, headers)
+        records = int(headers.record_count.sum())
+        tally.kafka_batches += len(run_ids)
+        tally.kafka_records += records
+        line.take_many(run_ids, records, int(headers.base_offset.min()), int(headers.last_offset.max()))
+        attributes = headers.attributes
+        count = len(run_ids)
+        outputs.columns(KAFKA_BATCHES, {
+            "file": pa.repeat(path, count), "position": headers.positions, "size": headers.sizes,
+            "run_id": pa.array(run_ids, mask=run_ids < 0), "unplaced": pa.array(reasons, pa.string()),
+            "magic": np.full(count, 2, dtype=np.int8), "base_offset": headers.base_offset,
+            "last_offset": headers.last_offset, "crc": headers.crc, "codec": _CODECS.take(attributes & 7),
+            "timestamp_type": _TIMESTAMP_TYPES.take((attributes >> 3) & 1), "max_timestamp": headers.max_timestamp,
+            "record_count": headers.record_count, "partition_leader_epoch": headers.partition_leader_epoch,
+            "base_timestamp": headers.base_timestamp, "producer_id": headers.producer_id,
+            "producer_epoch": headers.producer_epoch, "base_sequence": headers.base_sequence,
+            "last_sequence": headers.last_sequence, "is_transactional": (attributes & 0x10) != 0,
+            "is_control": (attributes & 0x20) != 0,
+            "delete_horizon_ms": pa.array(headers.base_timestamp, mask=(attributes & 0x40) == 0),
+            "records_decoded": pa.nulls(count, pa.int32()),
+        })
+
+
 def _carve_message_columns(columns: MessageColumns, path: str, placer: _Placer, outputs: _Outputs,
                            tally: _FileTally, line: _ChainLine) -> None:
     """Place and write plain RocketMQ messages read as columns (``engine.carving.Chain.messages``)."""
-    header, count = columns.header, columns.count
+    count = columns.count
+    header = {name: columns.header[name].astype(np.int64) for name in _MESSAGE_NUMBERS}  # native byte order
     topics = columns.texts(columns.topic_at, columns.topic_length)
-    properties = columns.properties()
-    positions, sizes = columns.positions.tolist(), header["totalSize"].tolist()
-    queue_ids, queue_offsets = header["queueId"].tolist(), header["queueOffset"].tolist()
-    identities = zip(header["physicalOffset"].tolist(), header["bodyCRC"].tolist(), sizes,
-                     header["bornTimestamp"].tolist(), header["storeTimestamp"].tolist())
-    run_ids, unplaced = [], []
-    for position, size, topic, queue_id, queue_offset, identity in zip(positions, sizes, topics, queue_ids,
-                                                                      queue_offsets, identities):
-        run_id, why = placer.place_message(Find(ROCKETMQ, position, size, 1), path, topic, queue_id, queue_offset,
-                                           identity)
-        run_ids.append(run_id)
-        unplaced.append(why)
-        line.take(run_id, 1)
+    positions, sizes = columns.positions, header["totalSize"]
+    queue_ids, queue_offsets = header["queueId"], header["queueOffset"]
+    identities = list(map(hash, zip(header["physicalOffset"].tolist(), header["bodyCRC"].tolist(), sizes.tolist(),
+                                    header["bornTimestamp"].tolist(), header["storeTimestamp"].tolist())))
+    run_ids, reasons = placer.place_messages(path, positions, sizes, topics, queue_ids, queue_offsets, identities)
+    line.take_many(run_ids, count)
     tally.rocketmq_messages += count
-    named = [{} if values is None else values for values in properties]
-    hosts = {}
-
-    def host(address: int, port: int) -> str:
-        text = hosts.get((address, port))
-        if text is None:
-            text = hosts[(address, port)] = format_host(address.to_bytes(4, "big"), port)
-        return text
-
-    def addresses(field: str) -> list[int]:
-        return header[field].astype("S4").view(">u4").astype("int64").tolist()
-
+    properties, keys, tags, uniq_keys = _properties_columns(columns)
     offset_ids = np.empty((count, 16), dtype=np.uint8)
-    offset_ids[:, :4] = header["storeHost"].astype("S4").view(np.uint8).reshape(count, 4)
+    offset_ids[:, :4] = columns.header["storeHost"].astype("S4").view(np.uint8).reshape(count, 4)
     offset_ids[:, 4:8] = header["storePort"].astype(">i4").view(np.uint8).reshape(count, 4)
     offset_ids[:, 8:] = header["physicalOffset"].astype(">i8").view(np.uint8).reshape(count, 8)
-    offset_text = offset_ids.tobytes().hex().upper()
-    columns_out = {
-        "file": [path] * count, "position": positions, "size": sizes, "run_id": run_ids, "unplaced": unplaced,
-        "topic": topics, "queue_id": queue_ids, "queue_offset": queue_offsets,
-        "phy_offset": header["physicalOffset"].tolist(), "version": [1] * count,
-        "body_crc": header["bodyCRC"].tolist(), "flag": header["flag"].tolist(), "sys_flag": header["sysFlag"].tolist(),
-        "born_timestamp": header["bornTimestamp"].tolist(),
-        "born_host": list(map(host, addresses("bornHost"), header["bornPort"].tolist())),
-        "store_timestamp": header["storeTimestamp"].tolist(),
-        "store_host": list(map(host, addresses("storeHost"), header["storePort"].tolist())),
-        "reconsume_times": header["reconsumeTimes"].tolist(),
-        "prepared_transaction_offset": header["preparedTransactionOffset"].tolist(),
-        "keys": [values.get(PROPERTY_KEYS) for values in named], "tags": [values.get(PROPERTY_TAGS) for values in named],
-        "uniq_key": [values.get(PROPERTY_UNIQ_KEY) for values in named],
-        "offset_msg_id": [offset_text[at:at + 32] for at in range(0, 32 * count, 32)],
-        "properties": [None if values is None else list(values.items()) for values in properties],
-        "body": [None] * count,
-    }
-    outputs.columns(ROCKETMQ_MESSAGES, columns_out)
+    outputs.columns(ROCKETMQ_MESSAGES, {
+        "file": pa.repeat(path, count), "position": positions, "size": sizes,
+        "run_id": pa.array(run_ids, mask=run_ids < 0), "unplaced": pa.array(reasons, pa.string()),
+        "topic": pa.array(topics, pa.string()), "queue_id": queue_ids, "queue_offset": queue_offsets,
+        "phy_offset": header["physicalOffset"], "version": np.ones(count, dtype=np.int8),
+        "body_crc": header["bodyCRC"], "flag": header["flag"], "sys_flag": header["sysFlag"],
+        "born_timestamp": header["bornTimestamp"],
+        "born_host": _host_texts(columns.header["bornHost"], header["bornPort"]),
+        "store_timestamp": header["storeTimestamp"],
+        "store_host": _host_texts(columns.header["storeHost"], header["storePort"]),
+        "reconsume_times": header["reconsumeTimes"], "prepared_transaction_offset": header["preparedTransactionOffset"],
+        "keys": keys, "tags": tags, "uniq_key": uniq_keys,
+        "offset_msg_id": _fixed_width_strings(offset_ids.tobytes().hex().upper().encode(), 32, count),
+        "properties": properties, "body": pa.nulls(count, pa.binary()),
+    })
+
+
+def _fixed_width_strings(data: bytes, width: int, count: int) -> pa.Array:
+    offsets = np.arange(0, width * (count + 1), width, dtype=np.int32)
+    return pa.StringArray.from_buffers(count, pa.py_buffer(offsets), pa.py_buffer(data))
+
+
+def _host_texts(addresses: np.ndarray, ports: np.ndarray) -> pa.Array:
+    """``format_host`` of each IPv4 address (4 bytes) and port, worded once per distinct host."""
+    numbers = addresses.astype("S4").view(">u4").astype(np.uint64)
+    hosts, first, inverse = np.unique(numbers << np.uint64(32) | ports.astype(np.uint32).astype(np.uint64),
+                                      return_index=True, return_inverse=True)
+    texts = [format_host(int(numbers[i]).to_bytes(4, "big"), int(ports[i])) for i in first.tolist()]
+    return pa.array(texts, pa.string()).take(inverse.reshape(-1))
+
+
+def _properties_columns(columns: MessageColumns) -> tuple[pa.Array, pa.Array, pa.Array, pa.Array]:
+    """The ``properties`` map (null where their length is <= 0) and the KEYS, TAGS and UNIQ_KEY values
+    (null where absent), as ``parse_properties`` reads each message's properties.
+
+    Cut at once from all messages' properties, joined each after a separator; when a message's
+    properties are not what a broker writes (not UTF-8, an item without a name or value), every
+    message of the piece is parsed on its own instead."""
+    count = columns.count
+    lengths = np.maximum(columns.properties_length, 0)
+    joined = _SEPARATOR + _SEPARATOR.join(map(columns.buf.__getitem__, map(
+        slice, columns.properties_at.tolist(), (columns.properties_at + lengths).tolist())))
+    data = np.frombuffer(joined, dtype=np.uint8)
+    item_start = np.flatnonzero(data == _SEPARATOR[0]) + 1
+    item_end = np.append(item_start[1:] - 1, len(joined))
+    filled = item_end > item_start
+    item_start, item_end = item_start[filled], item_end[filled]
+    name_separators = np.flatnonzero(data == _NAME_VALUE_SEPARATOR[0])
+    name_end = name_separators[np.minimum(np.searchsorted(name_separators, item_start), len(name_separators) - 1)] \
+        if len(name_separators) else np.zeros_like(item_start)
+    if not _is_utf8(joined) or not ((name_end > item_start) & (name_end < item_end - 1)).all():
+        return _properties_one_by_one(columns)
+    message = np.searchsorted(np.cumsum(lengths + 1) - lengths, item_start, side="right") - 1
+    names = _gathered_strings(data, item_start, name_end)
+    values = _gathered_strings(data, name_end + 1, item_end)
+    # a name given twice in one message keeps its first place and takes its last value (HashMap.put)
+    codes = pc.dictionary_encode(names).indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    named_in = message * (int(codes.max(initial=0)) + 1) + codes
+    _, first = np.unique(named_in, return_index=True)
+    _, last_reversed = np.unique(named_in[::-1], return_index=True)
+    if len(first) < len(named_in):
+        order = np.argsort(first)
+        first, last = first[order], (len(named_in) - 1 - last_reversed)[order]
+        message, names, values = message[first], names.take(first), values.take(last)
+    offsets = np.zeros(count + 1, dtype=np.int32)
+    np.cumsum(np.bincount(message, minlength=count), out=offsets[1:])
+    properties = pa.MapArray.from_arrays(offsets, names, values, type=ROCKETMQ_MESSAGE_SCHEMA.field("properties").type,
+                                         mask=pa.array(columns.properties_length <= 0))
+    named = []
+    for name in (PROPERTY_KEYS, PROPERTY_TAGS, PROPERTY_UNIQ_KEY):
+        items = np.flatnonzero(pc.equal(names, name).to_numpy(zero_copy_only=False))
+        which = np.full(count, -1, dtype=np.int64)
+        which[message[items]] = items
+        named.append(values.take(pa.array(which, mask=which < 0)))
+    return (properties, *named)
+
+
+def _properties_one_by_one(columns: MessageColumns) -> tuple[list, list, list, list]:
+    parsed = columns.properties()
+    named = [{} if values is None else values for values in parsed]
+    return ([None if values is None else list(values.items()) for values in parsed],
+            *([values.get(name) for values in named] for name in (PROPERTY_KEYS, PROPERTY_TAGS, PROPERTY_UNIQ_KEY)))
+
+
+def _gathered_strings(data: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> pa.Array:
+    """``data[start:end]`` of each start and end as a string array, gathered in one pass."""
+    lengths = ends - starts
+    offsets = np.zeros(len(starts) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    gathered = data[np.arange(offsets[-1]) + np.repeat(starts - offsets[:-1], lengths)]
+    return pa.StringArray.from_buffers(len(starts), pa.py_buffer(offsets.astype(np.int32)),
+                                       pa.py_buffer(gathered.tobytes()))
+
+
+def _is_utf8(data: bytes) -> bool:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+_MESSAGE_NUMBERS = ("totalSize", "queueId", "queueOffset", "physicalOffset", "bodyCRC", "flag", "sysFlag",
+                    "bornTimestamp", "bornPort", "storeTimestamp", "storePort", "reconsumeTimes",
+                    "preparedTransactionOffset")
+_SEPARATOR = PROPERTY_SEPARATOR.encode()
+_NAME_VALUE_SEPARATOR = NAME_VALUE_SEPARATOR.encode()
 
 
 _CARVERS = {KAFKA: _carve_kafka, ROCKETMQ: _carve_rocketmq}
@@ -521,9 +822,11 @@ def carve(paths: list[str], out_dir: str, force: bool = False, hash_inputs: bool
                 if chain.messages is not None:
                     for columns in chain.messages:
                         _carve_message_columns(columns, entry.path, placer, outputs, tally, line)
+                elif chain.format == KAFKA:
+                    _carve_kafka_chain(buf, chain, entry.path, placer, outputs, tally, line)
                 else:
                     for found in chain.finds():
-                        _CARVERS[found.format](buf, found, entry.path, placer, outputs, tally, False, line)
+                        _carve_rocketmq(buf, found, entry.path, placer, outputs, tally, False, line)
             if line is not None:
                 outputs.line(line.item())
             total.add(counts)
@@ -540,8 +843,9 @@ def carve(paths: list[str], out_dir: str, force: bool = False, hash_inputs: bool
         "runs": [run.as_dict() for run in placer.runs],
         "unplaced": placer.unplaced,
         "written": outputs.written(),
-        "summary": {"finds": finds, "placed": finds - len(placer.unplaced), "unplaced": len(placer.unplaced),
-                    "runs": len(placer.runs), "kafka_batches": sum(i["kafka_batches"] for i in inputs),
+        "summary": {"finds": finds, "placed": finds - placer.unplaced_count, "unplaced": placer.unplaced_count,
+                    "unplaced_by_reason": placer.unplaced_by_reason, "runs": len(placer.runs),
+                    "kafka_batches": sum(i["kafka_batches"] for i in inputs),
                     "kafka_records": sum(i["kafka_records"] for i in inputs),
                     "rocketmq_messages": sum(i["rocketmq_messages"] for i in inputs)},
     }

@@ -665,10 +665,17 @@ class UnplacedFind(TypedDict):
     conflicting_run: int | None
 
 
+class UnplacedCounts(TypedDict):
+    undecodable: int
+    duplicate: int
+    offset_conflict: int
+
+
 class CarveSummary(TypedDict):
     finds: int
     placed: int
     unplaced: int
+    unplaced_by_reason: UnplacedCounts
     runs: int
     kafka_batches: int
     kafka_records: int
@@ -681,7 +688,7 @@ class CarveReport(TypedDict):
     unreadable: list[PathReason]  # entries that cannot be read: named, the rest done (exit 2)
     search: SearchTotals
     runs: list[CarveRun]
-    unplaced: list[UnplacedFind]
+    unplaced: list[UnplacedFind]  # the first 1000 in find order (summary counts them all)
     written: list[Written]
     summary: CarveSummary
 

@@ -632,7 +632,8 @@ def carve_lines(report: dict, out: str) -> Iterator[str]:
     for item in report["unplaced"][:5]:
         yield f"not placed: {item['file']} byte {item['position']}: {item['reason']}: {item['message']}"
     if summary["unplaced"] > 5:
-        yield f"... and {summary['unplaced'] - 5} more in {os.path.join(out, 'carve-report.json')}"
+        yield (f"... and {summary['unplaced'] - 5} more ({len(report['unplaced'])} listed "
+               f"in {os.path.join(out, 'carve-report.json')}; all in the Parquet outputs' unplaced column)")
     for written in report["written"]:
         yield f"wrote {written['path']} ({written['size']} bytes, sha256 {written['sha256']})"
         yield from replaced_lines(written)
