@@ -241,6 +241,7 @@ def _inspect_partition(directory: str, topic: str, number: int, files: Partition
         "segments": summaries,
         "log_bytes": sum(s["size"] for s in summaries),
         "bytes": sum(os.path.getsize(path) for path in paths),
+        "files": [os.path.basename(path) for path in paths],
         "first_offset": next((s["first_offset"] for s in summaries if s["first_offset"] is not None), None),
         "log_end_offset": summaries[-1]["next_offset"] if summaries else None,
         "first_timestamp": next((s["first_timestamp"] for s in summaries if s["first_timestamp"] is not None), None),

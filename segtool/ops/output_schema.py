@@ -853,6 +853,7 @@ class InspectedPartition(TypedDict):
     segments: list[InspectedSegment]
     log_bytes: int
     bytes: int
+    files: list[str]  # every file of the directory, by name: what the figures are made of
     first_offset: int | None
     log_end_offset: int | None
     first_timestamp: int | None

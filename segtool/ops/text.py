@@ -392,6 +392,7 @@ def _kafka_inspect_lines(report: dict) -> Iterator[Styled]:
                       if partition["first_offset"] is not None else "no batch") + f", leader epochs "
                    f"{len(partition['leader_epochs'])}, producer snapshots {len(partition['producer_snapshots'])}",
                    "bold")
+            yield f"    files: {' '.join(partition['files'])}", "dim"
             if partition["quorum_state"]:
                 state = partition["quorum_state"]
                 yield (f"    quorum-state: leader {state['leader_id']} epoch {state['leader_epoch']}, voters "
