@@ -28,19 +28,50 @@ def consumer_groups(path: str, group: str | None = None, at: str | None = None) 
 
 
 def inspect_paths(paths: list[str]) -> tuple[dict, int]:
-    """``segtool inspect``: RocketMQ store roots, or Kafka log dirs; not both in one run."""
+    """``segtool inspect``: the Kafka log dirs and RocketMQ store roots named or found below the paths
+    (several brokers' copies side by side, both brokers in one tree); a tree holding both gives both
+    reports side by side, and the larger exit code."""
+    from segtool.ops import inspect, inspect_rocketmq
+
+    log_dirs, stores = _inspect_targets(paths)
+    kafka = inspect.inspect(log_dirs) if log_dirs else None
+    rocketmq = inspect_rocketmq.inspect_stores(stores) if stores else None
+    if kafka is not None and rocketmq is not None:
+        report = {"log_dirs": kafka["log_dirs"], "stores": rocketmq["stores"],
+                  "summary": {"kafka": kafka["summary"], "rocketmq": rocketmq["summary"]}}
+        return report, max(inspect.exit_code(kafka), inspect_rocketmq.exit_code(rocketmq))
+    if rocketmq is not None:
+        return rocketmq, inspect_rocketmq.exit_code(rocketmq)
+    return kafka, inspect.exit_code(kafka)
+
+
+def _inspect_targets(paths: list[str]) -> tuple[list[str], list[str]]:
+    """(Kafka log dirs, RocketMQ store roots): a path that is one is taken as it is; below any other
+    directory each store root and each directory holding partitions is found (the one inventory)."""
+    import os
+
+    from segtool.engine.inventory import inventory
+    from segtool.kafka.names import CLEAN_SHUTDOWN, META_PROPERTIES, topic_partition
     from segtool.rocketmq.names import is_store_root
 
-    stores = [path for path in paths if is_store_root(path)]
-    if stores and len(stores) != len(paths):
-        raise UsageError("give Kafka log dirs or RocketMQ stores, not both: "
-                         + ", ".join(path for path in paths if path not in stores) + " are not RocketMQ stores")
-    if stores:
-        from segtool.ops.inspect_rocketmq import exit_code, inspect_stores
-
-        report = inspect_stores(stores)
-    else:
-        from segtool.ops.inspect import exit_code, inspect
-
-        report = inspect(paths)
-    return report, exit_code(report)
+    log_dirs: list[str] = []
+    stores: list[str] = []
+    for path in paths:
+        if is_store_root(path):
+            stores.append(path)
+            continue
+        if not os.path.isdir(path):
+            log_dirs.append(path)  # inspect says what it is (missing, a file)
+            continue
+        found = inventory([path])
+        holders = sorted({os.path.dirname(os.path.normpath(p.directory)) for p in found.partitions
+                          if topic_partition(os.path.basename(os.path.normpath(p.directory)))[1] is not None})
+        roots = sorted({os.path.normpath(store.root) for store in found.stores})
+        top = os.path.normpath(path)
+        if top in holders or os.path.exists(os.path.join(path, META_PROPERTIES)) \
+                or os.path.exists(os.path.join(path, CLEAN_SHUTDOWN)) or not (holders or roots):
+            log_dirs.append(path)  # a log dir itself (or nothing of a broker's: inspect says so)
+            holders = [d for d in holders if d != top]
+        log_dirs += [d for d in holders if not any(d == r or d.startswith(r + os.sep) for r in roots)]
+        stores += roots
+    return log_dirs, stores

@@ -110,6 +110,14 @@ def _check_log_dir(path: str) -> str:
     return os.path.normpath(path)
 
 
+def _is_directory(entry: os.DirEntry) -> bool:
+    """A directory (through links); a link loop or a dangling link is not one (the inventory names it)."""
+    try:
+        return entry.is_dir()
+    except OSError:
+        return False
+
+
 def inspect_log_dir(path: str) -> InspectedLogDir:
     root = _check_log_dir(path)
     found = inventory([root])
@@ -120,7 +128,7 @@ def inspect_log_dir(path: str) -> InspectedLogDir:
     marker = os.path.join(root, kafka_names.CLEAN_SHUTDOWN)
     clean = os.path.isfile(marker)
     checkpoints, offsets_by_file = _checkpoints(root, problems)
-    directories = sorted(entry.name for entry in os.scandir(root) if entry.is_dir() and entry.name != REMOTE_INDEX_CACHE)
+    directories = sorted(entry.name for entry in os.scandir(root) if _is_directory(entry) and entry.name != REMOTE_INDEX_CACHE)
     partitions = []
     for name in directories:
         topic, number = topic_partition(name)

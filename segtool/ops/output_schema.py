@@ -1151,7 +1151,19 @@ class RocketMQInspectReport(TypedDict):
     summary: RocketMQInspectSummary
 
 
-InspectOutput = Union[InspectReport, RocketMQInspectReport]
+class BothBrokersSummary(TypedDict):
+    kafka: InspectSummary
+    rocketmq: RocketMQInspectSummary
+
+
+class BothBrokersInspectReport(TypedDict):
+    """A tree holding both brokers' files: each report's parts side by side."""
+    log_dirs: list[InspectedLogDir]
+    stores: list[InspectedStore]
+    summary: BothBrokersSummary
+
+
+InspectOutput = Union[InspectReport, RocketMQInspectReport, BothBrokersInspectReport]
 
 
 # -- groups ---------------------------------------------------------------------------------

@@ -354,7 +354,10 @@ def report_written_lines(figures: dict, out: str) -> Iterator[Styled]:
 
 def inspect_lines(report: dict) -> Iterator[Styled]:
     """``segtool inspect``, of Kafka log dirs or of RocketMQ stores."""
-    return _rocketmq_inspect_lines(report) if "stores" in report else _kafka_inspect_lines(report)
+    if "log_dirs" in report:
+        yield from _kafka_inspect_lines(report)
+    if "stores" in report:
+        yield from _rocketmq_inspect_lines(report)
 
 
 def _kafka_inspect_lines(report: dict) -> Iterator[Styled]:
@@ -419,7 +422,7 @@ def _kafka_inspect_lines(report: dict) -> Iterator[Styled]:
             for note in plan["notes"]:
                 yield f"    note: {note}", "dim"
             yield from _problem_lines(partition["problems"], "    ")
-    summary = report["summary"]
+    summary = report["summary"].get("kafka", report["summary"])  # a tree of both brokers: each its summary
     yield "", None
     yield (f"{summary['partitions']} partitions: {summary['partitions_recovered']} recovered at start-up, "
            f"{summary['partitions_truncated']} truncated; {summary['errors']} errors, {summary['notes']} notes, "
@@ -526,7 +529,7 @@ def _rocketmq_inspect_lines(report: dict) -> Iterator[Styled]:
             yield from _rocketmq5_plan_lines(plan["rocketmq5"])
         yield from _problem_lines(store["problems"], "  ")
         yield "", None
-    summary = report["summary"]
+    summary = report["summary"].get("rocketmq", report["summary"])
     yield (f"{summary['stores']} stores: {summary['abnormal_shutdowns']} abnormal shutdowns, "
            f"{summary['stores_not_loading']} not loading, {summary['commitlogs_truncated']} CommitLogs truncated, "
            f"{summary['consume_queue_units_dropped']} ConsumeQueue units dropped, {summary['index_files_destroyed']} "
