@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import struct
 
 import pytest
@@ -14,7 +15,7 @@ from jsonschema import Draft202012Validator
 from segtool.findings import FindingKind
 from segtool.ops.inspect_rocketmq import inspect_stores
 from segtool.ops.verify import verify
-from tests.conftest import REPO, case_dirs, segtool
+from tests.conftest import REPO, case_dirs, corpus_path, segtool
 
 CASES = case_dirs("rocketmq")
 CQ_UNIT = struct.Struct(">qiq")  # commitLogOffset, size, tagsCode
@@ -200,12 +201,18 @@ def test_cli_json_validates_and_exit_code_follows_the_plan(case, reports):
     assert "start-up plan" in text.stdout and "Traceback" not in text.stderr
 
 
-def test_kafka_and_rocketmq_inputs_are_not_mixed(tmp_path):
+def test_kafka_and_rocketmq_inputs_give_both_reports_side_by_side(tmp_path):
     kafka = tmp_path / "logs"
-    kafka.mkdir()
-    run = segtool("inspect", kafka, _case("clean-multi") / "store")
-    assert run.returncode == 2
-    assert "not both" in run.stderr
+    shutil.copytree(corpus_path("kafka", "c01-multiseg-clean", "data"), kafka)
+    run = segtool("inspect", "--json", kafka, _case("clean-multi") / "store")
+    report = json.loads(run.stdout)
+    assert [d["path"] for d in report["log_dirs"]] == [str(kafka)] and len(report["stores"]) == 1
+    assert report["summary"]["kafka"]["partitions"] == 3 and report["summary"]["rocketmq"]["stores"] == 1
+    # each half's own exit: the unclean Kafka copy is a note, the store loads cleanly
+    assert run.returncode == 0, run.stderr
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert segtool("inspect", empty, _case("clean-multi") / "store").returncode == 1  # nothing found in one
 
 
 # --------------------------------------------------------------------------------------------

@@ -68,6 +68,8 @@ def _inspect_targets(paths: list[str]) -> tuple[list[str], list[str]]:
                           if topic_partition(os.path.basename(os.path.normpath(p.directory)))[1] is not None})
         roots = sorted({os.path.normpath(store.root) for store in found.stores})
         top = os.path.normpath(path)
+        # only what lies below the path: a partition directory named alone is not its log dir
+        holders = [d for d in holders if d == top or d.startswith(top + os.sep)]
         if top in holders or os.path.exists(os.path.join(path, META_PROPERTIES)) \
                 or os.path.exists(os.path.join(path, CLEAN_SHUTDOWN)) or not (holders or roots):
             log_dirs.append(path)  # a log dir itself (or nothing of a broker's: inspect says so)
