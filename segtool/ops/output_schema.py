@@ -873,6 +873,7 @@ class InspectedLogDir(TypedDict):
     clean_shutdown: CleanShutdown
     checkpoints: list[OffsetCheckpoint]
     partitions: list[InspectedPartition]
+    files: list[str]  # every file at the top of the log dir, by name
     other_files: list[str]
     unreadable: list[PathReason]
     problems: list[Problem]

@@ -370,6 +370,8 @@ def _kafka_inspect_lines(report: dict) -> Iterator[Styled]:
         yield f"log dir {log_dir['path']}", "bold"
         if holds_nothing(log_dir):
             yield "  nothing found: no partition, meta.properties, checkpoint or .kafka_cleanshutdown here", "yellow"
+            for path in log_dir["other_files"]:
+                yield f"  other file: {path}", "dim"
             continue
         if meta:
             yield (f"  meta.properties: version {meta['version']}, cluster.id {meta['cluster_id']}, node.id "
@@ -395,7 +397,7 @@ def _kafka_inspect_lines(report: dict) -> Iterator[Styled]:
                       if partition["first_offset"] is not None else "no batch") + f", leader epochs "
                    f"{len(partition['leader_epochs'])}, producer snapshots {len(partition['producer_snapshots'])}",
                    "bold")
-            yield f"    files: {' '.join(partition['files'])}", "dim"
+            yield f"    files in {os.path.basename(partition['directory'])}: {' '.join(partition['files'])}", "dim"
             if partition["quorum_state"]:
                 state = partition["quorum_state"]
                 yield (f"    quorum-state: leader {state['leader_id']} epoch {state['leader_epoch']}, voters "
@@ -453,7 +455,8 @@ def _rocketmq_inspect_lines(report: dict) -> Iterator[Styled]:
         yield f"store {store['path']}", "bold"
         yield ("  shutdown: " + ("ABNORMAL (abort file present): the next start runs the abnormal recovery"
                                  if shutdown["last_exit"] == "abnormal" else "normal (no abort file)")
-               + (f"; lock file present ({shutdown['lock_content']})" if shutdown["lock_file"] else "; no lock file"),
+               + (f"; lock file {store['path']}/lock present ({shutdown['lock_content']})" if shutdown["lock_file"]
+                  else "; no lock file"),
                "yellow" if shutdown["last_exit"] == "abnormal" else None)
         if checkpoint:
             yield (f"  checkpoint: physicMsgTimestamp {iso_time(checkpoint['physic_msg_timestamp'])}, "
@@ -472,7 +475,7 @@ def _rocketmq_inspect_lines(report: dict) -> Iterator[Styled]:
                 span = (f"{f['messages']} messages {f['first_phy_offset']}..{f['last_phy_offset']}, "
                         f"{iso_time(f['first_store_timestamp'])} .. {iso_time(f['last_store_timestamp'])}"
                         if f["messages"] else "no message")
-                yield f"    {f['name']} {f['size']} bytes: {span}; ends {f['end_kind']} at {f['end_file_offset']}", None
+                yield f"    commitlog/{f['name']} {f['size']} bytes: {span}; ends {f['end_kind']} at {f['end_file_offset']}", None
         queues = store["consume_queues"]
         yield (f"  consumequeue: {len(queues)} queues, {sum(q['units'] for q in queues)} units in "
                f"{sum(len(q['files']) for q in queues)} files"), None
@@ -482,8 +485,10 @@ def _rocketmq_inspect_lines(report: dict) -> Iterator[Styled]:
                 continue
             yield (f"    {q['topic']}/{q['queue_id']}: {len(q['files'])} files, {q['units']} units, max offset "
                    f"{q['max_offset']}, max physical offset {q['max_physic_offset']}"), "dim"
+            yield (f"      files in consumequeue/{q['topic']}/{q['queue_id']}: "
+                   + " ".join(f["name"] for f in q["files"])), "dim"
         for f in store["index_files"]:
-            yield (f"  index {f['name']}: {f['size']} bytes, geometry {f['hash_slot_num']}/{f['index_num']}, "
+            yield (f"  index/{f['name']}: {f['size']} bytes, geometry {f['hash_slot_num']}/{f['index_num']}, "
                    f"indexCount {f['index_count']}, {iso_time(f['begin_timestamp'])} .. "
                    f"{iso_time(f['end_timestamp'])}, physical offsets {f['begin_phy_offset']}..{f['end_phy_offset']}"), None
         if store["config_files"]:
