@@ -143,7 +143,10 @@ def expected_exit(command: str, f: Fixture) -> int:
         # every file checked: any damage; an unclean shutdown alone loses nothing and is a note
         return 1 if damage - {"unclean_shutdown"} else 0
     if command == "inspect":
-        return 1 if damage else 0  # the plan: what recovery drops, rebuilds or refuses
+        # the plan: what the load drops or refuses is 1; what it rebuilds without a loss (indexes, whose
+        # contents verify judges) and a segment it splits (LogLoader.splitOverflowedSegment: no record
+        # dropped) are notes; an unclean shutdown is the plan itself
+        return 1 if damage - {"index", "rocketmq_index", "offsets", "unclean_shutdown"} else 0
     if command == "carve":
         # checksum-valid finds: damaged bytes are not finds; 1 when a find cannot be placed (the same
         # batches twice: replicas; a batch claiming offsets another holds) or nothing is found
@@ -334,42 +337,44 @@ def test_kafka_records_gone_agree(matrix, name, command):
     assert kafka_figures(matrix, command, f)[2] == kafka_figures(matrix, "verify", f)[2], (command, f.partition)
 
 
-def _commitlog_cut(files: list[dict]) -> tuple[int, int]:
-    """(cut, messages lost) from per-CommitLog-file recovery figures (verify's and report's): the
-    cut is in the first file that loses bytes, else at the end of the last file recovery keeps."""
+def _commitlog_cut(files: list[dict]) -> tuple[int, int, int]:
+    """(cut, messages lost, of them gone) from verify's per-CommitLog-file recovery figures: the cut is in
+    the first file that loses bytes, else at the end of the last file recovery keeps."""
     files = sorted((x for x in files if x["kind"] == "rocketmq-commitlog" and x.get("recovery")),
                    key=lambda x: x["path"])
     assert files, "no CommitLog recovery figures"
-    lost = sum(x["recovery"]["records_lost"] for x in files)
+    lost = sum(x["recovery"]["messages_lost"] for x in files)
+    gone = sum(x["recovery"]["messages_gone"] for x in files)
     kept = [x for x in files if not x["recovery"]["deleted"]]
     cut = next((x for x in kept if x["recovery"]["bytes_lost"]), kept[-1] if kept else files[0])
-    return int(Path(cut["path"]).name) + cut["recovery"]["valid_bytes"], lost
+    return int(Path(cut["path"]).name) + cut["recovery"]["valid_bytes"], lost, gone
 
 
-def rocketmq_figures(matrix: Matrix, command: str, f: Fixture) -> tuple[int | None, int | None]:
-    """(physical offset where recovery cuts the CommitLog, messages it drops) as one command gives them."""
-    if command in ("verify", "report"):
+def rocketmq_figures(matrix: Matrix, command: str, f: Fixture) -> tuple[int | None, int | None, int | None]:
+    """(physical offset where recovery cuts the CommitLog, messages it drops, of them the messages
+    nothing gets back) as one command gives them; None where it gives no such figure."""
+    if command == "verify":
         return _commitlog_cut(_document(matrix, command, f.name)["files"])
+    if command == "report":
+        store = _document(matrix, "report", f.name)["stores"][0]
+        truncation = store["truncation"]
+        if truncation is None:  # recovery keeps every message: it ends where the CommitLog's data ends
+            return max((c["data_end_offset"] for c in store["commitlog"] if c["messages"]), default=None), 0, 0
+        return truncation["offset"], truncation["messages_lost"], truncation["messages_gone"]
     if command == "inspect":
         plan = _document(matrix, "inspect", f.name)["stores"][0]["plan"]
         cut = plan["commitlog"]["truncated_at"]
-        return plan["commitlog"]["max_phy_offset"], cut["messages_dropped"] if cut else 0
-    if command == "salvage":
-        # recovery drops the damaged messages and every one salvage kept past the first of them
+        return (plan["commitlog"]["max_phy_offset"], cut["messages_dropped"] if cut else 0,
+                cut["messages_gone"] if cut else 0)
+    if command == "salvage":  # salvage writes back every message whose CRC holds: its loss is what is gone
         document = _document(matrix, "salvage", f.name)
         assert document["stores"], "salvage has no store"
-        store = document["stores"][0]
-        kept = pq.read_table(store["messages_parquet"]["path"], columns=["physical_offset", "total_size"]).to_pylist()
-        starts = [r["physical_offset"] for r in store["damaged_ranges"] if r.get("physical_offset") is not None]
-        if not starts:
-            return max((m["physical_offset"] + m["total_size"] for m in kept), default=0), 0
-        cut = min(starts)
-        return cut, document["summary"]["messages_lost"] + sum(m["physical_offset"] >= cut for m in kept)
+        return None, None, document["summary"]["messages_lost"]
     raise AssertionError(command)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("command", ["verify", "inspect", "salvage", "report"])
+@pytest.mark.parametrize("command", ["verify", "inspect", "report"])
 @pytest.mark.parametrize("name", ROCKETMQ_FIXTURES)
 def test_rocketmq_cut_agrees(matrix, name, command):
     f = matrix.fixture(name)
@@ -378,8 +383,26 @@ def test_rocketmq_cut_agrees(matrix, name, command):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("command", ["inspect", "salvage", "report"])
+@pytest.mark.parametrize("command", ["inspect", "report"])
 @pytest.mark.parametrize("name", ROCKETMQ_FIXTURES)
 def test_rocketmq_messages_lost_agree(matrix, name, command):
     f = matrix.fixture(name)
     assert rocketmq_figures(matrix, command, f)[1] == rocketmq_figures(matrix, "verify", f)[1], command
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("command", ["inspect", "salvage", "report"])
+@pytest.mark.parametrize("name", ROCKETMQ_FIXTURES)
+def test_rocketmq_messages_gone_agree(matrix, name, command):
+    """What nothing gets back (dropped, and no CRC holds), against verify's figure.  Damage before the
+    file where RocketMQ's recovery starts (a clean shutdown recovers the last files only) is never
+    dropped: salvage counts it lost, verify's recovery figures do not, and it lies before the cut."""
+    f = matrix.fixture(name)
+    figure, reference = rocketmq_figures(matrix, command, f)[2], rocketmq_figures(matrix, "verify", f)[2]
+    if command == "salvage" and figure != reference:
+        cut = rocketmq_figures(matrix, "verify", f)[0]
+        damaged = _document(matrix, "salvage", f.name)["stores"][0]["damaged_ranges"]
+        before = [r for r in damaged if r.get("physical_offset") is not None and r["physical_offset"] < cut]
+        assert before and figure - reference == sum(r["offsets_lost"] or 0 for r in before), command
+        return
+    assert figure == reference, command

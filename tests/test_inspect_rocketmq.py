@@ -188,8 +188,10 @@ def test_cli_json_validates_and_exit_code_follows_the_plan(case, reports):
     assert not errors, errors[0].message
     store = document["stores"][0]
     plan = store["plan"]
+    # what the start-up loses: messages, units, the whole store; an IndexFile it destroys is rebuilt from
+    # the CommitLog (IndexService.load then the dispatch of recovery), as Kafka's indexes are: no loss
     drops = (not plan["loads"] or (plan["commitlog"] or {}).get("truncated_at") is not None
-             or plan["consume_queue_units_dropped"] > 0 or plan["index"]["destroyed"])
+             or plan["consume_queue_units_dropped"] > 0)
     errors_found = any(p["severity"] == "error" for p in store["problems"])
     assert run.returncode == (1 if drops or errors_found else 0)
     if case.name == "clean-multi":

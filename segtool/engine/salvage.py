@@ -398,6 +398,7 @@ def store_recovery_loss(plan) -> StoreRecoveryLoss | None:
 
     held: set[tuple[str, int, int]] = set()  # queue offsets a message whose body CRC holds keeps
     known: dict[tuple[str, int, int], str] = {}  # queue offsets known to lie past the cut -> their file
+    next_offset: dict[tuple[str, int], int] = {}  # per queue, the offset after the last message read
     salvageable: dict[str, int] = {}
     data_bytes = 0
     for start, path, size in plan.files:
@@ -406,8 +407,23 @@ def store_recovery_loss(plan) -> StoreRecoveryLoss | None:
         name = path.name
         salvageable.setdefault(name, 0)
         with rmq.MappedFile(path) as mapped:
+            # the cut's file from its start: the messages before the cut are the neighbours that name what a
+            # damaged stretch at the cut held, and where each queue stands
             for piece in commitlog_pieces(mapped.buf, file_from_offset=start, file=name, path=str(path),
-                                          start=max(cut - start, 0), digests=False, decompress=False):
+                                          digests=False, decompress=False):
+                position = piece.first_byte if isinstance(piece, DamagedRange) else (
+                    piece.data_end if isinstance(piece, rmq.CommitLogEnd) else piece["fileOffset"])
+                past_cut = start + position >= cut or isinstance(piece, rmq.CommitLogEnd)
+                if isinstance(piece, dict) and piece["transactionType"] in QUEUED_TRANSACTION_TYPES \
+                        and piece["dispatch"]["success"]:
+                    queue = (piece["topic"], piece["queueId"])
+                    expected = next_offset.get(queue)
+                    if past_cut and expected is not None:  # offsets skipped between this queue's messages
+                        for queue_offset in range(expected, min(piece["queueOffset"], expected + 1_000_000)):
+                            known.setdefault((*queue, queue_offset), name)
+                    next_offset[queue] = piece["queueOffset"] + rmq.queue_offsets_taken(piece["properties"])
+                if not past_cut:
+                    continue
                 if isinstance(piece, DamagedRange):
                     # offsets inferred from the neighbours: no more than the range's bytes can hold
                     if piece.topic is not None and piece.offsets_lost and (
@@ -419,7 +435,9 @@ def store_recovery_loss(plan) -> StoreRecoveryLoss | None:
                 elif body_crc_valid(piece):
                     salvageable[name] += 1
                     if piece["transactionType"] in QUEUED_TRANSACTION_TYPES and piece["dispatch"]["success"]:
-                        held.add((piece["topic"], piece["queueId"], piece["queueOffset"]))
+                        first = piece["queueOffset"]
+                        held.update((piece["topic"], piece["queueId"], first + i)
+                                    for i in range(rmq.queue_offsets_taken(piece["properties"])))
     for key, phy_offset in _queue_units_past(plan.consumequeue, cut):
         known.setdefault(key, file_of(phy_offset))
     gone: dict[str, int] = {}

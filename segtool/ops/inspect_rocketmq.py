@@ -70,17 +70,17 @@ def plan_truncates(plan: RocketMQStartupPlan) -> bool:
     return plan["loads"] and commitlog is not None and commitlog["truncated_at"] is not None
 
 
-def plan_drops(plan: RocketMQStartupPlan) -> bool:
-    """Does the start-up lose or destroy anything: CommitLog messages, ConsumeQueue units, IndexFiles?"""
-    return (plan_truncates(plan) or plan["consume_queue_units_dropped"] > 0 or bool(plan["index"]["destroyed"])
-            or not plan["loads"])
+def plan_loses(plan: RocketMQStartupPlan) -> bool:
+    """Does the start-up lose anything: CommitLog messages, ConsumeQueue units, or the whole store (it
+    does not load)?  An IndexFile it destroys is rebuilt from the CommitLog, as Kafka's indexes are."""
+    return plan_truncates(plan) or plan["consume_queue_units_dropped"] > 0 or not plan["loads"]
 
 
 def exit_code(report: RocketMQInspectReport) -> int:
-    """2 when a file cannot be read, 1 when the plan drops anything or a cross-check found an error."""
+    """2 when a file cannot be read, 1 when the plan loses anything or a cross-check found an error."""
     if report["summary"]["unreadable"]:
         return 2
-    if report["summary"]["errors"] or any(plan_drops(s["plan"]) for s in report["stores"]):
+    if report["summary"]["errors"] or any(plan_loses(s["plan"]) for s in report["stores"]):
         return 1
     return 0
 

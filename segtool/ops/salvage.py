@@ -414,7 +414,7 @@ def _read_store(store: Store, progress, report: dict) -> dict:
                     failed_crc += 1
                 if advance is not None and isinstance(piece, dict):
                     advance(piece["fileOffset"] + piece["totalSize"])
-    queued, conflicts = _queue_units(messages)
+    queued, conflicts, taken = _queue_units(messages)
     units_per_file = _units_per_file(store)
     hash_slots, index_num, geometry_source = index_geometry(Path(store.root), None, None)
     dispatches = [rs.DispatchRequest(m["dispatch"]["commitLogOffset"], m["storeTimestamp"], m["sysFlag"],
@@ -433,14 +433,16 @@ def _read_store(store: Store, progress, report: dict) -> dict:
         "index": index, "geometry": {"hash_slot_num": hash_slots, "index_num": index_num,
                                      "file_size": rmq.index_file_size(hash_slots, index_num),
                                      "source": geometry_source},
-        "lost_queue_offsets": _lost_queue_offsets(store, queued, damaged),
+        "lost_queue_offsets": _lost_queue_offsets(store, queued, taken, damaged),
     }
 
 
 def _queue_units(messages: list[dict]):
     """Per (topic, queueId): {queue offset: (phyOffset, size, tagsCode)} of the messages RocketMQ queues
-    (not prepared or rolled-back transactions); a second message at a taken queue offset is a conflict."""
+    (not prepared or rolled-back transactions), a second message at a taken queue offset being a conflict;
+    and per queue the offsets each takes (an inner batch INNER_NUM of them, CommitLog.setBatchSizeIfNeeded)."""
     queued: dict[tuple[str, int], dict[int, tuple[int, int, int]]] = defaultdict(dict)
+    taken: dict[tuple[str, int], dict[int, int]] = defaultdict(dict)
     conflicts = []
     for m in messages:
         if m["transactionType"] not in DISPATCHED_TRAN_TYPES or not m["dispatch"]["success"]:
@@ -459,7 +461,8 @@ def _queue_units(messages: list[dict]):
                                         f"{units[m['queueOffset']][0]}: kept in the CommitLog, not queued"})
             continue
         units[m["queueOffset"]] = (m["phyOffset"], m["totalSize"], m["dispatch"]["tagsCode"])
-    return dict(queued), conflicts
+        taken[(m["topic"], m["queueId"])][m["queueOffset"]] = rmq.queue_offsets_taken(m["properties"])
+    return dict(queued), conflicts, dict(taken)
 
 
 def _names_a_directory(topic: str) -> bool:
@@ -493,13 +496,15 @@ def _queue_files(units: dict[int, tuple[int, int, int]], units_per_file: int) ->
     return files
 
 
-def _lost_queue_offsets(store: Store, queued: dict, damaged: list[dict]) -> list[dict]:
-    """Queue offsets no survivor holds: gaps between survivors, those a damaged range lost (inferred from its
-    neighbours), and those the input store's ConsumeQueue lists beyond the survivors."""
+def _lost_queue_offsets(store: Store, queued: dict, taken: dict, damaged: list[dict]) -> list[dict]:
+    """Queue offsets no survivor holds: gaps between survivors (a survivor holds the offsets it takes: an
+    inner batch INNER_NUM), those a damaged range lost (inferred from its neighbours), and those the input
+    store's ConsumeQueue lists beyond the survivors."""
     lost: dict[tuple[str, int], list[tuple[int, int]]] = defaultdict(list)
     for queue, units in queued.items():
         offsets = sorted(units)
-        lost[queue] += [(a + 1, b - 1) for a, b in zip(offsets, offsets[1:]) if b > a + 1]
+        ends = [a + taken[queue][a] - 1 for a in offsets]  # the last offset each survivor holds
+        lost[queue] += [(end + 1, b - 1) for end, b in zip(ends, offsets[1:]) if b > end + 1]
     for item in damaged:
         if item.get("topic") is not None and item["first_offset"] is not None and item["offsets_lost"]:
             lost[(item["topic"], item["queue_id"])].append((item["first_offset"], item["last_offset"]))
@@ -513,7 +518,8 @@ def _lost_queue_offsets(store: Store, queued: dict, damaged: list[dict]) -> list
             lost[(topic, queue_id)].append((low, high - 1))
     out = []
     for (topic, queue_id), ranges in sorted(lost.items()):
-        kept = _merge([(offset, offset) for offset in queued.get((topic, queue_id), {})])
+        held = taken.get((topic, queue_id), {})
+        kept = _merge([(offset, offset + held[offset] - 1) for offset in queued.get((topic, queue_id), {})])
         out += [{"topic": topic, "queue_id": queue_id, "first_offset": first, "last_offset": last}
                 for first, last in _subtract(_merge(ranges), kept)]
     return out
