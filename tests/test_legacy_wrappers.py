@@ -69,6 +69,7 @@ def test_a_damaged_wrapper_loses_exactly_its_inner_offsets(tmp_path, segment):
     assert run.returncode == 1, run.stderr
     (salvaged,) = json.loads(run.stdout)["partitions"]
     assert salvaged["offset_ranges_lost"] == [{"first_offset": first, "last_offset": last}]
+    assert [(r["first_offset"], r["last_offset"]) for r in salvaged["damaged_ranges"]] == [(first, last)]
 
     dump = [json.loads(line) for line in segtool("dump", "--json", str(log)).stdout.splitlines()]
     (damaged,) = [item for item in dump if item["kind"] == "damaged_range"]
