@@ -28,7 +28,7 @@ from segtool.rocketmq import store_files as rmq
 from segtool.engine.carving import KAFKA, ROCKETMQ, next_find
 from segtool.kafka.log import (BATCH_HEADER_V2_FAST, BATCH_V2_OVERHEAD, DEFAULT_CAP, MAGIC_AT, BatchScan,
                                RecordBatch, batch_at)
-from segtool.kafka.records import batch_records
+from segtool.kafka.records import base_offset_of, batch_records
 from segtool.formats.outcomes import DamageReason, WalkEnd
 from segtool.formats.ranges import span
 
@@ -109,7 +109,7 @@ def kafka_pieces(buf, path: str, base_offset: int | None = None, next_base_offse
                 if not batch.crc_valid:
                     damage = batch.position, DamageReason.CRC_MISMATCH, (
                         f"CRC stored {batch.crc} but computed {batch.computed_crc()} for the batch of "
-                        f"{span(batch.base_offset, batch.last_offset)}")
+                        f"{span(_damaged_first_offset(batch, previous_last, path), batch.last_offset)}")
                     break
                 previous_last = batch.last_offset
         except CorruptData as exc:
@@ -122,7 +122,9 @@ def kafka_pieces(buf, path: str, base_offset: int | None = None, next_base_offse
         first, reason, message = damage
         found = next_find(buf, first + 1, end, KAFKA)
         stop = end if found is None else found.position
-        following = None if found is None else batch_at(buf, found.position, path).base_offset
+        # the next valid batch's first offset: for a compressed legacy wrapper that decompresses its
+        # inner set, once per damaged range (its own offset field is its last offset)
+        following = None if found is None else _following_base_offset(batch_at(buf, found.position, path), path)
         if reason is not DamageReason.CRC_MISMATCH and _all_zero(buf, first, stop):
             reason, message = DamageReason.ZERO_FILLED, f"{stop - first} zero bytes"
         last_lost = (following if following is not None else next_base_offset)
@@ -134,6 +136,25 @@ def kafka_pieces(buf, path: str, base_offset: int | None = None, next_base_offse
         if found is None:
             return
         pos = found.position
+
+
+def _damaged_first_offset(batch: RecordBatch, previous_last: int | None, path: str) -> int:
+    """The first offset a batch whose checksum fails held: Kafka's ``baseOffset()`` when its records
+    still decode; else, for a compressed legacy wrapper (whose own offset is its last), the offset after
+    the valid batch before it, which is what the damaged range it opens names too."""
+    first = base_offset_of(batch, path=path)
+    if first is not None and first <= batch.last_offset:
+        return first
+    if previous_last is not None and previous_last < batch.last_offset:
+        return previous_last + 1
+    return batch.last_offset
+
+
+def _following_base_offset(batch: RecordBatch, path: str) -> int:
+    """``base_offset_of`` a valid batch after damage; a wrapper whose inner set does not decode gives its own
+    offset (the last it held), the nearest bound known."""
+    first = base_offset_of(batch, path=path)
+    return batch.base_offset if first is None else first
 
 
 def _torn_batch_end(buf, position: int, end: int) -> int | None:
@@ -188,13 +209,16 @@ def lost_past_cut(buf, path: str, position: int, next_offset: int, next_base_off
             failed = batch_record_count(piece, path, cap)  # the range it opens comes next
             continue
         else:
-            count = batch_record_count(piece, path, cap)
+            decoded = _decoded_records(piece, path, cap)
+            count = max(piece.record_count or 0, 0) if decoded is None else len(decoded)
             records += count
             salvageable += count
             batches += 1
-            kept_first = piece.base_offset if kept_first is None else kept_first
+            # a wrapper's first inner offset (a wrapper whose inner set does not decode: its own offset)
+            low = base_offset_of(piece, decoded) if decoded else piece.base_offset
+            kept_first = low if kept_first is None else kept_first
             kept_last = piece.last_offset
-            low, high = piece.base_offset, piece.last_offset
+            high = piece.last_offset
         first = low if first is None else min(first, low)
         last = high if last is None else max(last, high)
     return LostPastCut(records, salvageable, first, last, tuple(ranges), batches, kept_first, kept_last)
@@ -203,12 +227,18 @@ def lost_past_cut(buf, path: str, position: int, next_offset: int, next_base_off
 def batch_record_count(batch: RecordBatch, path: str, cap: int = DEFAULT_CAP) -> int:
     """Records a batch holds: a v2 header's count, a legacy wrapper's inner messages (none when they do not
     decode)."""
+    decoded = _decoded_records(batch, path, cap)
+    return max(batch.record_count or 0, 0) if decoded is None else len(decoded)
+
+
+def _decoded_records(batch: RecordBatch, path: str, cap: int):
+    """A legacy message's records (``[]`` when they do not decode); None for a v2 batch, whose header counts them."""
     if batch.magic >= 2:
-        return max(batch.record_count or 0, 0)
+        return None
     try:
-        return len(batch_records(batch, path, cap))
+        return batch_records(batch, path, cap)
     except CorruptData:
-        return 0
+        return []
 
 
 @dataclass(frozen=True)

@@ -120,6 +120,8 @@ class RecordBatch:
 
     position: int  # byte position of the batch in its file
     magic: int
+    # the header's offset field; for a legacy message that is its own offset, for a compressed wrapper
+    # the last inner offset: Kafka's baseOffset() is then the first inner one (records.base_offset_of)
     base_offset: int
     last_offset: int
     size: int  # bytes in the file including the 12-byte log overhead
@@ -180,6 +182,11 @@ class RecordBatch:
     @property
     def end(self) -> int:
         return self.position + self.size
+
+    @property
+    def wrapper_offset(self) -> int | None:
+        """A legacy message's own offset field (a compressed wrapper's: Kafka's lastOffset()); None for v2."""
+        return self.last_offset if self.magic < 2 else None
 
     @property
     def crc_valid(self) -> bool:

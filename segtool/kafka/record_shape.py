@@ -14,7 +14,8 @@ from segtool.formats.record_shapes import Field, by_name
 BATCH_FIELDS = (
     Field("position", "position", int, "int64", "byte position of the batch in its file"),
     Field("magic", "magic", int, "int8", "batch format: 2 (record batch), 1 or 0 (legacy message sets)"),
-    Field("base_offset", "base_offset", int, "int64", "first offset of the batch"),
+    Field("base_offset", "base_offset", int, "int64",
+          "first offset of the batch (Kafka's baseOffset(); a compressed legacy wrapper's: its first inner message's)"),
     Field("last_offset", "last_offset", int, "int64", "last offset of the batch"),
     Field("size", "size", int, "int64", "bytes in the file including the 12-byte log overhead"),
     Field("crc", "crc", int, "int64", "the CRC as stored"),
@@ -36,11 +37,14 @@ BATCH_FIELDS = (
     Field("is_control", "is_control", bool, "bool_", "the batch is a control batch", required=False),
     Field("delete_horizon_ms", "delete_horizon_ms", int | None, "int64",
           "when the cleaner may drop its tombstones and markers (null when not set)", required=False),
+    Field("wrapper_offset", "wrapper_offset", int, "int64",
+          "legacy: the message's own offset field (a compressed wrapper's is its last inner offset)", required=False),
 )
 BATCH = by_name(BATCH_FIELDS)
-# a legacy message has the fields every batch has; a v2 batch also the others (``required=False``)
+# a legacy message has the fields every batch has and its own offset; a v2 batch the others (``required=False``)
 BATCH_EVERY = tuple(field for field in BATCH_FIELDS if field.required)
-BATCH_V2 = tuple(field for field in BATCH_FIELDS if not field.required)
+BATCH_LEGACY = (BATCH["wrapper_offset"],)
+BATCH_V2 = tuple(field for field in BATCH_FIELDS if not field.required and field not in BATCH_LEGACY)
 
 RECORD_FIELDS = (
     Field("batch_position", "position", int, "int64", "byte position of the record's batch (legacy: wrapper)"),

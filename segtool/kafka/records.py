@@ -191,6 +191,24 @@ def batch_records(batch: RecordBatch, path=None, cap: int = DEFAULT_CAP) -> list
     return legacy_records(batch, path, cap)
 
 
+def base_offset_of(batch: RecordBatch, records: list[Record] | None = None, path=None,
+                   cap: int = DEFAULT_CAP) -> int | None:
+    """Kafka's ``RecordBatch.baseOffset()``: a v2 batch's header field (``DefaultRecordBatch``), a legacy
+    message's own offset, and for a compressed legacy wrapper its first inner message's offset
+    (``AbstractLegacyRecordBatch.baseOffset``: ``iterator().next().offset()``; the wrapper's own offset
+    field is its ``lastOffset``).  ``records``: the batch's, when the caller decoded them; else a
+    compressed wrapper is decompressed here (one inner set per call).  None for a wrapper whose inner
+    set does not decode: its first offset is then unknown."""
+    if batch.magic >= 2 or batch.codec == 0:
+        return batch.base_offset
+    if records is None:
+        try:
+            records = legacy_records(batch, path, cap)
+        except CorruptData:
+            return None
+    return records[0].offset if records else None
+
+
 def decompressed_payload(batch: RecordBatch, payload, path, cap: int) -> bytes:
     from segtool.formats.compression import decompress
 
@@ -204,7 +222,7 @@ def legacy_records(wrapper: RecordBatch, path=None, cap: int = DEFAULT_CAP) -> l
     """Inner messages of a legacy entry (itself when it is not compressed)."""
     if wrapper.codec == 0:
         return [Record(
-            wrapper.base_offset, wrapper.max_timestamp, wrapper.key, wrapper.value, (),
+            wrapper.wrapper_offset, wrapper.max_timestamp, wrapper.key, wrapper.value, (),
             attributes=wrapper.attributes, crc=wrapper.crc, crc_valid=wrapper.crc_valid,
             magic=wrapper.magic, position=wrapper.position,
         )]
@@ -225,9 +243,10 @@ def legacy_records(wrapper: RecordBatch, path=None, cap: int = DEFAULT_CAP) -> l
     if scan.valid_bytes != len(data):
         raise CorruptData("compressed wrapper message ends inside an inner message", path, wrapper.position)
     records = []
-    if wrapper.magic >= 1 and inner:
-        # v1: inner offsets are relative; the wrapper carries the absolute last offset
-        shift = wrapper.base_offset - inner[-1].base_offset
+    if wrapper.magic >= 1 and inner and wrapper.wrapper_offset != 0:
+        # v1: inner offsets are relative; the wrapper carries the absolute last offset (Kafka's
+        # DeepRecordsIterator takes a wrapper offset of 0, as some librdkafka versions write, as no shift)
+        shift = wrapper.wrapper_offset - inner[-1].base_offset
     else:
         shift = 0
     for msg in inner:

@@ -525,23 +525,24 @@ def _carve_kafka(buf, found: Find, path: str, placer: _Placer, outputs: _Outputs
     (whose first offset is its first inner message's)."""
     batch = batch_at(buf, found.position, path)
     tally.kafka_batches += 1
-    item = batch_item(batch)
     records = None
     try:
         if records_too or batch.magic < 2:
             records = batch_records(batch, path)
     except SegtoolError as exc:  # the batch's checksum held, its records do not decode (a codec we cannot read)
+        item = batch_item(batch, [], path)
         run_id, unplaced = placer.undecodable(found, path, exc.message, batch.base_offset, batch.last_offset)
         record_count = 0
     else:
-        first = records[0].offset if records and batch.magic < 2 else batch.base_offset
+        item = batch_item(batch, records, path)
+        first = item["base_offset"]
         record_count = len(records) if records is not None else batch.record_count or 0
         run_id, unplaced = placer.place_batch(found, path, batch, first, record_count)
     item.update(file=path, format=KAFKA, run_id=run_id, unplaced=unplaced)
     outputs.row(KAFKA_BATCHES, {**item, "records_decoded": None if records is None else len(records)})
     tally.kafka_records += record_count
     if line is not None:
-        line.take(run_id, record_count, batch.base_offset, batch.last_offset)
+        line.take(run_id, record_count, item["base_offset"], batch.last_offset)
         return
     outputs.line(item)
     for record in records or ():
@@ -636,7 +637,7 @@ def _carve_kafka_chain(buf, chain: Chain, path: str, placer: _Placer, outputs: _
             "last_sequence": headers.last_sequence, "is_transactional": (attributes & 0x10) != 0,
             "is_control": (attributes & 0x20) != 0,
             "delete_horizon_ms": pa.array(headers.base_timestamp, mask=(attributes & 0x40) == 0),
-            "records_decoded": pa.nulls(count, pa.int32()),
+            "wrapper_offset": pa.nulls(count, pa.int64()), "records_decoded": pa.nulls(count, pa.int32()),
         })
 
 

@@ -17,7 +17,7 @@ from segtool.engine.salvage import DamagedRange, kafka_pieces
 from segtool.kafka.log import DEFAULT_CAP, BatchHeaders, BatchScan, RecordBatch
 from segtool.kafka.record_columns import chunk_records
 from segtool.kafka.record_shape import BATCH_EVERY, BATCH_V2
-from segtool.kafka.records import batch_records, control_record_type
+from segtool.kafka.records import base_offset_of, batch_records, control_record_type
 from segtool.kafka.names import has_offset_name, internal_topic, offset_from_file_name
 from segtool.ops.runs import BatchRun
 
@@ -50,11 +50,20 @@ def record_item(batch, record, path: str | None = None) -> dict:
     return item
 
 
-def batch_item(batch) -> dict:
-    """A Kafka batch as every command shows it: dump's batch item, carve's finds (``record_shape.BATCH_FIELDS``)."""
+def batch_item(batch, records=None, path: str | None = None, cap: int = DEFAULT_CAP) -> dict:
+    """A Kafka batch as every command shows it: dump's batch item, carve's finds (``record_shape.BATCH_FIELDS``).
+
+    A legacy message's ``base_offset`` is Kafka's ``baseOffset()`` (``records.base_offset_of``): for a
+    compressed wrapper its first inner offset, from ``records`` when the caller decoded them (``[]``: they
+    do not decode), else (None) by decompressing the wrapper here; its own offset field is ``wrapper_offset``."""
     item = {"kind": "batch", **dict(zip(_BATCH_EVERY_NAMES, _batch_every(batch)))}
     if batch.magic >= 2:
         item.update(zip(_BATCH_V2_NAMES, _batch_v2(batch)))
+    else:
+        first = base_offset_of(batch, records, path, cap)
+        if first is not None:  # else its inner set does not decode: its own offset is all that is known
+            item["base_offset"] = first
+        item["wrapper_offset"] = batch.wrapper_offset
     return item
 
 
@@ -90,16 +99,20 @@ def _record_decoder(path: str):
 
 
 def _batch_items(batch: RecordBatch, path: str, deep: bool, cap: int, decode=None) -> Iterator[dict]:
-    yield batch_item(batch)
+    records, error = None, None
     if deep:
         try:
-            for record in batch_records(batch, path, cap):
-                item = record_item(batch, record)
-                if decode is not None and not batch.is_control:
-                    item["decoded"] = decode(record.key, record.value)
-                yield item
+            records = batch_records(batch, path, cap)
         except SegtoolError as exc:  # the batch's records, not its framing: the next batch is still there
-            yield {"kind": "error", "byte_offset": exc.offset, "message": exc.message}
+            error = {"kind": "error", "byte_offset": exc.offset, "message": exc.message}
+    yield batch_item(batch, [] if error else records, path, cap)
+    for record in records or ():
+        item = record_item(batch, record)
+        if decode is not None and not batch.is_control:
+            item["decoded"] = decode(record.key, record.value)
+        yield item
+    if error is not None:
+        yield error
 
 
 _RUN_HEADER_FIELDS = ("base_offset", "partition_leader_epoch", "crc", "attributes", "last_offset_delta",

@@ -559,7 +559,7 @@ def _summary(pairs: list[tuple[object, dict]]) -> dict:
     counted = None
     for batch, record in pairs:
         if (record["file"], batch.position) != counted:
-            summary.add_batch({**batch_item(batch), "file": record["file"]})
+            summary.add_batch({**batch_item(batch, path=record["file"]), "file": record["file"]})
             counted = (record["file"], batch.position)
         summary.add_record(record)
     return summary.report()

@@ -36,10 +36,10 @@ from segtool.kafka.partition import Segment
 from segtool.kafka.recovery import DEFAULT_INDEX_INTERVAL_BYTES, ProducerTxnState, recover_segment
 from segtool.engine.safe_write import plan_outputs, tree_outputs, write_atomically
 from segtool.engine.salvage import DamagedRange, body_crc_valid, commitlog_pieces, kafka_pieces
-from segtool.errors import CorruptData, NothingFound, SegtoolError, UnreadableInput
+from segtool.errors import NothingFound, SegtoolError, UnreadableInput
 from segtool.rocketmq import store_files as rmq
 from segtool.kafka.log import RecordBatch
-from segtool.kafka.records import batch_records
+from segtool.kafka.records import base_offset_of
 from segtool.kafka.names import INDEX, LOG, TIME_INDEX, TXN_INDEX, file_name
 from segtool.kafka.state import read_leader_epoch_checkpoint, read_partition_metadata
 from segtool.formats.file_kinds import FileKind
@@ -280,15 +280,10 @@ def _salvage_partition(partition: Partition, out: str, interval: int, force: boo
 
 
 def _first_offset(record_batch: RecordBatch, path: str) -> int:
-    """A batch's first offset; a legacy message set's is that of its first inner message (the wrapper
-    carries the last one)."""
-    if record_batch.magic >= 2:
-        return record_batch.base_offset
-    try:
-        records = batch_records(record_batch, path)
-    except CorruptData:  # a checksum-valid wrapper whose inner set does not decode: its own offset is all we know
-        return record_batch.base_offset
-    return records[0].offset if records else record_batch.base_offset
+    """``base_offset_of`` a batch salvage keeps; a checksum-valid wrapper whose inner set does not decode
+    gives its own offset, all that is known of it."""
+    first = base_offset_of(record_batch, path=path)
+    return record_batch.base_offset if first is None else first
 
 
 def _choose(found: list[_Found], segments: list[Segment], bases: list[int]):

@@ -25,7 +25,7 @@ from segtool.kafka import index as kafka_index
 from segtool.kafka.names import INDEX, KRAFT_SNAPSHOT, LOG, offset_from_file_name, sibling
 from segtool.kafka.log import BatchScan
 from segtool.kafka.record_columns import chunk_records
-from segtool.kafka.records import batch_records
+from segtool.kafka.records import base_offset_of, batch_records
 from segtool.ops.render import damaged_range_text
 from segtool.formats.ranges import span
 
@@ -56,14 +56,24 @@ class _BatchChecks(SegmentObserver):
 
     def batch(self, batch) -> None:
         self.batches += 1
-        if self.first_base is None:
-            self.first_base = batch.base_offset
-        self.problems.extend(self._problems(batch, self.previous_last))
-        self.previous_last = batch.last_offset
+        records, undecodable = None, None
         if self.deep:
-            self._decode(batch)
+            try:
+                records = batch_records(batch, self.path)
+            except CorruptData as exc:
+                records, undecodable = [], finding(FindingKind.RECORD_STRUCTURE, exc.offset, exc.message)
+            self.records += len(records)
         elif batch.magic >= 2:
             self.records += batch.record_count or 0
+        # Kafka's baseOffset(): a compressed legacy wrapper's is its first inner offset, which a shallow
+        # verify decompresses the wrapper for (legacy segments only); unknown when the inner set does not decode
+        first = base_offset_of(batch, records, self.path)
+        if self.first_base is None:
+            self.first_base = batch.base_offset if first is None else first
+        self.problems.extend(self._problems(batch, self.previous_last, first))
+        self.previous_last = batch.last_offset
+        if undecodable is not None:
+            self.problems.append(undecodable)
 
     def _decode(self, batch) -> None:
         try:
@@ -102,12 +112,20 @@ class _BatchChecks(SegmentObserver):
         self.previous_last = int(last_offset[-1])
         self.batches += len(headers)
 
-    def _problems(self, batch, previous_last: int | None) -> list[Finding]:
+    def _problems(self, batch, previous_last: int | None, first: int | None = None) -> list[Finding]:
+        """The header's problems; ``first``: the batch's first offset (``base_offset_of``), None where it is
+        unknown (a legacy wrapper whose inner set does not decode: no gap or order is claimed from it)."""
         problems = []
         base = self.base
+        known = first is not None or batch.magic >= 2
+        if not known:  # the findings name the offsets the wrapper's neighbour leaves it, as its damaged range does
+            first = previous_last + 1 if previous_last is not None and previous_last < batch.last_offset \
+                else batch.last_offset
+        elif first is None:
+            first = batch.base_offset
 
         def add(kind: FindingKind, message: str) -> None:
-            problems.append(finding(kind, batch.position, message, offset=batch.base_offset))
+            problems.append(finding(kind, batch.position, message, offset=first))
 
         if not batch.crc_valid:
             algorithm = "CRC-32C" if batch.magic >= 2 else "CRC32"
@@ -118,15 +136,15 @@ class _BatchChecks(SegmentObserver):
         if batch.last_offset - base > _INT32_MAX:
             add(FindingKind.RELATIVE_OFFSET_OVERFLOW, f"offset {batch.last_offset} is more than 2^31-1 past the "
                                                       f"segment base {base}")
-        if batch.base_offset < base:
-            add(FindingKind.OFFSET_BEFORE_BASE, f"batch base offset {batch.base_offset} is below the segment base "
+        if known and first < base:
+            add(FindingKind.OFFSET_BEFORE_BASE, f"batch base offset {first} is below the segment base "
                                                 f"{base}")
-        if previous_last is not None:
-            if batch.base_offset <= previous_last:
-                add(FindingKind.OFFSETS_NOT_INCREASING, f"batch starts at {batch.base_offset} after offset "
+        if previous_last is not None and known:
+            if first <= previous_last:
+                add(FindingKind.OFFSETS_NOT_INCREASING, f"batch starts at {first} after offset "
                                                         f"{previous_last}")
-            elif batch.base_offset > previous_last + 1:
-                add(FindingKind.OFFSET_GAP, f"{span(previous_last + 1, batch.base_offset - 1)} are absent "
+            elif first > previous_last + 1:
+                add(FindingKind.OFFSET_GAP, f"{span(previous_last + 1, first - 1)} are absent "
                                             "(legal after compaction)")
         return problems
 

@@ -26,7 +26,7 @@ from segtool.findings import FindingKind, finding
 from segtool.engine.salvage import DamagedRange, commitlog_pieces, kafka_pieces
 from segtool.kafka.log import DEFAULT_CAP, RecordBatch
 from segtool.kafka.record_columns import batch_columns
-from segtool.kafka.records import batch_records, control_record_type
+from segtool.kafka.records import base_offset_of, batch_records, control_record_type
 from segtool.formats.outcomes import WalkEnd
 from segtool.pipeline import storage
 from segtool.ops.render import damaged_range_text
@@ -90,6 +90,7 @@ class _KafkaBuilder:
         self.b_position: list[int] = []
         self.b_base: list[int] = []
         self.b_last: list[int] = []
+        self.b_wrapper: list[int] = []  # a legacy message's own offset field; -1 (null) for v2
         self.b_magic: list[int] = []
         self.b_epoch: list[int] = []
         self.b_ts_type: list[str] = []
@@ -116,11 +117,12 @@ class _KafkaBuilder:
         self.control: list = []
         self.record_crc: list = []
 
-    def _batch(self, batch: RecordBatch, n: int, shift: int) -> None:
+    def _batch(self, batch: RecordBatch, n: int, shift: int, base_offset: int) -> None:
         self.counts.append(n)
         self.b_position.append(batch.position + shift)
-        self.b_base.append(batch.base_offset)
+        self.b_base.append(base_offset)
         self.b_last.append(batch.last_offset)
+        self.b_wrapper.append(-1 if batch.wrapper_offset is None else batch.wrapper_offset)
         self.b_magic.append(batch.magic)
         self.b_epoch.append(batch.partition_leader_epoch)
         self.b_ts_type.append(batch.timestamp_type)
@@ -134,7 +136,7 @@ class _KafkaBuilder:
 
     def add_columns(self, batch: RecordBatch, columns, shift: int) -> None:
         n = columns.count
-        self._batch(batch, n, shift)
+        self._batch(batch, n, shift, batch.base_offset)
         offset_delta = columns.offset_delta
         self.offset.extend((offset_delta + batch.base_offset).tolist())
         if batch.is_log_append_time:
@@ -175,7 +177,8 @@ class _KafkaBuilder:
         self.record_crc.extend([None] * n)
 
     def add_records(self, batch: RecordBatch, records, shift: int) -> None:
-        self._batch(batch, len(records), shift)
+        first = base_offset_of(batch, records)  # Kafka's baseOffset(): a compressed wrapper's first inner offset
+        self._batch(batch, len(records), shift, batch.base_offset if first is None else first)
         control = batch.is_control
         legacy = batch.magic < 2
         with_values = self.with_values
@@ -216,6 +219,7 @@ class _KafkaBuilder:
             codes = np.asarray([labels.index(v) for v in values], dtype=np.int32)
             return pa.DictionaryArray.from_arrays(np.repeat(codes, counts), labels).cast(pa.string())
 
+        wrapper_offsets = per_batch(self.b_wrapper, np.int64)
         headers = pa.ListArray.from_arrays(
             pa.array(self.h_offsets, pa.int32()),
             pa.StructArray.from_arrays([pa.array(self.h_keys, pa.string()), pa.array(self.h_values, pa.binary())],
@@ -230,6 +234,7 @@ class _KafkaBuilder:
             "batch_position": pa.array(per_batch(self.b_position, np.int64)),
             "batch_base_offset": pa.array(per_batch(self.b_base, np.int64)),
             "batch_last_offset": pa.array(per_batch(self.b_last, np.int64)),
+            "batch_wrapper_offset": pa.array(wrapper_offsets, mask=wrapper_offsets < 0),
             "magic": pa.array(per_batch(self.b_magic, np.int8)),
             "partition_leader_epoch": pa.array(per_batch(self.b_epoch, np.int32)),
             "timestamp": pa.array(self.timestamp, pa.int64()),

@@ -59,8 +59,11 @@ COLUMNS = [
     # Kafka
     ("segment_base_offset", pa.int64(), KAFKA, "base offset of the segment (its file name)"),
     ("batch_position", pa.int64(), KAFKA, "byte position of the record's batch (legacy: wrapper message) in the .log"),
-    ("batch_base_offset", pa.int64(), KAFKA, "first offset of the batch"),
+    ("batch_base_offset", pa.int64(), KAFKA, "first offset of the batch (Kafka's baseOffset(); a compressed legacy "
+                                             "wrapper's: its first inner message's)"),
     ("batch_last_offset", pa.int64(), KAFKA, "last offset of the batch"),
+    ("batch_wrapper_offset", pa.int64(), KAFKA, "legacy: the message's own offset field (a compressed wrapper's is "
+                                                "its last inner offset); null for v2 batches"),
     ("magic", pa.int8(), KAFKA, "batch format: 2 (record batch), 1 or 0 (legacy message sets)"),
     ("partition_leader_epoch", pa.int32(), KAFKA, "leader epoch stamped on the batch (-1 for legacy)"),
     ("timestamp", pa.int64(), KAFKA, "the record's timestamp, ms (LogAppendTime: the batch's append time; -1 for v0)"),
