@@ -756,7 +756,7 @@ def rebuild_index(
             from segtool.ops.text import rebuild_rocketmq_lines
 
             _print_lines(rebuild_rocketmq_lines(reports))
-        raise typer.Exit(EXIT_CLEAN)
+        raise typer.Exit(EXIT_PROBLEMS if any(r["recovery_cut"] for r in reports) else EXIT_CLEAN)
     runner = _pipeline_engine(engine, master, conf)
     if runner is not None:
         from segtool.pipeline.rebuild import rebuild_distributed
@@ -785,7 +785,8 @@ def rebuild_index(
 
             _print_lines(rebuild_rocketmq_lines(report["stores"]))
     _name_unreadable(report["unreadable"])
-    truncated = any(seg["bytes_kafka_would_truncate"] for seg in report["segments"])
+    truncated = any(seg["bytes_kafka_would_truncate"] for seg in report["segments"]) or any(
+        r["recovery_cut"] for r in report.get("stores", []))
     raise typer.Exit(EXIT_UNREADABLE if report["unreadable"] else EXIT_PROBLEMS if truncated else EXIT_CLEAN)
 
 

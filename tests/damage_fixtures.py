@@ -463,7 +463,10 @@ def rocketmq5_zeroed_hole(base: Path) -> Fixture:
     with open(commitlog, "r+b") as handle:
         handle.seek(1000)
         handle.write(bytes(1024))
-    return Fixture("rocketmq5_zeroed_hole", store, frozenset({"commitlog"}), store=store, logdir=store,
+    # "rewritten_copies": its compaction log holds messages of the CommitLog rewritten (other bytes, the
+    # same queue offsets), as CompactionLog writes them
+    return Fixture("rocketmq5_zeroed_hole", store, frozenset({"commitlog", "rewritten_copies"}), store=store,
+                   logdir=store,
                    lookup_args=("--topic", "TopicA", "--key", "k0"))
 
 

@@ -185,7 +185,8 @@ def lookup_key(path: str, key: str, *, topic: str | None = None, begin: int = 0,
                                                      include_collisions=include_collisions))
         _mark_index_states(store, answer, topic, key, begin, end)
         answer["mqadmin_rows"] = _query_msg_by_key_rows(store, answer["query_message_phy_offsets"], key)
-    return answer
+        root = store.root
+    return _with_store_recovery(answer, root, answer["query_message_phy_offsets"])
 
 
 def _query_msg_by_key_rows(store, phy_offsets: list[int], key: str) -> list[dict]:
@@ -486,12 +487,13 @@ def lookup_queue(path: str, topic: str, queue_id: int, queue_offset: int) -> Loo
     with StoreView(path) as store:
         answer = snake_case_keys(store.queue_unit(topic, queue_id, queue_offset))
         root = store.root
-    return _with_store_recovery(answer, root)
+    return _with_store_recovery(answer, root, [] if answer["phy_offset"] is None else [answer["phy_offset"]])
 
 
-def _with_store_recovery(answer: dict, root) -> dict:
-    """A queue answer, with where the store's CommitLog recovery cuts and what it drops
-    (``engine.salvage.store_recovery_loss``: the figures verify, inspect and salvage give), if it drops anything."""
+def _with_store_recovery(answer: dict, root, phy_offsets: list[int]) -> dict:
+    """A queue or key answer, with where the store's CommitLog recovery cuts and what it drops
+    (``engine.salvage.store_recovery_loss``: the figures verify, inspect and salvage give), if it drops
+    anything; ``after_recovery_cut`` says whether a message the answer names lies past the cut."""
     from segtool.ops.verify_rocketmq.store import StoreContext
 
     ctx = StoreContext(Path(root))
@@ -503,11 +505,14 @@ def _with_store_recovery(answer: dict, root) -> dict:
         return answer
     answer["recovery_cut"] = loss.cut_dict()
     answer["beyond_recovery"] = loss.beyond_dict()
-    past = answer["phy_offset"] is not None and answer["phy_offset"] >= loss.phy_offset
+    past = any(phy >= loss.phy_offset for phy in phy_offsets)
     answer["after_recovery_cut"] = past
     deleted = f" and deletes {', '.join(loss.deleted_files)}" if loss.deleted_files else ""
-    unit = (f"this unit points past it: truncateDirtyLogicFiles removes it and a pull at queue offset "
-            f"{answer['queue_offset']} finds nothing; " if past else "")
+    if "queue_offset" in answer:
+        unit = (f"this unit points past it: truncateDirtyLogicFiles removes it and a pull at queue offset "
+                f"{answer['queue_offset']} finds nothing; " if past else "")
+    else:
+        unit = ("messages named here lie past it: after the load they are not in the store; " if past else "")
     answer.setdefault("notes", []).append(
         f"RocketMQ's recovery (CommitLog.recover{'Abnormally' if ctx.abort else 'Normally'}) cuts the CommitLog at "
         f"physical offset {loss.phy_offset} ({os.path.basename(loss.file)} byte {loss.byte}){deleted}: {unit}"

@@ -353,10 +353,10 @@ class BeyondRecovery(TypedDict):
 
 class LookupAnswer(TypedDict):
     """Every lookup answer: the fields of its method, the record(s) or message(s) it found, notes."""
-    recovery_cut: NotRequired[RecoveryCut | StoreRecoveryCut]  # Kafka --offset/--timestamp, RocketMQ --queue-id
+    recovery_cut: NotRequired[RecoveryCut | StoreRecoveryCut]  # Kafka --offset/--timestamp, RocketMQ --queue-id/--key
     damage: NotRequired[list[ReadStopped]]  # Kafka --key: segments searched only up to damage
     beyond_recovery: NotRequired[BeyondRecovery | StoreBeyondRecovery]
-    after_recovery_cut: NotRequired[bool]  # RocketMQ --queue-id: the unit points past the cut (recovery drops it)
+    after_recovery_cut: NotRequired[bool]  # RocketMQ --queue-id/--key: a message the answer names lies past the cut (recovery drops it)
     record: NotRequired[KafkaRecordItem | ShownRecordItem]
     records: NotRequired[list[KafkaRecordItem | ShownRecordItem]]
     message: NotRequired[RocketMQMessageItem | None]
@@ -425,6 +425,7 @@ class RocketMQRebuildReport(TypedDict):
     inputs: list[InputFile]
     dispatch: dict[str, Any]
     build: dict[str, Any]
+    recovery_cut: StoreRecoveryCut | None  # where the store's recovery cuts the CommitLog (exit 1), None: nowhere
 
 
 class RocketMQRebuildReports(TypedDict):

@@ -37,7 +37,7 @@ from pathlib import Path
 from segtool.rocketmq import store as rs
 from segtool.engine.safe_write import fsync_dir, plan_outputs, tree_outputs, unused_name, write_atomically
 from segtool.source import sha256_of
-from segtool.errors import SegtoolError, UnreadableInput
+from segtool.errors import NothingFound, SegtoolError
 from segtool.rocketmq import store_files as rmq
 from segtool.formats.json_names import snake_case_keys
 from segtool.ops.output_schema import RocketMQRebuildReport
@@ -106,6 +106,25 @@ def _holds(path: str, data: memoryview) -> bool:
         return all(handle.read(step) == data[at:at + step] for at in range(0, len(data), step))
 
 
+def _recovery_cut(root: Path, notes: list[str]) -> dict | None:
+    """Where the store's CommitLog recovery cuts (``engine.salvage.store_recovery_loss``, the figures verify,
+    inspect, salvage and lookup give), said in a note: the reput indexes what lies past it too, which the
+    broker drops at its start."""
+    from segtool.ops.verify_rocketmq.store import StoreContext
+
+    ctx = StoreContext(root)
+    try:
+        loss = ctx.loss
+    finally:
+        ctx.close()
+    if loss is None:
+        return None
+    notes.append(f"the CommitLog is damaged: RocketMQ's recovery cuts it at physical offset {loss.phy_offset} "
+                 f"({os.path.basename(loss.file)} byte {loss.byte}), dropping {loss.messages} message(s) "
+                 f"({loss.salvageable} salvageable, {loss.gone} gone); index entries past the cut point at them")
+    return loss.cut_dict()
+
+
 def rebuild_rocketmq_index(store_dir, out_dir=None, in_place: bool = False, hash_slot_num: int | None = None,
                            index_num: int | None = None, *, naming: str = "begin-timestamp",
                            commitlog_dir=None, hash_inputs: bool = True,
@@ -128,7 +147,7 @@ def rebuild_rocketmq_index(store_dir, out_dir=None, in_place: bool = False, hash
     root = rocketmq_names.store_directory(store_dir)
     commitlog = Path(commitlog_dir) if commitlog_dir is not None else root / rocketmq_names.COMMITLOG_DIR
     if not commitlog.is_dir() or not rmq.list_mapped_files(commitlog):
-        raise UnreadableInput("no CommitLog files to rebuild the index from", str(commitlog))
+        raise NothingFound("no CommitLog files to rebuild the index from", str(commitlog))
     if not in_place and out_dir is None:
         raise SegtoolError("give --out DIR (or --in-place to replace the store's index/, with a backup)")
     if in_place and out_dir is not None:
@@ -163,6 +182,7 @@ def rebuild_rocketmq_index(store_dir, out_dir=None, in_place: bool = False, hash
                                    "CommitLog file, as a RocketMQ master does: those messages are not indexed")
         if not build.created:
             report["notes"].append("no message carries a key: RocketMQ creates no index file")
+        report["recovery_cut"] = _recovery_cut(root, report["notes"])
         targets = [str(index_dir / view.name) if in_place else os.path.join(target_dir, view.name)
                    for view in build.created]
         plan_outputs(targets, [str(root), str(commitlog)], in_place, force)

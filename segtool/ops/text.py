@@ -609,6 +609,8 @@ def rebuild_rocketmq_lines(reports: list[dict]) -> Iterator[str]:
         if rep["backup_dir"]:
             yield (f"  the files replaced or removed were moved from {rep['index_dir']} to {rep['backup_dir']} "
                    "(beside it, where a broker does not load them)")
+        for note in rep["notes"]:
+            yield f"  note: {note}"
 
 
 def scan_lines(report: dict) -> Iterator[str]:
