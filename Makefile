@@ -55,9 +55,11 @@ docs: $(STAMP)
 	$(BIN)/python docs/generate_usage.py
 
 # the layers contract in pyproject.toml first, then the tests: the fast tier (no Spark, no browser,
-# no 20,000-input fuzzing pass, few real processes) ...
+# no 20,000-input fuzzing pass, few real processes) ...  segtool's bytecode is compiled first: where
+# PYTHONDONTWRITEBYTECODE is set every process the tests start would compile it again (about 0.1 s each)
 test: $(STAMP)
 	$(BIN)/lint-imports
+	$(BIN)/python -m compileall -q segtool
 	$(BIN)/python -m pytest -q $(XDIST) -m "$(FAST)"
 
 # ... or all of them (CI)
@@ -66,6 +68,7 @@ check: $(STAMP)
 	@# the report's pages are opened in Debian's chromium (tests/test_report.py skips without it)
 	@command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium) >/dev/null 2>&1 \
 		|| echo "no chromium: the report's browser tests will skip"
+	$(BIN)/python -m compileall -q segtool
 	$(BIN)/python -m pytest -q $(XDIST)
 
 # Compiled bytecode first, as an installed wheel has it: this environment sets

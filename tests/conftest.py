@@ -88,6 +88,21 @@ def _no_fork() -> None:
     return None  # what segtool.source.fork_quietly answers when os.fork() fails
 
 
+@pytest.fixture(scope="module")
+def helpers_in_process():
+    """For a module whose process grows large (a Spark driver, whole-corpus scans): the helpers the
+    library forks (the early sha256, the CRC-32C helper) do their work in the caller, as when a fork
+    fails, as ``segtool`` below has them.  Each fork copied this process, once per file: a deep verify
+    of the corpus cost 44 s of CPU instead of 12.  The children are tested in test_hash_beside.py."""
+    from segtool import source
+    from segtool.formats import checksums
+
+    forks = source.fork_quietly, checksums.fork_quietly
+    source.fork_quietly = checksums.fork_quietly = _no_fork
+    yield
+    source.fork_quietly, checksums.fork_quietly = forks
+
+
 def segtool(*args, env: dict | None = None, cwd=None, input: str | None = None,
             timeout: float | None = None) -> subprocess.CompletedProcess:
     """Run the command line in this process, as ``segtool.cli.main`` runs it in its own.

