@@ -1089,7 +1089,7 @@ def _run_command() -> None:
         sys.exit(_State.exit_if_output_closed)
     except SegtoolError as exc:
         _show_traceback()
-        _end_on_error(_error_name(exc), exc.message, exc.path, exc.offset)
+        _end_on_error(_error_name(exc), exc.message, exc.path, exc.offset, skipped=getattr(exc, "skipped", None))
     except ModuleNotFoundError as exc:
         _show_traceback()
         _end_on_error("missing_package", f"this needs the Python package {exc.name!r}, which is not installed: "
@@ -1122,7 +1122,7 @@ def _error_name(exc: SegtoolError) -> str:
 
 
 def _end_on_error(name: str, reason: str, path: str | None = None, offset: int | None = None,
-                  shown: bool = True) -> None:
+                  shown: bool = True, skipped: list[dict] | None = None) -> None:
     """The one line on stderr (unless the parser showed it: ``shown=False``), with --json the
     ErrorReport on stdout, and the contract's exit code, whichever of stdout and stderr is closed."""
     code = _EXIT_OF_ERROR.get(name, EXIT_UNREADABLE)
@@ -1132,6 +1132,8 @@ def _end_on_error(name: str, reason: str, path: str | None = None, offset: int |
     if _State.json_output:
         report = {"error": name, "message": message, "path": None if path is None else str(path),
                   "byte_offset": offset, "reason": reason, "exit_code": code}
+        if skipped:
+            report["skipped"] = skipped
         _say(lambda: sys.stdout.write(to_json(report) + "\n"))
     sys.exit(code)
 

@@ -50,7 +50,13 @@ class UnreadableInput(SegtoolError):
 
 
 class NothingFound(SegtoolError):
-    """The inputs are readable but hold nothing this command works on (exit code 1)."""
+    """The inputs are readable but hold nothing this command works on (exit code 1); ``skipped`` names
+    each file that was looked at, with why it was left (the error report lists them)."""
+
+    def __init__(self, message: str, path: str | None = None, offset: int | None = None,
+                 skipped: list[dict] | None = None):
+        super().__init__(message, path, offset)
+        self.skipped = skipped or []
 
 
 class UsageError(SegtoolError):

@@ -1789,6 +1789,7 @@ class ErrorReport(TypedDict):
     byte_offset: int | None  # where in that file, where known
     reason: str  # the message without the path and offset
     exit_code: int
+    skipped: NotRequired[list[PathReason]]  # nothing_found: each file looked at, with why it was left
 
 
 # shaped records and the summary come from the record filters (docs/filters.md)

@@ -97,7 +97,8 @@ def salvage(paths: list[str], out_dir: str, *, index_interval_bytes: int = DEFAU
     if not partitions and not stores:
         if unreadable:
             raise UnreadableInput(unreadable[0]["reason"], unreadable[0]["path"])
-        raise NothingFound("no Kafka segments and no RocketMQ CommitLog here", paths[0])
+        raise NothingFound("no Kafka segments and no RocketMQ CommitLog here", paths[0],
+                           skipped=[{"path": f.path, "reason": _NOT_TAKEN} for f in found.files])
     report = {"out": out_dir, "index_interval_bytes": index_interval_bytes, "inputs": [], "partitions": [],
               "stores": [], "skipped": [], "unreadable": unreadable}
     # one store alone fills OUT; anything more keeps its place below the paths given

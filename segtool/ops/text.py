@@ -343,6 +343,9 @@ def report_lines(figures: dict, width: int = 80) -> Iterator[Styled]:
     summary = figures["summary"]
     yield from _fitted(f"{_plural(summary['files'], 'file')}: {summary['ok']} ok, {summary['problems']} with problems, "
                        f"{summary['unreadable']} unreadable, {summary['skipped']} skipped", width, "bold", "")
+    for item in figures["files"]:  # each by its whole path, never cut: what could not be read is evidence too
+        if item["status"] == "unreadable":
+            yield f"  unreadable: {item['path']}", "red"
 
 
 def report_written_lines(figures: dict, out: str) -> Iterator[Styled]:

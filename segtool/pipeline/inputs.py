@@ -84,6 +84,6 @@ def discover(paths: list[str]) -> Inputs:
         listing.extend(found.entries)  # detected once: classify takes found entries as they are
     inputs = _from_inventory(classify(listing))
     if not (inputs.kafka or inputs.rocketmq or inputs.unreadable):
-        raise NothingFound("no Kafka segments or RocketMQ CommitLog found here", paths[0])
+        raise NothingFound("no Kafka segments or RocketMQ CommitLog found here", paths[0], skipped=inputs.skipped)
     inputs.skipped = empty + inputs.skipped
     return inputs
