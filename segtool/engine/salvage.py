@@ -102,11 +102,12 @@ def kafka_pieces(buf, path: str, base_offset: int | None = None, next_base_offse
     pos = start
     while pos < end:
         scan = BatchScan(buf, pos, end, path)
-        damage = None
+        damage = failed = None
         try:
             for batch in scan:
                 yield batch
                 if not batch.crc_valid:
+                    failed = batch
                     damage = batch.position, DamageReason.CRC_MISMATCH, (
                         f"CRC stored {batch.crc} but computed {batch.computed_crc()} for the batch of "
                         f"{span(_damaged_first_offset(batch, previous_last, path), batch.last_offset)}")
@@ -130,6 +131,8 @@ def kafka_pieces(buf, path: str, base_offset: int | None = None, next_base_offse
         last_lost = (following if following is not None else next_base_offset)
         if last_lost is None and reason is DamageReason.TRUNCATED:
             last_lost = _torn_batch_end(buf, first, end)
+        if last_lost is None and failed is not None and failed.position + failed.size >= stop:
+            last_lost = failed.last_offset + 1  # the range is the failed batch alone: its header bounds it
         yield DamagedRange(path, first, stop, reason, message,
                            None if previous_last is None else previous_last + 1,
                            None if last_lost is None else last_lost - 1)

@@ -36,10 +36,14 @@ def dump_file(detected: DetectedFile, deep: bool = True, cap: int = DEFAULT_CAP,
     ``MessageRun``s, for renderers that print them a column at a time.  ``for_text``: items carry
     only what the text rendering prints (RocketMQ messages without their bodies and digests)."""
     items = file_format(detected.kind).items(detected.path, DumpOptions(deep, cap, in_runs, for_text))
+    empty = True
     for item in items:
         if not isinstance(item, (BatchRun, MessageRun)):  # a run knows its file
             item["file"] = detected.path
+        empty = False
         yield item
+    if empty:  # every file given is named: one that holds nothing (a 0-byte index) is said to
+        yield {"kind": "skipped", "file": detected.path, "reason": "it holds no batch, record, entry or message"}
 
 
 def shows_damage(item: dict) -> bool:
