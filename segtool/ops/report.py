@@ -398,7 +398,10 @@ class _PartitionFigures:
         if index:
             b = self.buckets
             segment["records"] = int(sum(b["records"][taken]))
-            segment["first_offset"] = int(min(b["first_offset"][taken]))
+            # verify's figure where it has one: a legacy compressed wrapper's first offset is its first inner
+            # message's (AbstractLegacyRecordBatch.baseOffset), which the header columns do not hold
+            segment["first_offset"] = entry.get("first_offset") if entry.get("first_offset") is not None \
+                else int(min(b["first_offset"][taken]))
             segment["last_offset"] = int(max(b["last_offset"][taken]))
             stamps = [t for t in b["create_min"][taken] if t >= 0]
             segment["first_timestamp"] = min(stamps) if stamps else None
