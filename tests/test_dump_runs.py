@@ -76,8 +76,8 @@ def _corpus_files() -> list[Path]:
 
 
 def _corpus_params() -> list:
-    """Every file; the wild corpus's largest segments (about 1-4 MB each, most of the time) in the full tier."""
-    return [pytest.param(path, marks=pytest.mark.slow) if "wild" in path.parts and path.stat().st_size > 900_000
+    """Every file; the wild corpus's segments over 100 KB (most of the time) in the full tier."""
+    return [pytest.param(path, marks=pytest.mark.slow) if "wild" in path.parts and path.stat().st_size > 100_000
             else path for path in _corpus_files()]
 
 

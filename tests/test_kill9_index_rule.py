@@ -35,6 +35,7 @@ def _holders(case) -> dict[tuple[int, int], str]:
     return holders
 
 
+@pytest.mark.slow  # seconds of CPU: the full tier's
 def test_states_match_what_rocketmq_returns_before_and_after_recovery(kill9):
     recovery = golden("kill9-abort", "recovery.json")
     as_written = {g["query"]["id"]: g for g in golden("kill9-abort", "key-lookups.json")["lookups"]}

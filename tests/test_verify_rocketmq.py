@@ -518,6 +518,7 @@ def test_rebuild_in_place_keeps_a_backup_outside_index(tmp_path):
         (str(p), p.stat().st_size, hashlib.sha256(p.read_bytes()).hexdigest()) for p in commitlog]
 
 
+@pytest.mark.slow  # seconds of CPU: the full tier's
 def test_rebuild_with_default_geometry_matches_rocketmqs_420mb_file(tmp_path):
     meta_dir = _clean_multi() / "expected" / "rebuilt-index-default-geometry"
     if not meta_dir.is_dir():

@@ -125,6 +125,7 @@ def _crash(what: str, path, exc: BaseException) -> str:
     return f"{what} {path}: {type(exc).__name__}: {exc}"
 
 
+@pytest.mark.slow  # seconds of CPU: the full tier's
 def test_dump_every_file_raises_nothing_but_segtool_errors(wild, files, table):
     crashes, kinds, unexpected = [], collections.Counter(), []
     for path in files:

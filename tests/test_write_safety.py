@@ -186,6 +186,7 @@ def test_index_keys_default_is_outside_the_log_dir_and_lookup_finds_it_anywhere(
 
 # -- 4. a RocketMQ IndexFile is written sparse and its size is said ----------------------------
 
+@pytest.mark.slow  # seconds of CPU: the full tier's
 def test_rocketmq_index_file_is_sparse_and_its_sizes_are_reported(tmp_path):
     store = corpus_path("rocketmq", "clean-multi", "store")
     out = tmp_path / "rebuilt"
