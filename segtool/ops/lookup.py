@@ -494,13 +494,9 @@ def _with_store_recovery(answer: dict, root, phy_offsets: list[int]) -> dict:
     """A queue or key answer, with where the store's CommitLog recovery cuts and what it drops
     (``engine.salvage.store_recovery_loss``: the figures verify, inspect and salvage give), if it drops
     anything; ``after_recovery_cut`` says whether a message the answer names lies past the cut."""
-    from segtool.ops.verify_rocketmq.store import StoreContext
+    from segtool.ops.verify_rocketmq.store import store_recovery
 
-    ctx = StoreContext(Path(root))
-    try:
-        loss = ctx.loss
-    finally:
-        ctx.close()
+    loss, abnormal = store_recovery(Path(root))
     if loss is None:
         return answer
     answer["recovery_cut"] = loss.cut_dict()
@@ -514,7 +510,7 @@ def _with_store_recovery(answer: dict, root, phy_offsets: list[int]) -> dict:
     else:
         unit = ("messages named here lie past it: after the load they are not in the store; " if past else "")
     answer.setdefault("notes", []).append(
-        f"RocketMQ's recovery (CommitLog.recover{'Abnormally' if ctx.abort else 'Normally'}) cuts the CommitLog at "
+        f"RocketMQ's recovery (CommitLog.recover{'Abnormally' if abnormal else 'Normally'}) cuts the CommitLog at "
         f"physical offset {loss.phy_offset} ({os.path.basename(loss.file)} byte {loss.byte}){deleted}: {unit}"
         f"{loss.messages} message(s) dropped, {loss.salvageable} whose body CRC holds (salvage writes them back), "
         f"{loss.gone} gone")

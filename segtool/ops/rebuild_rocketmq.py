@@ -110,13 +110,9 @@ def _recovery_cut(root: Path, notes: list[str]) -> dict | None:
     """Where the store's CommitLog recovery cuts (``engine.salvage.store_recovery_loss``, the figures verify,
     inspect, salvage and lookup give), said in a note: the reput indexes what lies past it too, which the
     broker drops at its start."""
-    from segtool.ops.verify_rocketmq.store import StoreContext
+    from segtool.ops.verify_rocketmq.store import store_recovery
 
-    ctx = StoreContext(root)
-    try:
-        loss = ctx.loss
-    finally:
-        ctx.close()
+    loss, _abnormal = store_recovery(root)
     if loss is None:
         return None
     notes.append(f"the CommitLog is damaged: RocketMQ's recovery cuts it at physical offset {loss.phy_offset} "

@@ -246,6 +246,16 @@ def configured_size(files: list[tuple[int, int]]) -> int | None:
     return None
 
 
+def store_recovery(root: Path) -> tuple[StoreRecoveryLoss | None, bool]:
+    """What the store's CommitLog recovery drops (``StoreContext.loss``, the figures of every command) and
+    whether its next start is the abnormal one (an ``abort`` file), for commands that need only these."""
+    ctx = StoreContext(root)
+    try:
+        return ctx.loss, ctx.abort
+    finally:
+        ctx.close()
+
+
 class StoreContexts:
     """The contexts of the stores one verify run meets, each built once; a store that changed on
     disk since gets a fresh one.  Only the newest is kept open (files are verified store by store)."""
