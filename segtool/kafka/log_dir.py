@@ -18,10 +18,13 @@ its presence means the broker stopped cleanly; since Kafka 3.7 it holds
 from __future__ import annotations
 
 import json
+import os
 import re
 from dataclasses import dataclass
 
-from segtool.errors import CorruptData
+from segtool.errors import CorruptData, SegtoolError
+from segtool.kafka.names import META_PROPERTIES
+from segtool.source import open_buffer
 from segtool.kafka.state import kafka_uuid_from_string, kafka_uuid_to_string
 
 
@@ -115,3 +118,29 @@ def clean_shutdown_broker_epoch(data: bytes) -> int | None:
     except (UnicodeDecodeError, json.JSONDecodeError, AttributeError):
         return None
     return epoch if isinstance(epoch, int) else None
+
+
+@dataclass(frozen=True)
+class BrokerIdentity:
+    """Which broker a log dir belongs to: ``meta.properties``' node.id or broker.id, else its folder."""
+
+    broker_id: int | None
+    folder: str  # the log dir's path as given
+    problem: str | None = None  # why meta.properties did not name the broker
+
+    @property
+    def label(self) -> str:
+        return f"broker {self.broker_id}" if self.broker_id is not None else self.folder
+
+
+def broker_identity(log_dir: str) -> BrokerIdentity:
+    """The broker of ``log_dir``: the id in its ``meta.properties`` when that file is there and readable."""
+    folder = os.path.normpath(log_dir)
+    path = os.path.join(folder, META_PROPERTIES)
+    if not os.path.isfile(path):
+        return BrokerIdentity(None, folder)
+    try:
+        meta = parse_meta_properties(bytes(open_buffer(path)), path)
+    except (SegtoolError, OSError) as exc:
+        return BrokerIdentity(None, folder, f"{path}: {exc}")
+    return BrokerIdentity(meta.node_id, folder, None if meta.node_id is not None else f"{path}: no broker.id")
