@@ -456,6 +456,45 @@ def transactions(
     raise typer.Exit(exit_code(report))
 
 
+@app.command()
+def replicas(
+    paths: list[str] = typer.Argument(..., help="Brokers' log dirs or stores, or folders holding several.",
+                                      metavar="PATH..."),
+    as_json: bool = typer.Option(False, "--json", help="One JSON report on stdout."),
+):
+    """Replicas: what each broker holds of a partition, where the copies part, what an election loses.
+
+    Brokers are told apart by meta.properties' node.id/broker.id, else by their folder; a
+    partition held by two or more brokers (same name and topic id) is compared batch by
+    batch.  For each replica as the next leader, every other replica truncates as Kafka's
+    epoch exchange decides (Partition.makeLeader, LeaderEpochFileCache.endOffsetFor,
+    AbstractFetcherThread.getOffsetTruncationState); the records it drops are named, with
+    those below a high watermark counted as committed.  RocketMQ master/slave and DLedger
+    stores are compared by CommitLog bytes and DLedger terms (docs/replicas.md).
+
+    Exit code 0 when the copies agree, 1 when they part, a replica is damaged, the best
+    election still loses committed records, or nothing is held by two brokers; 2 when an
+    input cannot be read.
+
+    Examples:
+
+      segtool replicas broker1/kafka-logs broker2/kafka-logs broker3/kafka-logs
+
+      segtool replicas --json evidence/ > replicas.json
+    """
+    from segtool.ops.replicas import exit_code, replicas as compare_replicas
+
+    report = compare_replicas(paths)
+    _State.exit_if_output_closed = exit_code(report)
+    if as_json:
+        _print_json(report)
+    else:
+        from segtool.ops.text import replicas_lines
+
+        _print_styled(replicas_lines(report))
+    raise typer.Exit(exit_code(report))
+
+
 class _Progress:
     """The one progress bar of a run, on stderr, only when stderr is a terminal and not --quiet.
 

@@ -22,6 +22,7 @@ from segtool.findings import FindingKind, Severity
 from segtool.formats.outcomes import DamageReason, WalkEnd
 from segtool.formats.record_shapes import annotations
 from segtool.kafka.record_shape import BATCH_FIELDS, RECORD_FIELDS
+from segtool.kafka.replication import TruncationRule
 from segtool.rocketmq.message_shape import MESSAGE_FIELDS
 
 SNAKE_CASE = "^[a-z][a-z0-9_]*$"
@@ -1419,6 +1420,208 @@ class TransactionsReport(TypedDict):
     summary: TransactionsSummary
 
 
+# -- replicas: several brokers' copies of a partition or store (ops/replicas.py, docs/replicas.md) ----
+
+class ReplicaBroker(TypedDict):
+    """A broker whose copy was read: ``meta.properties``' id where it names one, else its folder."""
+    broker: str  # "broker <id>", or the folder
+    broker_id: int | None
+    path: str
+    kind: Literal["kafka", "rocketmq"]
+
+
+class EpochStart(TypedDict):
+    epoch: int
+    start_offset: int
+
+
+class ReplicaDamage(TypedDict):
+    """A replica's damage: where the broker's load cuts it and what lies beyond (the figures every command
+    gives), and batches inside what it holds whose stored CRC does not match their bytes."""
+    recovery_cut: RecoveryCut | None
+    beyond_recovery: BeyondRecovery | None
+    checksum_mismatches: int
+
+
+class KafkaReplica(TypedDict):
+    """One broker's copy of a partition, as that broker loads it."""
+    broker: str
+    broker_id: int | None
+    directory: str
+    log_start_offset: int
+    log_end_offset: int
+    high_watermark: int  # the checkpoint's (the log start without one), kept within the log as the load does
+    high_watermark_checkpoint: int | None  # replication-offset-checkpoint's entry
+    recovery_point_checkpoint: int | None
+    log_start_offset_checkpoint: int | None
+    leader_epoch_checkpoint: list[EpochStart] | None  # the file as written (None: absent or unreadable)
+    leader_epoch_cache: list[EpochStart]  # the cache once the log is loaded
+    batch_epochs: list[EpochStart]  # the epochs the batches carry, as runs
+    epochs_agree: bool  # the loaded cache and the batches name the same epoch starts
+    batches: int
+    records: int
+    damage: ReplicaDamage
+    gaps: list[str]  # files the comparison had to do without
+    notes: list[str]
+
+
+class ReplicaUnreadable(TypedDict):
+    broker: str
+    directory: str
+    problem: str
+
+
+class BatchPlace(TypedDict):
+    """A batch's identity and where it lies."""
+    offset: int
+    epoch: int
+    crc: int
+    segment: str
+    byte: int
+
+
+class RecordsPast(TypedDict):
+    batches: int
+    records: int
+    first_offset: int | None
+    last_offset: int | None
+
+
+class ReplicaPair(TypedDict):
+    """Two copies compared batch by batch (base offset, last offset, leader epoch, CRC) from the later log
+    start: they hold the same batches below ``agreed_until``; past it, what each holds."""
+    a: str
+    b: str
+    first_common_offset: int
+    agreed_until: int
+    diverged: bool  # both hold batches past the point and they differ (else one is a prefix of the other)
+    a_first_differing: BatchPlace | None
+    b_first_differing: BatchPlace | None
+    a_past: RecordsPast
+    b_past: RecordsPast
+
+
+class TruncationRoundItem(TypedDict):
+    """One step of the epoch exchange (kafka.replication.TruncationRule names the branch taken)."""
+    requested_epoch: int | None
+    leader_epoch: int | None
+    leader_end_offset: int | None
+    truncate_to: int
+    completed: bool
+    rule: Literal[tuple(rule.value for rule in TruncationRule)]  # type: ignore[valid-type]
+
+
+class DroppedRun(TypedDict):
+    """Consecutive dropped batches of one producer, producer epoch and leader epoch."""
+    first_offset: int
+    last_offset: int
+    leader_epoch: int
+    first_timestamp: int
+    max_timestamp: int
+    producer_id: int
+    producer_epoch: int
+    first_sequence: int
+    last_sequence: int
+    batches: int
+    records: int
+    committed_records: int  # below the high watermark of a replica holding these very batches
+    on_new_leader: bool  # the new leader holds them: fetched again, not lost
+
+
+class FollowerTruncation(TypedDict):
+    broker: str
+    truncate_to: int
+    fully_truncated: bool
+    rounds: list[TruncationRoundItem]
+    dropped_records: int
+    dropped_committed_records: int
+    refetched_records: int
+    dropped: list[DroppedRun]
+
+
+class SequenceGap(TypedDict):
+    producer_id: int
+    producer_epoch: int
+    last_sequence_on_new_leader: int
+    last_sequence_elsewhere: int
+    held_by: str
+
+
+class HangingTransaction(TypedDict):
+    producer_id: int
+    first_offset: int
+    marker_offset_elsewhere: int
+    held_by: str
+
+
+class ElectionCandidate(TypedDict):
+    """This replica made leader: each follower's truncation, and what the partition loses (counted once per
+    batch across followers)."""
+    broker: str
+    log_end_offset: int
+    new_epoch_start_offset: int
+    followers: list[FollowerTruncation]
+    records_lost: int
+    committed_records_lost: int
+    uncommitted_records_lost: int
+    sequence_gaps: list[SequenceGap]
+    hanging_transactions: list[HangingTransaction]
+
+
+class ProducerOnReplica(TypedDict):
+    broker: str
+    producer_epoch: int
+    last_sequence: int
+    last_offset: int
+    open_transaction_first_offset: int | None
+
+
+class ProducerAcrossReplicas(TypedDict):
+    producer_id: int
+    replicas: list[ProducerOnReplica]
+    absent_on: list[str]
+    agree: bool
+
+
+class KafkaReplicaSet(TypedDict):
+    """One partition (name and topic id) held by two or more brokers."""
+    topic: str
+    partition: int
+    topic_id: str | None
+    replicas: list[KafkaReplica]
+    unreadable: list[ReplicaUnreadable]
+    pairs: list[ReplicaPair]
+    new_leader_epoch: int | None
+    candidates: list[ElectionCandidate]
+    best_candidate: str | None  # the election losing the fewest committed records
+    producers: list[ProducerAcrossReplicas]
+
+
+class SingleCopy(TypedDict):
+    topic: str
+    partition: int
+    broker: str
+    directory: str
+
+
+class ReplicasSummary(TypedDict):
+    kafka_replica_sets: int
+    rocketmq_replica_sets: int
+    diverged: int
+    damaged: int
+    committed_loss_at_best: int
+
+
+class ReplicasReport(TypedDict):
+    brokers: list[ReplicaBroker]
+    kafka: list[KafkaReplicaSet]
+    rocketmq: list[dict[str, Any]]  # RocketMQ master/slave and DLedger groups
+    single_copies: list[SingleCopy]
+    skipped: list[PathReason]
+    notes: list[str]
+    summary: ReplicasSummary
+
+
 # -- record filters: dump/lookup --summary, --key-format/--value-format (docs/filters.md) ----
 
 class ProducerFigures(TypedDict):
@@ -1813,6 +2016,7 @@ COMMAND_OUTPUTS = {
     "groups": Union[GroupsReport, RocketMQGroupsReport],
     "transactions": TransactionsReport,
     "report": ReportFigures,
+    "replicas": ReplicasReport,
 }
 
 

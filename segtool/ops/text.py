@@ -175,6 +175,99 @@ def transactions_lines(report: dict) -> Iterator[Styled]:
            f"{summary['disagreements']} disagreements"), "bold"
 
 
+def replicas_lines(report: dict) -> Iterator[Styled]:
+    """Per Kafka replica set: each copy, where copies part, each election's cost (best first), producers;
+    then the RocketMQ groups, what was skipped and the summary."""
+    for replica_set in report["kafka"]:
+        yield from _kafka_replica_set_lines(replica_set)
+    for single in report["single_copies"]:
+        yield f"{single['topic']}-{single['partition']}: held by {single['broker']} alone", "dim"
+    for skipped in report["skipped"]:
+        yield f"skipped {skipped['path']}: {skipped['reason']}", "dim"
+    for note in report["notes"]:
+        yield f"note: {note}", "yellow"
+    summary = report["summary"]
+    yield (f"{summary['kafka_replica_sets']} Kafka replica sets, {summary['rocketmq_replica_sets']} RocketMQ groups: "
+           f"{summary['diverged']} diverged, {summary['damaged']} damaged replicas, "
+           f"{summary['committed_loss_at_best']} committed records lost by the best elections"), "bold"
+
+
+def _kafka_replica_set_lines(replica_set: dict) -> Iterator[Styled]:
+    name = f"{replica_set['topic']}-{replica_set['partition']}"
+    topic_id = f" (topic id {replica_set['topic_id']})" if replica_set["topic_id"] else ""
+    yield f"{name}{topic_id}: {len(replica_set['replicas'])} replicas", "bold"
+    for replica in replica_set["replicas"]:
+        epochs = " ".join(f"{e['epoch']}@{e['start_offset']}" for e in replica["leader_epoch_cache"]) or "none"
+        agree = "" if replica["epochs_agree"] else (
+            " (batches carry " + (" ".join(f"{e['epoch']}@{e['start_offset']}" for e in replica["batch_epochs"])
+                                  or "no epochs") + ")")
+        yield (f"  {replica['broker']}: offsets {replica['log_start_offset']}..{replica['log_end_offset']} "
+               f"(log end), high watermark {replica['high_watermark']}, {replica['records']} records; "
+               f"epochs {epochs}{agree}"), None
+        damage = replica["damage"]
+        if damage["recovery_cut"] is not None:
+            cut, beyond = damage["recovery_cut"], damage["beyond_recovery"]
+            yield (f"    damaged: the load cuts {os.path.basename(cut['segment'])} at byte {cut['byte']} "
+                   f"(offset {cut['offset']}); {beyond['records']} records lie beyond "
+                   f"({beyond['salvageable']} salvageable)"), "red"
+        if damage["checksum_mismatches"]:
+            yield f"    damaged: {damage['checksum_mismatches']} batches fail their CRC", "red"
+        for gap in replica["gaps"]:
+            yield f"    without: {gap}", "dim"
+    for missing in replica_set["unreadable"]:
+        yield f"  {missing['broker']}: unreadable, {missing['problem']}", "red"
+    for pair in replica_set["pairs"]:
+        if pair["diverged"]:
+            a, b = pair["a_first_differing"], pair["b_first_differing"]
+            yield (f"  {pair['a']} and {pair['b']} part at offset {pair['agreed_until']}: {pair['a']} "
+                   f"{os.path.basename(a['segment'])} byte {a['byte']} (epoch {a['epoch']}), {pair['b']} "
+                   f"{os.path.basename(b['segment'])} byte {b['byte']} (epoch {b['epoch']}); past it "
+                   f"{pair['a_past']['records']} vs {pair['b_past']['records']} records"), "red"
+        elif pair["a_past"]["records"] or pair["b_past"]["records"]:
+            ahead, past = (pair["a"], pair["a_past"]) if pair["a_past"]["records"] else (pair["b"], pair["b_past"])
+            yield (f"  {pair['a']} and {pair['b']} agree to offset {pair['agreed_until']}; {ahead} holds "
+                   f"{past['records']} more records ({span(past['first_offset'], past['last_offset'])})"), None
+        else:
+            yield f"  {pair['a']} and {pair['b']} hold the same batches", "green"
+    candidates = sorted(replica_set["candidates"], key=lambda c: (c["broker"] != replica_set["best_candidate"],
+                                                                  c["committed_records_lost"], c["records_lost"]))
+    if candidates:
+        yield f"  electing each (new leader epoch {replica_set['new_leader_epoch']}):", None
+    for candidate in candidates:
+        best = " (best)" if candidate["broker"] == replica_set["best_candidate"] else ""
+        style = ("red" if candidate["committed_records_lost"] else "green") if best else None
+        yield (f"    {candidate['broker']}{best}: loses {candidate['records_lost']} records, "
+               f"{candidate['committed_records_lost']} of them committed"), style
+        for follower in candidate["followers"]:
+            rules = ", ".join(dict.fromkeys(r["rule"] for r in follower["rounds"]))
+            if not follower["dropped_records"]:
+                yield f"      {follower['broker']} keeps its log to {follower['truncate_to']} ({rules})", "dim"
+                continue
+            yield (f"      {follower['broker']} truncates to {follower['truncate_to']} ({rules}; "
+                   f"{len(follower['rounds'])} round(s)): drops {follower['dropped_records']} records, "
+                   f"{follower['refetched_records']} fetched again"), None
+            for run in follower["dropped"][:_RUNS_SHOWN]:
+                if run["on_new_leader"]:
+                    continue
+                producer = "" if run["producer_id"] < 0 else (
+                    f", producer {run['producer_id']} epoch {run['producer_epoch']} sequences "
+                    f"{run['first_sequence']}..{run['last_sequence']}")
+                yield (f"        lost {span(run['first_offset'], run['last_offset'])} epoch {run['leader_epoch']}, "
+                       f"{run['records']} records ({run['committed_records']} committed), "
+                       f"{iso_time(run['first_timestamp'])} .. {iso_time(run['max_timestamp'])}{producer}"), "yellow"
+            if len(follower["dropped"]) > _RUNS_SHOWN:
+                yield f"        ... {len(follower['dropped']) - _RUNS_SHOWN} more runs (--json lists them)", "dim"
+        for gap in candidate["sequence_gaps"]:
+            yield (f"      producer {gap['producer_id']} epoch {gap['producer_epoch']}: last sequence "
+                   f"{gap['last_sequence_on_new_leader']} here, {gap['last_sequence_elsewhere']} on {gap['held_by']}"), "yellow"
+        for txn in candidate["hanging_transactions"]:
+            yield (f"      producer {txn['producer_id']}: transaction from offset {txn['first_offset']} left hanging "
+                   f"(its marker at {txn['marker_offset_elsewhere']} is only on {txn['held_by']})"), "red"
+
+
+_RUNS_SHOWN = 20
+
+
 def _salvage_text(salvage: dict) -> str:
     """What reading past damage keeps after the recovery point, in words."""
     if "batches" in salvage:  # Kafka
