@@ -45,7 +45,6 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import os
 import shutil
 from dataclasses import dataclass, field
 from functools import cache
