@@ -1615,7 +1615,7 @@ class ReplicasSummary(TypedDict):
 class ReplicasReport(TypedDict):
     brokers: list[ReplicaBroker]
     kafka: list[KafkaReplicaSet]
-    rocketmq: list[dict[str, Any]]  # RocketMQ master/slave and DLedger groups
+    rocketmq: list["RocketMQReplicaSet"]  # RocketMQ master/slave and DLedger groups
     single_copies: list[SingleCopy]
     skipped: list[PathReason]
     notes: list[str]
@@ -2000,6 +2000,172 @@ DumpItem = Union[KafkaBatchItem, KafkaRecordItem, ShownRecordItem, RocketMQMessa
                  RocketMQ5Item, RecordsSummary]
 
 OPEN = {VerifiedFile, LookupAnswer, RocketMQMessageItem, OtherItem, RocketMQ5Item, Recovery}
+
+# ---- replicas: RocketMQ (ops/replicas_rocketmq.py, the rules in rocketmq/replication.py) ----
+
+class RocketMQReplicaMessage(TypedDict):
+    """A message one copy holds where another does not: where it lies and what names it (``msg_id``: the
+    UNIQ_KEY the producer saw; ``offset_msg_id``: the broker's id from store host and offset)."""
+    phy_offset: int
+    size: int
+    topic: str
+    queue_id: int
+    queue_offset: int
+    born_timestamp: int
+    store_timestamp: int
+    msg_id: str | None
+    offset_msg_id: str
+    keys: str | None
+
+
+class RocketMQMessageRun(TypedDict):
+    """The messages one copy holds in [first_offset, end_offset): all counted, the first 100 listed."""
+    first_offset: int
+    end_offset: int
+    bytes: int
+    messages: int
+    listed: list[RocketMQReplicaMessage]
+
+
+class RocketMQEpoch(TypedDict):
+    """An EpochFileCache entry: each epoch ends where the next starts, the last at the store's max offset."""
+    epoch: int
+    start_offset: int
+    end_offset: int
+
+
+class RocketMQCommitLogReplica(TypedDict):
+    """One master/slave store as its broker loads it: ``max_offset`` is where recovery cuts (what it holds);
+    ``confirm_offset`` the checkpoint's confirmPhyOffset as recovery corrects it (controller mode);
+    ``epochs`` from epochFileCheckpoint (null: none); ``beyond_recovery`` what lies past the cut."""
+    broker: str
+    store: str
+    min_offset: int
+    max_offset: int
+    checkpoint: bool
+    confirm_offset: int | None
+    epochs: list[RocketMQEpoch] | None
+    beyond_recovery: StoreBeyondRecovery | None
+    notes: list[str]
+
+
+class RocketMQCopyComparison(TypedDict):
+    """The reference store against another over the offsets both hold: from ``compared_from`` they agree to
+    ``agree_to``; ``diverged_at`` where their records first differ (null: one is a prefix of the other);
+    ``lag_*`` how far the other trails; ``only_reference`` the messages lost if the reference's disk is lost."""
+    reference: str
+    other: str
+    compared_from: int | None
+    agree_to: int | None
+    messages_agreed: int
+    diverged_at: int | None
+    lag_bytes: int | None
+    lag_messages: int | None
+    only_reference: RocketMQMessageRun | None
+    only_other: RocketMQMessageRun | None
+
+
+class RocketMQControllerRejoin(TypedDict):
+    """Controller mode: the follower rejoining the leader is cut to ``truncate_to`` (AutoSwitchHAClient.doTruncate,
+    EpochFileCache.findConsistentPoint; null: not cut, ``rule`` says why); ``confirmed_dropped`` of the dropped
+    messages lay at or below the follower's confirm offset."""
+    leader: str
+    follower: str
+    rule: Literal["epoch_consistent_point", "slave_epochs_empty", "no_consistent_point"]
+    truncate_to: int | None
+    dropped: RocketMQMessageRun | None
+    confirmed_dropped: int
+
+
+class RocketMQDLedgerEntry(TypedDict):
+    """A DLedger entry and the CommitLog message inside it (null when it does not decode)."""
+    index: int
+    term: int
+    pos: int
+    size: int
+    committed: bool  # at or below its node's committedIndex
+    message: RocketMQReplicaMessage | None
+
+
+class RocketMQEntryRun(TypedDict):
+    """DLedger entries from ``first_index`` to ``last_index``: all counted, the first 100 listed."""
+    first_index: int
+    last_index: int
+    entries: int
+    listed: list[RocketMQDLedgerEntry]
+
+
+class RocketMQDLedgerReplica(TypedDict):
+    """One DLedger node (dledger-<self_id>) as DLedgerMmapFileStore.recover loads it; ``electable``: a majority
+    of the nodes given would vote for it (DLedgerLeaderElector.handleVote)."""
+    broker: str
+    store: str
+    self_id: str
+    directory: str
+    begin_index: int
+    end_index: int
+    end_term: int
+    committed_index: int | None
+    entries: int
+    electable: bool
+    recovery_cut: DLedgerCut | None
+    entries_beyond_recovery: int
+    notes: list[str]
+
+
+class RocketMQDLedgerComparison(TypedDict):
+    """The reference node against another, entry by entry (DLedgerEntry.equals) from their first common index."""
+    reference: str
+    other: str
+    first_common_index: int | None
+    agree_to_index: int | None
+    diverged_at_index: int | None
+    only_reference: RocketMQEntryRun | None
+    only_other: RocketMQEntryRun | None
+
+
+class RocketMQDLedgerRejoin(TypedDict):
+    """The follower rejoining the leader (DLedgerEntryPusher.doCompare): ``truncate_index`` the entry it is cut
+    back to (null: nothing cut), ``dropped`` its entries that go, ``committed_dropped`` of them committed."""
+    leader: str
+    follower: str
+    leader_electable: bool
+    rule: Literal["leader_empty", "append", "match_below_follower_end", "no_intersection", "below_follower_begin",
+                  "below_leader_begin"]
+    truncate_index: int | None
+    dropped: RocketMQEntryRun | None
+    committed_dropped: int
+
+
+class RocketMQCommittedMissing(TypedDict):
+    """Entries ``holder`` committed (index <= its committedIndex) that ``lacker`` lacks or holds otherwise."""
+    holder: str
+    lacker: str
+    committed_index: int
+    missing: RocketMQEntryRun
+
+
+class RocketMQReplicaSet(TypedDict):
+    """A group of RocketMQ stores that replicate each other: master/slave CommitLogs (``stores``, 4.x HA or
+    5.x controller mode) or DLedger nodes (``nodes``), each compared with ``reference``.  ``diverged``: copies
+    part; ``damaged``: a store's recovery cuts data off; ``loses_messages``: a rejoin drops confirmed or
+    committed messages, or committed entries are missing from a node."""
+    layout: Literal["master_slave", "dledger"]
+    replication: Literal["ha", "controller", "dledger"]
+    reference: str
+    reference_reason: str
+    stores: list[RocketMQCommitLogReplica]
+    nodes: list[RocketMQDLedgerReplica]
+    comparisons: list[RocketMQCopyComparison]
+    dledger_comparisons: list[RocketMQDLedgerComparison]
+    rejoins: list[RocketMQControllerRejoin]
+    dledger_rejoins: list[RocketMQDLedgerRejoin]
+    committed_missing: list[RocketMQCommittedMissing]
+    diverged: bool
+    damaged: bool
+    loses_messages: bool
+    notes: list[str]
+
 
 # one schema per command: what it prints (dump: each line)
 COMMAND_OUTPUTS = {

@@ -45,6 +45,7 @@ class Member:
 def replicas(paths: list[str]) -> ReplicasReport:
     """The replica sets found below ``paths`` (each a broker's log dir or store, or a folder holding several)."""
     from segtool.ops.brokers import _inspect_targets
+    from segtool.ops.replicas_rocketmq import rocketmq_replica_sets
 
     for path in paths:
         if not os.path.lexists(path):
@@ -63,9 +64,9 @@ def replicas(paths: list[str]) -> ReplicasReport:
     groups, single, group_notes = kafka_replica_groups(identities, skipped)
     notes += group_notes
     kafka = [kafka_replica_set(members) for members in groups]
-    rocketmq: list[dict] = []
-    if store_members:
-        notes.append(f"{len(store_members)} RocketMQ store(s): their comparison is not wired in yet")
+    rocketmq = rocketmq_replica_sets(store_members) if len(store_members) > 1 else []
+    if len(store_members) == 1:
+        notes.append(f"one RocketMQ store ({store_members[0][1]}): nothing to compare it with")
     return {"brokers": brokers, "kafka": kafka, "rocketmq": rocketmq,
             "single_copies": [{"topic": _topic_partition(m.directory)[0], "partition": _topic_partition(m.directory)[1],
                                "broker": m.broker, "directory": m.directory} for m in single],
@@ -75,6 +76,8 @@ def replicas(paths: list[str]) -> ReplicasReport:
 def exit_code(report: ReplicasReport) -> int:
     """2 when an entry below the paths cannot be read; 1 when copies part, a replica is damaged, the best
     election still loses committed records, or no partition or store is held by two or more brokers; else 0."""
+    from segtool.ops.replicas_rocketmq import rocketmq_replica_problems
+
     summary = report["summary"]
     if any(entry["reason"].startswith("unreadable") for entry in report["skipped"]):
         return 2
@@ -82,7 +85,7 @@ def exit_code(report: ReplicasReport) -> int:
         return 1
     if summary["diverged"] or summary["damaged"] or summary["committed_loss_at_best"]:
         return 1
-    return 0
+    return 1 if rocketmq_replica_problems(report["rocketmq"]) else 0
 
 
 def _identities(log_dirs: list[str]) -> dict[str, tuple[str, BrokerIdentity]]:

@@ -180,6 +180,8 @@ def replicas_lines(report: dict) -> Iterator[Styled]:
     then the RocketMQ groups, what was skipped and the summary."""
     for replica_set in report["kafka"]:
         yield from _kafka_replica_set_lines(replica_set)
+    for line in rocketmq_replicas_lines(report["rocketmq"]):
+        yield line, None
     for single in report["single_copies"]:
         yield f"{single['topic']}-{single['partition']}: held by {single['broker']} alone", "dim"
     for skipped in report["skipped"]:
@@ -800,3 +802,80 @@ def index_keys_lines(report: dict) -> Iterator[str]:
     for item in report["damage"]:
         yield (f"{item['file']} cannot be read past byte {item['byte']} ({item['message']}): its records before "
                "it are indexed, none after it")
+
+
+# ---- replicas: RocketMQ ----
+
+def _rocketmq_run_text(run: dict | None, unit: str) -> str:
+    if run is None:
+        return "none"
+    if unit == "entries":
+        return f"{run['entries']} entries (index {run['first_index']}..{run['last_index']})"
+    return f"{run['messages']} messages, {run['bytes']} bytes [{run['first_offset']}, {run['end_offset']})"
+
+
+def _rocketmq_message_text(message: dict) -> str:
+    return (f"phy {message['phy_offset']} {message['topic']} queue {message['queue_id']} offset "
+            f"{message['queue_offset']} stored {iso_time(message['store_timestamp'])} msgId {message['msg_id']}"
+            + (f" keys {message['keys']}" if message["keys"] else ""))
+
+
+def rocketmq_replicas_lines(sets: list[dict]) -> list[str]:
+    """Per RocketMQ replica set: its stores or nodes, where each copy agrees with the reference and where
+    it parts, and what a rejoin drops."""
+    lines = []
+    for item in sets:
+        members = [s["broker"] for s in item["stores"]] or [n["broker"] for n in item["nodes"]]
+        lines.append(f"RocketMQ {item['layout'].replace('_', '/')} set ({item['replication']}): {', '.join(members)}; "
+                     f"reference {item['reference']} ({item['reference_reason']})")
+        for store in item["stores"]:
+            epochs = ", ".join(f"{e['epoch']}@{e['start_offset']}" for e in store["epochs"] or []) or "none"
+            lines.append(f"  {store['broker']}: offsets [{store['min_offset']}, {store['max_offset']}), confirm offset "
+                         f"{store['confirm_offset'] if store['confirm_offset'] is not None else 'n/a'}, epochs {epochs}")
+        for node in item["nodes"]:
+            lines.append(f"  {node['broker']}: entries {node['begin_index']}..{node['end_index']} (term "
+                         f"{node['end_term']}), committed {node['committed_index']}, "
+                         f"{'electable' if node['electable'] else 'not electable'}")
+        for member in item["stores"] + item["nodes"]:
+            lines.extend(f"    note: {note}" for note in member["notes"])
+        for c in item["comparisons"]:
+            if c["compared_from"] is None:
+                lines.append(f"  {c['other']} vs {c['reference']}: no offset in common")
+            elif c["diverged_at"] is not None:
+                lines.append(f"  {c['other']} vs {c['reference']}: agree [{c['compared_from']}, {c['agree_to']}), "
+                             f"PART at {c['diverged_at']}: only {c['reference']} "
+                             f"{_rocketmq_run_text(c['only_reference'], 'messages')}; only {c['other']} "
+                             f"{_rocketmq_run_text(c['only_other'], 'messages')}")
+                for side in ("only_reference", "only_other"):
+                    for message in (c[side] or {"listed": []})["listed"][:5]:
+                        lines.append(f"    {c['reference' if side == 'only_reference' else 'other']}: "
+                                     f"{_rocketmq_message_text(message)}")
+            else:
+                lag = (f"lags {c['lag_bytes']} bytes, {c['lag_messages']} messages (lost if {c['reference']}'s disk "
+                       "is lost)") if c["lag_bytes"] is not None else (
+                    f"is ahead: {_rocketmq_run_text(c['only_other'], 'messages')}")
+                lines.append(f"  {c['other']} vs {c['reference']}: agree [{c['compared_from']}, {c['agree_to']}), "
+                             f"{c['messages_agreed']} messages; {c['other']} {lag}")
+        for c in item["dledger_comparisons"]:
+            lines.append(f"  {c['other']} vs {c['reference']}: agree to index {c['agree_to_index']}"
+                         + (f", PART at index {c['diverged_at_index']}" if c["diverged_at_index"] is not None else "")
+                         + f"; only {c['reference']} {_rocketmq_run_text(c['only_reference'], 'entries')}; only "
+                         f"{c['other']} {_rocketmq_run_text(c['only_other'], 'entries')}")
+        for r in item["rejoins"]:
+            lines.append(f"  {r['follower']} rejoining {r['leader']}: {r['rule']}"
+                         + (f", truncated to {r['truncate_to']}, drops {_rocketmq_run_text(r['dropped'], 'messages')}"
+                            f" ({r['confirmed_dropped']} confirmed)" if r["truncate_to"] is not None else ""))
+        for r in item["dledger_rejoins"]:
+            lines.append(f"  {r['follower']} rejoining {r['leader']}"
+                         f"{'' if r['leader_electable'] else ' (leader not electable)'}: {r['rule']}"
+                         + (f", truncate index {r['truncate_index']}, drops "
+                            f"{_rocketmq_run_text(r['dropped'], 'entries')} ({r['committed_dropped']} committed)"
+                            if r["truncate_index"] is not None else ""))
+        for m in item["committed_missing"]:
+            lines.append(f"  {m['lacker']} lacks {_rocketmq_run_text(m['missing'], 'entries')} that {m['holder']} "
+                         f"committed (committed index {m['committed_index']})")
+        lines.extend(f"  note: {note}" for note in item["notes"])
+        verdict = [word for word, flag in (("copies part", item["diverged"]), ("a store is damaged", item["damaged"]),
+                                           ("messages would be lost", item["loses_messages"])) if flag]
+        lines.append(f"  {'; '.join(verdict) if verdict else 'copies agree'}")
+    return lines

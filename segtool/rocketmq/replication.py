@@ -1,0 +1,517 @@
+"""RocketMQ's replication rules over copies of one broker group's stores, read offline.
+
+Master and slave (4.x HA: ``DefaultHAService`` / ``DefaultHAConnection`` / ``DefaultHAClient``): the
+master ships raw CommitLog bytes from the offset the slave reports (its max physical offset), so a
+slave's CommitLog is a byte copy of the master's over the offsets both hold; a slave that starts
+empty is fed from the start of the master's last file (``DefaultHAConnection.WriteSocketService``:
+``masterOffset - masterOffset % mappedFileSizeCommitLog``).  4.x never truncates a slave: after a
+failover a slave that holds bytes the new master lacks keeps them and is fed after its own end.
+
+Controller mode (5.x: ``AutoSwitchHAService`` / ``AutoSwitchHAClient``): each store keeps its epochs in
+``<root>/epochFileCheckpoint`` (``EpochFileCache``, written by ``CheckpointFile``); on the handshake a
+slave truncates its CommitLog to ``EpochFileCache.findConsistentPoint`` of its epochs against the
+master's (``AutoSwitchHAClient.doTruncate``); ``confirmPhyOffset`` in the store checkpoint is the
+offset the in-sync replicas confirmed (``CommitLog.getConfirmOffset``).
+
+DLedger (openmessaging/dledger 0.3.1.2, ``dledger-<selfId>/``): entries are compared as
+``DLedgerEntry.equals`` does; a follower rejoining a leader is truncated as
+``DLedgerEntryPusher.EntryDispatcher.doCompare`` decides, and a node can be elected only with the
+votes ``DLedgerLeaderElector.handleVote`` grants.
+
+Copies are compared by their records' fixed headers (the body CRC included) and their topic and
+properties bytes, framed in step from the first offset both hold; bodies are read only where the
+copies differ, to list the messages.  What a copy holds is what the broker's own recovery keeps
+(``rocketmq.startup.commitlog_recovery_plan``, ``rocketmq.startup5.recover_dledger``).
+
+Which copies form a group (``group_copies``): copies given together replicate each other unless their
+data say otherwise, that is unless the first record both hold (at the first offset or raft index
+both hold) differs; a copy that shares no record with the others (empty, or no common offset) stays
+with them, and the report says so.
+"""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator
+
+from segtool.errors import CorruptData, SegtoolError
+from segtool.rocketmq import names as rocketmq_names
+from segtool.rocketmq import store_files as rmq
+from segtool.rocketmq import v5 as r5
+from segtool.rocketmq.startup import CommitLogRecoveryPlan, commitlog_recovery_plan
+from segtool.rocketmq.startup5 import recover_dledger
+
+LONG_MAX = 2**63 - 1  # EpochEntry's endOffset until a later entry or the log end sets it
+EPOCH_FILE = "epochFileCheckpoint"  # MessageStoreConfig.getStorePathEpochFile: <storePathRootDir>/epochFileCheckpoint
+LINE_SEPARATOR = "\n"  # CheckpointFile joins lines with System.lineSeparator(): brokers run on Linux
+
+
+# --------------------------------------------------------------------------
+# 5.x epochs (EpochFileCache)
+# --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class EpochEntry:
+    """``EpochEntry``: the epoch, its first CommitLog offset and the offset after its last byte."""
+
+    epoch: int
+    start_offset: int
+    end_offset: int = LONG_MAX
+
+
+def parse_epoch_file(text: str, path: str | None = None) -> list[EpochEntry]:
+    """``CheckpointFile.read`` with ``EpochEntrySerializer.fromLine``: the entry count, the CRC32 of the
+    entry lines (0: not checked), then ``<epoch>-<startOffset>`` a line.  CorruptData where the broker
+    throws (a count or CRC that does not match, a number that does not parse)."""
+    lines = text.splitlines()
+    if len(lines) < 2:
+        raise CorruptData("epoch file lacks its entry count and CRC lines", path, 0)
+    try:
+        expected, expected_crc = int(lines[0]), int(lines[1])
+        entries = []
+        for line in lines[2:]:
+            parts = line.split("-")
+            while parts and parts[-1] == "":  # Java's String.split drops trailing empty strings
+                parts.pop()
+            if len(parts) == 2:
+                entries.append(EpochEntry(int(parts[0]), int(parts[1])))
+    except ValueError as exc:
+        raise CorruptData(f"epoch file holds a line that is not a number: {exc}", path, None) from None
+    if len(entries) != expected:
+        raise CorruptData(f"epoch file says {expected} entries but holds {len(entries)}", path, None)
+    crc = zlib.crc32("".join(line + LINE_SEPARATOR for line in lines[2:]).encode()) & 0x7FFFFFFF
+    if expected_crc != 0 and crc != expected_crc:
+        raise CorruptData(f"epoch file entries' CRC32 is {crc}, the file says {expected_crc}", path, None)
+    return entries
+
+
+def read_epoch_entries(root) -> tuple[list[EpochEntry] | None, list[str]]:
+    """``EpochFileCache.initCacheFromFile``: the epoch file, or its ``.bak`` when the file is missing, empty
+    or unreadable (``CheckpointFile.read``); None when neither exists (not controller mode, or the file
+    was not kept).  Notes say which file was read and why."""
+    path = Path(root) / EPOCH_FILE
+    backup = path.with_name(EPOCH_FILE + rocketmq_names.BACKUP_SUFFIX)
+    notes: list[str] = []
+    if not path.exists() and not backup.exists():
+        return None, notes
+    try:
+        entries = parse_epoch_file(path.read_text(encoding="utf-8", errors="replace"), str(path)) \
+            if path.exists() else []
+    except CorruptData as exc:
+        notes.append(f"{path}: {exc.message}; the broker reads {backup.name}")
+        entries = []
+    if not entries and backup.exists():
+        try:
+            entries = parse_epoch_file(backup.read_text(encoding="utf-8", errors="replace"), str(backup))
+        except CorruptData as exc:
+            notes.append(f"{backup}: {exc.message}; the broker cannot load its epochs")
+            return [], notes
+        notes.append(f"epochs read from {backup.name} (CheckpointFile.read falls back to it)")
+    return entries, notes
+
+
+def epoch_ranges(entries: list[EpochEntry], end_offset: int) -> list[EpochEntry]:
+    """``EpochFileCache.initEntries`` (each entry ends where the next starts) then
+    ``setLastEpochEntryEndOffset(end_offset)`` (the store's max physical offset)."""
+    out = []
+    for i, entry in enumerate(entries):
+        end = entries[i + 1].start_offset if i + 1 < len(entries) else LONG_MAX
+        if i + 1 == len(entries) and entry.start_offset <= end_offset:
+            end = end_offset
+        out.append(EpochEntry(entry.epoch, entry.start_offset, end))
+    return out
+
+
+def find_consistent_point(local: list[EpochEntry], other: list[EpochEntry]) -> int:
+    """``EpochFileCache.findConsistentPoint``: from the local newest epoch down, the first the other cache
+    holds with the same start offset gives min(both end offsets); -1 when none does."""
+    by_epoch = {entry.epoch: entry for entry in other}
+    for entry in sorted(local, key=lambda e: e.epoch, reverse=True):
+        match = by_epoch.get(entry.epoch)
+        if match is not None and match.start_offset == entry.start_offset:
+            return min(entry.end_offset, match.end_offset)
+    return -1
+
+
+@dataclass(frozen=True)
+class Truncation:
+    """Where a rejoining follower is cut (``offset``: a CommitLog offset, or for DLedger the raft index of
+    the last entry it keeps as the leader's), and which branch of the broker's rule decided it."""
+
+    offset: int | None
+    rule: str
+
+
+def controller_truncation(follower_epochs: list[EpochEntry], follower_end: int, leader_epochs: list[EpochEntry],
+                          leader_end: int) -> Truncation:
+    """``AutoSwitchHAClient.doTruncate``: a slave with no epochs is a new replica and is not truncated; else
+    it is cut to the consistent point of its epochs against the master's (each cache's last entry ending at
+    its store's max offset), and with none the handshake fails and the slave does not sync."""
+    if not follower_epochs:
+        return Truncation(None, "slave_epochs_empty")
+    point = find_consistent_point(epoch_ranges(follower_epochs, follower_end), epoch_ranges(leader_epochs, leader_end))
+    if point < 0:
+        return Truncation(None, "no_consistent_point")
+    return Truncation(point, "epoch_consistent_point")
+
+
+# --------------------------------------------------------------------------
+# CommitLog copies (master / slave)
+# --------------------------------------------------------------------------
+
+
+@dataclass
+class CommitLogCopy:
+    """One store's CommitLog as its broker would load it: ``end`` is where recovery cuts (what the store
+    holds), ``confirm_offset`` the checkpoint's confirmPhyOffset as recovery corrects it (controller mode),
+    ``epochs`` the epoch file's entries (None: no epoch file)."""
+
+    root: Path
+    files: tuple[tuple[int, Path, int], ...]
+    plan: CommitLogRecoveryPlan
+    checkpoint: dict | None
+    epochs: list[EpochEntry] | None
+    confirm_offset: int | None
+    notes: list[str] = field(default_factory=list)
+    unframed: list[str] = field(default_factory=list)  # where header framing stopped before ``end``
+
+    @property
+    def min_offset(self) -> int:
+        """``getMinPhyOffset``: the first CommitLog file's start."""
+        return self.files[0][0] if self.files else 0
+
+    @property
+    def end(self) -> int:
+        return self.plan.cut if self.files else 0
+
+
+def _read_store_checkpoint(path: Path) -> dict:
+    with rmq.MappedFile(path) as mapped:
+        if mapped.size >= r5.CHECKPOINT_5X_FAST.size:
+            return r5.read_checkpoint_5x(mapped.buf, str(path))
+        return rmq.read_checkpoint(mapped.buf, str(path))
+
+
+def open_commitlog_copy(root) -> CommitLogCopy:
+    """The ``CommitLogCopy`` of the store at ``root``: its checkpoint (a missing or unreadable one is said
+    in a note, and recovery reads as the broker would without it), recovery's cut, its epochs."""
+    root = Path(root)
+    notes: list[str] = []
+    commitlog = root / rocketmq_names.COMMITLOG_DIR
+    checkpoint_path = root / rocketmq_names.CHECKPOINT
+    checkpoint = None
+    if not checkpoint_path.exists():
+        notes.append(f"{checkpoint_path}: missing; compared on the CommitLog alone")
+    else:
+        try:
+            checkpoint = _read_store_checkpoint(checkpoint_path)
+        except SegtoolError as exc:
+            notes.append(f"{checkpoint_path}: {exc.message}; compared on the CommitLog alone")
+    abnormal = (root / rocketmq_names.ABORT).exists()
+    plan = commitlog_recovery_plan(commitlog if commitlog.is_dir() else None, checkpoint, abnormal, None,
+                                   root / rocketmq_names.CONSUMEQUEUE_DIR)
+    if not plan.files:
+        notes.append(f"{commitlog}: no CommitLog files; the store holds no messages")
+    epochs, epoch_notes = read_epoch_entries(root)
+    notes.extend(epoch_notes)
+    confirm = None
+    if epochs is not None and plan.files:
+        confirm = checkpoint.get("confirmPhyOffset") if checkpoint is not None else None
+        if confirm is None:
+            notes.append("no confirmPhyOffset in the store checkpoint: the confirm offset is unknown")
+        else:
+            # CommitLog.recoverNormally / recoverAbnormally in controller mode: kept within [min, processOffset]
+            minimum = plan.files[0][0]
+            corrected = min(max(confirm, minimum), plan.cut)
+            if corrected != confirm:
+                notes.append(f"checkpoint confirmPhyOffset {confirm} lies outside [{minimum}, {plan.cut}]; "
+                             f"recovery corrects it to {corrected}")
+            confirm = corrected
+    return CommitLogCopy(root, plan.files, plan, checkpoint, epochs, confirm, notes)
+
+
+# (physical offset, bytes, key): a message's key is its fixed header (body CRC included) with its topic and
+# properties bytes; a BLANK record's key is None and its bytes run to the end of its file
+Head = tuple[int, int, tuple | None]
+
+
+def record_heads(copy: CommitLogCopy, start: int, stop: int) -> Iterator[Head]:
+    """The records of ``copy`` from ``start`` (a record's first byte) to ``stop``, framed by their headers
+    alone (bodies are not read).  Framing that fails before ``stop`` (a file recovery did not read) ends
+    the run and is noted in ``copy.unframed``."""
+    for file_start, path, size in copy.files:
+        if file_start + size <= start:
+            continue
+        if file_start >= stop:
+            return
+        with rmq.MappedFile(path) as mapped:
+            buf = mapped.buf
+            pos = max(start - file_start, 0)
+            while file_start + pos < stop and pos < size:
+                header = rmq.message_header(buf, pos)
+                if header is None:
+                    if pos + rmq.BLANK_RECORD_FAST.size <= size and \
+                            rmq.BLANK_RECORD_FAST.unpack_from(buf, pos)[1] == rmq.BLANK_MAGIC_CODE:
+                        yield file_start + pos, size - pos, None
+                        break  # the file's end: on to the next file
+                    copy.unframed.append(f"{path.name} byte {pos}: no message header")
+                    return
+                total = header["totalSize"]
+                tail = pos + rmq.MESSAGE_HEADER_FAST[(header["sysFlag"] >> 4) & 3].size + header["bodyLength"]
+                if total < rmq.MIN_MESSAGE_SIZE or pos + total > size or tail > pos + total:
+                    copy.unframed.append(f"{path.name} byte {pos}: totalSize {total} does not frame a message")
+                    return
+                yield file_start + pos, total, (tuple(header.values()), bytes(buf[tail:pos + total]))
+                pos += total
+
+
+@dataclass(frozen=True)
+class CopyComparison:
+    """Two copies over the offsets both hold: from ``compared_from`` they agree up to ``agree_to``
+    (``messages_agreed`` messages); ``diverged_at`` is where their records first differ (None: one is a
+    prefix of the other).  ``compared_from`` is None when they share no offset."""
+
+    compared_from: int | None
+    agree_to: int | None
+    messages_agreed: int
+    diverged_at: int | None
+
+
+def compare_copies(a: CommitLogCopy, b: CommitLogCopy) -> CopyComparison:
+    """The common prefix of two copies, framed in step (HA ships bytes: equal copies frame alike)."""
+    start = max(a.min_offset, b.min_offset)
+    if start > min(a.end, b.end):
+        return CopyComparison(None, None, 0, None)
+    agree_to, agreed = start, 0
+    for head_a, head_b in zip(record_heads(a, start, a.end), record_heads(b, start, b.end)):
+        if head_a != head_b:
+            return CopyComparison(start, agree_to, agreed, agree_to)
+        agree_to = head_a[0] + head_a[1]
+        agreed += head_a[2] is not None
+    return CopyComparison(start, agree_to, agreed, None)
+
+
+@dataclass(frozen=True)
+class MessageRun:
+    """The messages of one copy in [first_offset, end_offset): how many, and the first ``listed`` decoded."""
+
+    first_offset: int
+    end_offset: int
+    messages: int
+    listed: list[dict]
+
+
+def message_run(copy: CommitLogCopy, start: int, stop: int, limit: int) -> MessageRun:
+    """The messages from ``start`` to ``stop``: counted by their headers, the first ``limit`` decoded
+    (bodies read here only: this is where copies differ)."""
+    count = sum(1 for _, _, key in record_heads(copy, start, stop) if key is not None)
+    listed: list[dict] = []
+    for file_start, path, size in copy.files:
+        if len(listed) >= min(limit, count) or file_start >= stop:
+            break
+        if file_start + size <= start:
+            continue
+        with rmq.MappedFile(path) as mapped:
+            for step in rmq.walk_commitlog(mapped.buf, file_from_offset=file_start, file=path.name, path=str(path),
+                                           start=max(start - file_start, 0), digests=False, decompress=False):
+                if isinstance(step, rmq.CommitLogEnd) or step["phyOffset"] >= stop or len(listed) >= limit:
+                    break
+                listed.append(step)
+    return MessageRun(start, stop, count, listed)
+
+
+def messages_below(copy: CommitLogCopy, start: int, stop: int, bound: int | None) -> int:
+    """How many messages in [start, stop) end at or below ``bound`` (a confirm offset)."""
+    if bound is None:
+        return 0
+    return sum(1 for offset, size, key in record_heads(copy, start, min(stop, bound))
+               if key is not None and offset + size <= bound)
+
+
+# --------------------------------------------------------------------------
+# DLedger nodes
+# --------------------------------------------------------------------------
+
+
+@dataclass
+class DLedgerNode:
+    """One DLedger node (``dledger-<selfId>/``) as ``DLedgerMmapFileStore.recover`` loads it: its entries
+    (headers, a key for ``DLedgerEntry.equals`` and the message inside) up to the recovery cut, its
+    checkpoint's committedIndex (None: no checkpoint or no value)."""
+
+    self_id: str
+    directory: Path
+    entries: list[dict]
+    recovery: dict
+    committed_index: int | None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def begin_index(self) -> int:
+        """``ledgerBeginIndex``: -1 when the node holds no entry."""
+        return self.entries[0]["index"] if self.entries else -1
+
+    @property
+    def end_index(self) -> int:
+        return self.entries[-1]["index"] if self.entries else -1
+
+    @property
+    def end_term(self) -> int:
+        return self.entries[-1]["term"] if self.entries else -1
+
+    def get(self, index: int) -> dict | None:
+        """``DLedgerStore.get``: the entry at a raft index, or None outside [begin, end]."""
+        if not self.entries or not self.begin_index <= index <= self.end_index:
+            return None
+        return self.entries[index - self.begin_index]
+
+
+def _entry_key(header: dict, message) -> tuple:
+    """What ``DLedgerEntry.equals`` compares (size, magic, index, term, channel, pos, body), with the body
+    stood for by the message's header fields, body CRC, topic and properties."""
+    fixed = tuple(header[name] for name in ("size", "magic", "index", "term", "channel", "pos"))
+    if isinstance(message, dict):
+        body = tuple(message[name] for name in ("totalSize", "bodyCRC", "bodyCRCComputed", "queueId", "queueOffset",
+                                                 "sysFlag", "bornTimestamp", "storeTimestamp", "topic"))
+        return fixed + body + (tuple(sorted(message["properties"].items())),)
+    return fixed + (str(message),)
+
+
+def open_dledger_node(directory) -> DLedgerNode:
+    """The ``DLedgerNode`` of ``dledger-<selfId>/`` (its ``data/``, ``checkpoint``)."""
+    directory = Path(directory)
+    data = directory / "data"
+    notes: list[str] = []
+    recovery = recover_dledger(data) if data.is_dir() else {"directory": str(data), "entries": 0, "last_index": None,
+                                                             "cut": None, "files": []}
+    if not data.is_dir():
+        notes.append(f"{data}: missing; the node holds no entries")
+    cut = recovery["cut"]["pos"] if recovery["cut"] else None
+    entries: list[dict] = []
+    for start, path in (rmq.list_mapped_files(data) if data.is_dir() else []):
+        if cut is not None and start > cut:
+            break
+        with rmq.MappedFile(path) as mapped:
+            for step in r5.walk_dledger_data(mapped.buf, file_from_offset=start, digests=False, decompress=False):
+                if isinstance(step, r5.DLedgerEnd):
+                    break
+                header, message = step
+                if cut is not None and header["pos"] >= cut:
+                    break
+                entries.append({"index": header["index"], "term": header["term"], "pos": header["pos"],
+                                "size": header["size"], "key": _entry_key(header, message),
+                                "message": message if isinstance(message, dict) else None,
+                                "file": path.name})
+    committed = None
+    checkpoint = directory / rocketmq_names.CHECKPOINT
+    if not checkpoint.exists():
+        notes.append(f"{checkpoint}: missing; the committed index is unknown")
+    else:
+        try:
+            committed = r5.read_dledger_checkpoint(checkpoint.read_bytes(), str(checkpoint))["committedIndex"]
+        except SegtoolError as exc:
+            notes.append(f"{checkpoint}: {exc.message}; the committed index is unknown")
+        if committed is None and not notes:
+            notes.append(f"{checkpoint}: no committedIndex; the committed index is unknown")
+    return DLedgerNode(directory.name[len("dledger-"):], directory, entries, recovery, committed, notes)
+
+
+def dledger_truncation(leader: DLedgerNode, follower: DLedgerNode) -> Truncation:
+    """``DLedgerEntryPusher.EntryDispatcher.doCompare``: compare from the leader's end index down; a match
+    at the follower's end index appends (nothing cut), a match below it truncates there, and where the logs
+    do not meet the follower is truncated to the leader's begin index.  ``offset`` is the truncate index
+    (None: nothing is cut)."""
+    if leader.end_index == -1:
+        return Truncation(None, "leader_empty")  # compareIndex == -1 and ledgerEndIndex == -1: no compare
+    compare = leader.end_index
+    while True:
+        if compare > leader.end_index or compare < leader.begin_index:
+            compare = leader.end_index
+        entry, local = leader.get(compare), follower.get(compare)
+        truncate, rule = -1, ""
+        if local is not None and local["key"] == entry["key"]:  # handleDoCompare: SUCCESS
+            if compare == follower.end_index:
+                return Truncation(None, "append")
+            truncate, rule = compare, "match_below_follower_end"
+        elif follower.end_index < leader.begin_index or follower.begin_index > leader.end_index:
+            truncate, rule = leader.begin_index, "no_intersection"
+        elif compare < follower.begin_index:
+            truncate, rule = leader.begin_index, "below_follower_begin"
+        elif compare > follower.end_index:
+            compare = follower.end_index
+        else:
+            compare -= 1
+        if compare < leader.begin_index:
+            truncate, rule = leader.begin_index, "below_leader_begin"
+        if truncate != -1:
+            return Truncation(truncate, rule)
+
+
+def dledger_dropped(leader: DLedgerNode, follower: DLedgerNode, truncation: Truncation) -> list[dict]:
+    """The follower's entries ``DLedgerMmapFileStore.truncate`` removes: those after the truncate index,
+    and the one at it when it differs from the leader's (it is rewritten)."""
+    index = truncation.offset
+    if index is None:
+        return []
+    leader_entry = leader.get(index)
+    return [entry for entry in follower.entries if entry["index"] > index or (
+        entry["index"] == index and (leader_entry is None or entry["key"] != leader_entry["key"]))]
+
+
+def can_be_elected(node: DLedgerNode, nodes: list[DLedgerNode]) -> bool:
+    """``DLedgerLeaderElector.handleVote``: a voter refuses a candidate whose ledger end term is lower, or
+    equal with a lower end index; a majority of the nodes given (itself included) must grant."""
+    votes = sum(1 for voter in nodes if not (node.end_term < voter.end_term or (
+        node.end_term == voter.end_term and node.end_index < voter.end_index)))
+    return votes > len(nodes) // 2
+
+
+def dledger_agreement(a: DLedgerNode, b: DLedgerNode) -> tuple[int | None, int | None, int | None]:
+    """(first common index, last index of the common prefix, first index where entries differ) of two
+    nodes; the first is None when their indexes do not meet, the last None when the first entry differs."""
+    first = max(a.begin_index, b.begin_index)
+    last_common = min(a.end_index, b.end_index)
+    if first > last_common or first < 0:
+        return None, None, None
+    agree = None
+    for index in range(first, last_common + 1):
+        if a.get(index)["key"] != b.get(index)["key"]:
+            return first, agree, index
+        agree = index
+    return first, agree, None
+
+
+def first_records_agree(a: CommitLogCopy, b: CommitLogCopy) -> bool | None:
+    """Do the first records both copies hold (at the first offset both hold) agree?  None: they share none."""
+    start = max(a.min_offset, b.min_offset)
+    if start >= min(a.end, b.end):
+        return None
+    head_a, head_b = next(record_heads(a, start, a.end), None), next(record_heads(b, start, b.end), None)
+    if head_a is None or head_b is None:
+        return None
+    return head_a == head_b
+
+
+def first_entries_agree(a: DLedgerNode, b: DLedgerNode) -> bool | None:
+    """Do the first entries both nodes hold (at the first raft index both hold) agree?  None: they share none."""
+    first = max(a.begin_index, b.begin_index)
+    if first < 0 or first > min(a.end_index, b.end_index):
+        return None
+    return a.get(first)["key"] == b.get(first)["key"]
+
+
+def group_members(count: int, agree) -> list[list[int]]:
+    """The module docstring's grouping of ``count`` copies: each joins the first group whose first member it
+    does not disagree with (``agree(first, i)`` is not False), else starts a group."""
+    groups: list[list[int]] = []
+    for i in range(count):
+        for group in groups:
+            if agree(group[0], i) is not False:
+                group.append(i)
+                break
+        else:
+            groups.append([i])
+    return groups
