@@ -235,7 +235,7 @@ class Replica:
     producers: dict[int, ProducerState]  # idempotent/transactional producers by id, as the batches leave them
     open_transactions: dict[int, int]  # producer id -> first offset of a transaction without its marker
     torn: TornBatch | None = None
-    records: frozenset = field(default=frozenset(), repr=False)  # (offset, base offset, epoch, crc) per record kept
+    records: frozenset = field(default=frozenset(), repr=False)  # (offset, base offset, epoch, crc, last offset) per record kept
 
     @property
     def cache(self) -> tuple[tuple[int, int], ...]:
@@ -367,7 +367,8 @@ def elect(candidate: Replica, followers: list[Replica]) -> Election:
     for follower in followers:
         rounds = follow(candidate, leader_cache, follower)
         end = min([follower.log_end_offset] + [r.truncate_to for r in rounds])
-        dropped = {r for r in follower.records if r[0] >= end}
+        # LogSegment.truncateTo cuts at the batch holding the offset (translateOffset): all of that batch goes
+        dropped = {r for r in follower.records if r[4] >= end}
         truncations[follower.broker_id] = Truncation(
             follower.broker_id, end, tuple(rounds), (end, follower.log_end_offset) if dropped else None,
             len(dropped), sum(1 for r in dropped if r[0] < follower.loaded_high_watermark),
@@ -509,7 +510,7 @@ def _write_broker(plan: BrokerPlan, root: Path, topic: str, partition: int) -> t
         producers[b.producer_id] = ProducerState(b.producer_epoch, b.last_sequence, b.last_offset)
         if b.is_transactional:
             open_transactions.setdefault(b.producer_id, b.base_offset)
-    records = frozenset((o, b.base_offset, b.epoch, b.crc) for b in kept
+    records = frozenset((o, b.base_offset, b.epoch, b.crc, b.last_offset) for b in kept
                         for o in range(max(b.base_offset, log_start), b.last_offset + 1))
     hw = plan.high_watermark if plan.high_watermark is not None else 0
     replica = Replica(

@@ -57,9 +57,10 @@ def is_control(attributes: int, magic: int) -> bool:
     return magic >= 2 and bool(attributes & _CONTROL)
 
 
-def replica_batches(view: PartitionView) -> ReplicaBatches:
+def replica_batches(view: PartitionView, log_start_offset: int = 0) -> ReplicaBatches:
     """The batches of ``view`` as loaded (``kafka.startup.load_partition`` applied): each segment up to where
-    recovery truncated it.  Regular v2 chunks are read as header columns with their CRC-32C computed;
+    recovery truncated it, from the batch holding ``log_start_offset`` (those wholly below it are deleted
+    records still on disk).  Regular v2 chunks are read as header columns with their CRC-32C computed;
     legacy messages and the rare odd batch one by one."""
     files = [segment.log_path for segment in view.segments]
     parts: dict[str, list] = {name: [] for name in ReplicaBatches.COLUMNS}
@@ -80,6 +81,9 @@ def replica_batches(view: PartitionView) -> ReplicaBatches:
         segment.release()
     columns = {name: (np.concatenate(values) if values else np.zeros(0, dtype=np.int64))
                for name, values in parts.items()}
+    if log_start_offset and len(columns["last_offset"]):
+        first = int(np.searchsorted(columns["last_offset"], log_start_offset, side="left"))
+        columns = {name: values[first:] for name, values in columns.items()}
     return ReplicaBatches(files, columns)
 
 
@@ -174,7 +178,7 @@ def first_divergence(a: ReplicaBatches, b: ReplicaBatches) -> Divergence:
     found = np.flatnonzero(differs)
     if len(found):
         k = int(found[0])
-        until = min(int(a["base_offset"][ia + k]), int(b["base_offset"][ib + k]))
+        until = max(start, min(int(a["base_offset"][ia + k]), int(b["base_offset"][ib + k])))
         return Divergence(start, until, ia + k, ib + k)
     ends = [int(side["last_offset"][-1]) + 1 if len(side) else start for side in (a, b)]
     return Divergence(start, min(ends), None, None)

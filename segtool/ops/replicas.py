@@ -186,7 +186,7 @@ def _read_replica(member: Member) -> _Replica:
     gaps: list[str] = []
     view = PartitionView(directory)
     plan = load_partition(view)
-    batches = held.replica_batches(view)
+    batches = held.replica_batches(view, plan.new_log_start_offset)
     file_epochs: list[EpochEntry] | None = None
     epoch_path = os.path.join(directory, LEADER_EPOCH_CHECKPOINT)
     if os.path.isfile(epoch_path):
@@ -292,22 +292,27 @@ def _pair(a: _Replica, b: _Replica) -> dict:
             "a_past": _past(a, split.index_a, split.agreed_until), "b_past": _past(b, split.index_b, split.agreed_until)}
 
 
-def _dropped_runs(follower: _Replica, indexes: np.ndarray, leader_keys: set, committed_at: dict) -> tuple[list, dict]:
-    """The batches a follower's truncation removes, in runs of one producer and epoch, and their totals."""
+def _dropped_runs(follower: _Replica, indexes: np.ndarray, leader: _Replica, committed_at: dict) -> tuple[list, dict]:
+    """The batches a follower's truncation removes, in runs of one producer and epoch, and their totals.  What
+    the new leader holds is fetched again; records below its log start were deleted before (retention,
+    DeleteRecords), not lost; a lost record is committed when a replica holding its batch has its high
+    watermark past it."""
     b = follower.batches
+    start = leader.epochs.log_start_offset
     runs: list[dict] = []
     totals = {"records": 0, "committed": 0, "refetched": 0, "lost_keys": {}}
     for i in indexes:
         key = (int(b["base_offset"][i]), int(b["last_offset"][i]), int(b["epoch"][i]), int(b["crc"][i]))
         records = int(b["records"][i])
-        committed = held.records_below(b, int(i), committed_at.get(key, 0))
-        on_leader = key in leader_keys
+        before_start = held.records_below(b, int(i), start)
+        committed = max(held.records_below(b, int(i), committed_at.get(key, 0)) - before_start, 0)
+        on_leader = key in leader.keys
         totals["records"] += records
         totals["committed"] += committed
         if on_leader:
             totals["refetched"] += records
-        else:
-            totals["lost_keys"][key] = (records, committed)
+        elif records > before_start:
+            totals["lost_keys"][key] = (records - before_start, committed)
         producer = (int(b["producer_id"][i]), int(b["producer_epoch"][i]), int(b["epoch"][i]), on_leader)
         last_sequence = -1 if b["base_sequence"][i] < 0 else int(b["base_sequence"][i]) + key[1] - key[0]
         if runs and runs[-1]["_key"] == producer:
@@ -337,7 +342,7 @@ def _candidate(candidate: _Replica, read: list[_Replica], new_epoch: int, commit
         indexes = held.truncated_batches(follower.batches, outcome.truncate_to)
         if outcome.fully_truncated:
             indexes = np.arange(len(follower.batches))
-        runs, totals = _dropped_runs(follower, indexes, candidate.keys, committed_at)
+        runs, totals = _dropped_runs(follower, indexes, candidate, committed_at)
         lost.update(totals["lost_keys"])
         followers.append({
             "broker": follower.member.broker, "truncate_to": outcome.truncate_to,

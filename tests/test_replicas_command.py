@@ -1,0 +1,162 @@
+"""``segtool replicas`` on Kafka replica sets built by Kafka's replication rules (tests/kafka_replica_sets.py).
+
+Each scenario's facts come from its construction and the rules of Kafka 3.9's source named there
+(Partition.makeLeader, LeaderEpochFileCache.endOffsetFor, AbstractFetcherThread.getOffsetTruncationState,
+ReplicaManager.initialFetchOffset, LogSegment.truncateTo, UnifiedLog.updateHighWatermark); the command's
+JSON must give the same figures: each copy as loaded, where each pair parts (offset, segment and byte on
+both sides), and for each candidate where each follower truncates, what it drops, what the new leader holds
+again and how many committed records the election loses.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import corpus_path, segtool
+from tests.kafka_replica_sets import SCENARIOS, build
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    corpus_path("kafka")  # the sets are built from corpus segments
+    root = tmp_path_factory.mktemp("replica-sets")
+    cache = {}
+
+    def get(name):
+        if name not in cache:
+            replica_set = build(name, root)
+            run = segtool("replicas", "--json", *[str(path) for path in replica_set.brokers.values()])
+            cache[name] = replica_set, run, json.loads(run.stdout)
+        return cache[name]
+    return get
+
+
+def _label(replica_set) -> dict[str, int]:
+    return {f"broker {broker}": broker for broker in replica_set.replicas}
+
+
+@pytest.mark.parametrize("name", SCENARIOS)
+def test_each_copy_as_the_broker_loads_it(built, name):
+    replica_set, _, report = built(name)
+    label = _label(replica_set)
+    (found,) = report["kafka"]
+    assert {label[r["broker"]] for r in found["replicas"]} == {
+        broker for broker, r in replica_set.replicas.items() if r.topic_id == found["topic_id"]}
+    for replica in found["replicas"]:
+        facts = replica_set.replicas[label[replica["broker"]]]
+        assert (replica["log_start_offset"], replica["log_end_offset"], replica["high_watermark"]) == (
+            facts.log_start_offset, facts.log_end_offset, facts.loaded_high_watermark), replica["broker"]
+        assert [(e["epoch"], e["start_offset"]) for e in replica["batch_epochs"]] == [
+            tuple(run) for run in facts.batch_epochs if run[0] >= 0]
+        assert replica["high_watermark_checkpoint"] == facts.high_watermark
+        written = None if facts.leader_epochs is None else [list(e) for e in facts.leader_epochs]
+        assert (None if replica["leader_epoch_checkpoint"] is None else
+                [[e["epoch"], e["start_offset"]] for e in replica["leader_epoch_checkpoint"]]) == written
+        assert (replica["damage"]["recovery_cut"] is not None) == (facts.torn is not None)
+        if facts.torn is not None:  # LogSegment.recover stops at the torn batch
+            assert replica["damage"]["recovery_cut"]["offset"] == facts.torn.base_offset
+            assert replica["damage"]["recovery_cut"]["byte"] == facts.torn.position
+
+
+@pytest.mark.parametrize("name", SCENARIOS)
+def test_where_each_pair_parts(built, name):
+    replica_set, _, report = built(name)
+    label = _label(replica_set)
+    (found,) = report["kafka"]
+    assert found["pairs"]
+    for pair in found["pairs"]:
+        a, b = label[pair["a"]], label[pair["b"]]
+        facts = replica_set.first_difference[(a, b)] if (a, b) in replica_set.first_difference else \
+            replica_set.first_difference[(b, a)]
+        if facts is None:  # one copy is a prefix of the other
+            assert not pair["diverged"], pair
+            continue
+        assert pair["diverged"] and pair["agreed_until"] == facts.base_offset, pair
+        for side, broker in (("a", a), ("b", b)):
+            place = pair[f"{side}_first_differing"]
+            assert (Path(place["segment"]).name, place["byte"]) == facts.positions[broker]
+
+
+@pytest.mark.parametrize("name", SCENARIOS)
+def test_each_election_truncates_and_loses_as_kafka_does(built, name):
+    replica_set, _, report = built(name)
+    label = _label(replica_set)
+    (found,) = report["kafka"]
+    assert {label[c["broker"]] for c in found["candidates"]} == set(replica_set.elections)
+    for candidate in found["candidates"]:
+        election = replica_set.elections[label[candidate["broker"]]]
+        assert found["new_leader_epoch"] == election.leader_epoch
+        assert candidate["new_epoch_start_offset"] == election.epoch_start_offset
+        assert candidate["committed_records_lost"] == election.committed_lost, candidate["broker"]
+        for follower in candidate["followers"]:
+            truncation = election.truncations[label[follower["broker"]]]
+            assert (follower["truncate_to"], follower["dropped_records"], follower["refetched_records"]) == (
+                truncation.truncate_to, truncation.dropped_records, truncation.dropped_held_by_leader), follower
+            assert len(follower["rounds"]) == max(len(truncation.rounds), 1)
+    best = min(found["candidates"], key=lambda c: c["committed_records_lost"])
+    assert next(c for c in found["candidates"] if c["broker"] == found["best_candidate"])[
+        "committed_records_lost"] == best["committed_records_lost"]
+
+
+def test_the_rules_taken_are_named(built):
+    """multi_round: two OffsetsForLeaderEpoch rounds (an epoch the leader never had, then a match);
+    follower_without_epochs: truncateToHighWatermark."""
+    for name, candidate, follower, rules in (("multi_round", 1, 2, ["epoch_unknown_to_follower", "epochs_match"]),
+                                             ("follower_without_epochs", 1, 2, ["high_watermark"])):
+        (found,) = built(name)[2]["kafka"]
+        chosen = next(c for c in found["candidates"] if c["broker"] == f"broker {candidate}")
+        rounds = next(f for f in chosen["followers"] if f["broker"] == f"broker {follower}")["rounds"]
+        assert [r["rule"] for r in rounds] == rules
+
+
+def test_exit_codes(built):
+    # copies that agree, or a follower only behind, are no problem; parted copies, damage, a committed loss are
+    assert built("in_sync")[1].returncode == 0
+    assert built("lagging_follower")[1].returncode == 0
+    for name in ("unclean_election", "multi_round", "damaged_replica"):
+        assert built(name)[1].returncode == 1, name
+
+
+def test_a_recreated_topic_is_two_partitions(built):
+    replica_set, _, report = built("recreated_topic")
+    ids = {r.topic_id for r in replica_set.replicas.values()}
+    assert len(ids) == 2 and any("re-created" in note for note in report["notes"])
+    lone = [r for r in replica_set.replicas.values() if list(replica_set.replicas.values()).count(r) == 1
+            and sum(1 for o in replica_set.replicas.values() if o.topic_id == r.topic_id) == 1]
+    assert [s["broker"] for s in report["single_copies"]] == [f"broker {r.broker_id}" for r in lone]
+
+
+def test_hanging_transaction_and_sequence_gaps(built):
+    # the candidate lacking the marker leaves the transaction open (ProducerStateManager: no marker, no end)
+    replica_set, _, report = built("hanging_transaction")
+    (found,) = report["kafka"]
+    for candidate in found["candidates"]:
+        facts = replica_set.replicas[_label(replica_set)[candidate["broker"]]]
+        hanging = {t["producer_id"]: t["first_offset"] for t in candidate["hanging_transactions"]}
+        closed_elsewhere = {pid for other in replica_set.replicas.values() if other is not facts
+                            for pid in facts.open_transactions if pid not in other.open_transactions}
+        assert hanging == {pid: facts.open_transactions[pid] for pid in closed_elsewhere}
+    # a replica cut short holds lower last sequences of the same producer epochs: a gap if it leads
+    replica_set, _, report = built("producer_sequence_gap")
+    (found,) = report["kafka"]
+    for candidate in found["candidates"]:
+        facts = replica_set.replicas[_label(replica_set)[candidate["broker"]]]
+        expected = {}
+        for other in replica_set.replicas.values():
+            for pid, state in other.producers.items():
+                mine = facts.producers.get(pid)
+                if state.last_sequence >= 0 and (mine is None or (mine.producer_epoch == state.producer_epoch
+                                                                  and mine.last_sequence < state.last_sequence)):
+                    expected[pid] = max(expected.get(pid, -1), state.last_sequence)
+        assert {g["producer_id"]: g["last_sequence_elsewhere"] for g in candidate["sequence_gaps"]} == expected
+
+
+def test_text_names_the_parting_and_the_best_election(built):
+    replica_set, _, _ = built("unclean_election")
+    run = segtool("replicas", *map(str, replica_set.brokers.values()))
+    assert run.returncode == 1
+    assert "part at offset" in run.stdout and "(best)" in run.stdout and "truncates to" in run.stdout
+    assert "Traceback" not in run.stderr
