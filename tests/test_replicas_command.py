@@ -160,3 +160,27 @@ def test_text_names_the_parting_and_the_best_election(built):
     assert run.returncode == 1
     assert "part at offset" in run.stdout and "(best)" in run.stdout and "truncates to" in run.stdout
     assert "Traceback" not in run.stderr
+
+
+def test_a_real_kraft_quorums_metadata_log_replicas():
+    """wild/apache__kafka: three voters of one cluster (meta.properties' cluster.id ljAoer..., node ids 0-2) left
+    by Kafka's own tests.  Nodes 0 and 1 hold byte-identical logs; node 2's is a byte prefix of theirs, so it
+    agrees to its log end and no vote elects it (KafkaRaftClient.handleVoteRequest: the others' logs are ahead)."""
+    data = corpus_path("wild", "apache__kafka", "core", "data")
+    dirs = {0: data / "kafka-2167572160391180112", 1: data / "kafka-7155829485418535035",
+            2: data / "kafka-7498518511977031704"}
+    logs = {node: (d / "__cluster_metadata-0" / "00000000000000000000.log").read_bytes() for node, d in dirs.items()}
+    assert logs[0] == logs[1] and logs[0].startswith(logs[2]) and len(logs[2]) < len(logs[0])
+    inspected = {node: json.loads(segtool("inspect", "--json", str(d)).stdout) for node, d in dirs.items()}
+    ends = {node: next(p["plan"]["log_end_offset"] for p in report["log_dirs"][0]["partitions"]
+                       if p["directory"].endswith("__cluster_metadata-0")) for node, report in inspected.items()}
+    run = segtool("replicas", "--json", *map(str, dirs.values()))
+    (found,) = json.loads(run.stdout)["kafka"]
+    assert {r["broker"]: r["log_end_offset"] for r in found["replicas"]} == {f"broker {n}": e for n, e in ends.items()}
+    assert all(r["high_watermark"] is None for r in found["replicas"])
+    pairs = {(p["a"], p["b"]): p for p in found["pairs"]}
+    assert not any(p["diverged"] for p in pairs.values())
+    assert pairs[("broker 0", "broker 2")]["agreed_until"] == ends[2]
+    assert {c["broker"]: c["electable"] for c in found["candidates"]} == {"broker 0": True, "broker 1": True,
+                                                                        "broker 2": False}
+    assert found["best_candidate"] in ("broker 0", "broker 1")

@@ -32,6 +32,10 @@ class ReplicaBatches:
                "max_timestamp", "producer_id", "producer_epoch", "base_sequence", "records", "size", "segment",
                "position")
 
+    @classmethod
+    def empty(cls) -> "ReplicaBatches":
+        return cls([], {name: np.zeros(0, dtype=np.int64) for name in cls.COLUMNS})
+
     def __len__(self) -> int:
         return len(self.columns["base_offset"])
 

@@ -1450,7 +1450,9 @@ class KafkaReplica(TypedDict):
     directory: str
     log_start_offset: int
     log_end_offset: int
-    high_watermark: int  # the checkpoint's (the log start without one), kept within the log as the load does
+    # the checkpoint's (the log start without one), kept within the log as the load does; None for the metadata
+    # log, whose high watermark KRaft keeps in memory only
+    high_watermark: int | None
     high_watermark_checkpoint: int | None  # replication-offset-checkpoint's entry
     recovery_point_checkpoint: int | None
     log_start_offset_checkpoint: int | None
@@ -1558,6 +1560,7 @@ class ElectionCandidate(TypedDict):
     """This replica made leader: each follower's truncation, and what the partition loses (counted once per
     batch across followers)."""
     broker: str
+    electable: bool | None  # the metadata log: whether a KRaft vote can elect it (None: the controller picks)
     log_end_offset: int
     new_epoch_start_offset: int
     followers: list[FollowerTruncation]
@@ -1593,8 +1596,9 @@ class KafkaReplicaSet(TypedDict):
     pairs: list[ReplicaPair]
     new_leader_epoch: int | None
     candidates: list[ElectionCandidate]
-    best_candidate: str | None  # the election losing the fewest committed records
+    best_candidate: str | None  # the election losing the fewest committed records (of those a vote can elect)
     producers: list[ProducerAcrossReplicas]
+    notes: list[str]
 
 
 class SingleCopy(TypedDict):

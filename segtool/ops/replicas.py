@@ -184,9 +184,13 @@ def _read_replica(member: Member) -> _Replica:
     topic, partition = _topic_partition(directory)
     log_dir = os.path.dirname(os.path.normpath(directory))
     gaps: list[str] = []
-    view = PartitionView(directory)
-    plan = load_partition(view)
-    batches = held.replica_batches(view, plan.new_log_start_offset)
+    start_checkpoint = _checkpoint_value(log_dir, LOG_START_OFFSET_CHECKPOINT, topic, partition, [])
+    try:
+        view = PartitionView(directory)
+    except NothingFound:  # LogLoader starts an empty log at the checkpointed log start
+        view = None
+    plan = None if view is None else load_partition(view)
+    batches = held.ReplicaBatches.empty() if plan is None else held.replica_batches(view, plan.new_log_start_offset)
     file_epochs: list[EpochEntry] | None = None
     epoch_path = os.path.join(directory, LEADER_EPOCH_CHECKPOINT)
     if os.path.isfile(epoch_path):
@@ -196,19 +200,30 @@ def _read_replica(member: Member) -> _Replica:
             gaps.append(f"{LEADER_EPOCH_CHECKPOINT} unreadable: {exc}")
     else:
         gaps.append(f"no {LEADER_EPOCH_CHECKPOINT}")
-    cache = held.loaded_epoch_cache(file_epochs or [], plan, batches)
-    hw_checkpoint = _checkpoint_value(log_dir, REPLICATION_OFFSET_CHECKPOINT, topic, partition, gaps)
+    hw_checkpoint = None
+    if topic == kafka_names.METADATA_TOPIC:  # KRaft keeps its high watermark in memory only
+        gaps.append("the metadata log's high watermark is not checkpointed: what is committed is not known")
+    else:
+        hw_checkpoint = _checkpoint_value(log_dir, REPLICATION_OFFSET_CHECKPOINT, topic, partition, gaps)
     recovery_point = _checkpoint_value(log_dir, RECOVERY_POINT_CHECKPOINT, topic, partition, [])
-    start_checkpoint = _checkpoint_value(log_dir, LOG_START_OFFSET_CHECKPOINT, topic, partition, [])
-    log_start, log_end = plan.new_log_start_offset, plan.log_end_offset
+    notes = []
+    if plan is None:
+        log_start = log_end = start_checkpoint or 0
+        cache = rules.truncate_from_end(file_epochs or [], log_end)
+        notes.append(f"no .log segment: Kafka's load starts an empty log at offset {log_end}")
+    else:
+        cache = held.loaded_epoch_cache(file_epochs or [], plan, batches)
+        log_start, log_end = plan.new_log_start_offset, plan.log_end_offset
+        notes += plan.notes
     # UnifiedLog.updateHighWatermark at load: the checkpoint (or the log start) kept within the log
     high_watermark = min(max(hw_checkpoint if hw_checkpoint is not None else log_start, log_start), log_end)
+    known_high_watermark = None if topic == kafka_names.METADATA_TOPIC else high_watermark
     carried = [e for e in held.batch_epochs(batches) if e.epoch >= 0]
-    loss = recovery_loss(plan)
+    loss = None if plan is None else recovery_loss(plan)
     crc_bad = int((batches["crc_ok"] == 0).sum()) if len(batches) else 0
     summary = {
         "broker": member.broker, "broker_id": member.broker_id, "directory": directory,
-        "log_start_offset": log_start, "log_end_offset": log_end, "high_watermark": high_watermark,
+        "log_start_offset": log_start, "log_end_offset": log_end, "high_watermark": known_high_watermark,
         "high_watermark_checkpoint": hw_checkpoint, "recovery_point_checkpoint": recovery_point,
         "log_start_offset_checkpoint": start_checkpoint,
         "leader_epoch_checkpoint": None if file_epochs is None else _epochs(file_epochs),
@@ -217,7 +232,7 @@ def _read_replica(member: Member) -> _Replica:
         "batches": len(batches), "records": int(batches["records"].sum()) if len(batches) else 0,
         "damage": {"recovery_cut": None if loss is None else loss.cut_dict(),
                    "beyond_recovery": None if loss is None else loss.beyond_dict(), "checksum_mismatches": crc_bad},
-        "gaps": gaps, "notes": list(plan.notes),
+        "gaps": gaps, "notes": notes,
     }
     epochs = rules.ReplicaEpochs(tuple(cache), log_start, log_end, high_watermark)
     keys = held.batch_keys(batches, range(len(batches)))
@@ -239,7 +254,7 @@ def kafka_replica_set(members: list[Member]) -> dict:
             unreadable.append({"broker": member.broker, "directory": member.directory, "problem": str(exc)})
     result = {"topic": topic, "partition": partition, "topic_id": _topic_id(members[0].directory),
               "replicas": [r.summary for r in read], "unreadable": unreadable, "pairs": [], "candidates": [],
-              "new_leader_epoch": None, "best_candidate": None, "producers": []}
+              "new_leader_epoch": None, "best_candidate": None, "producers": [], "notes": []}
     if len(read) < 2:
         return result
     committed_at = _committed_marks(read)
@@ -252,10 +267,27 @@ def kafka_replica_set(members: list[Member]) -> dict:
     result["producers"] = _producer_table(producer_states)
     candidates = [_candidate(c, read, new_epoch, committed_at, producer_states) for c in read]
     result["candidates"] = candidates
-    best = min(candidates, key=lambda c: (c["committed_records_lost"], c["records_lost"],
-                                          -c["log_end_offset"]))
+    if topic == kafka_names.METADATA_TOPIC:
+        for candidate, replica in zip(candidates, read):
+            candidate["electable"] = _wins_raft_vote(replica, read)
+        result["notes"] = ["KRaft replicates the metadata log itself: a voter is elected only by a majority whose "
+                           "logs are no more up to date than its own (KafkaRaftClient.handleVoteRequest); a "
+                           "follower truncates on the diverging epoch of a fetch, as shown"]
+    electable = [c for c in candidates if c["electable"] is not False] or candidates
+    best = min(electable, key=lambda c: (c["committed_records_lost"], c["records_lost"], -c["log_end_offset"]))
     result["best_candidate"] = best["broker"]
     return result
+
+
+def _wins_raft_vote(candidate: _Replica, voters: list[_Replica]) -> bool:
+    """KafkaRaftClient.handleVoteRequest: a voter grants its vote when the candidate's (last epoch, end offset)
+    is at least its own (OffsetAndEpoch.compareTo: epoch first); a majority of the voters elects."""
+    def position(replica: _Replica) -> tuple[int, int]:
+        cache = replica.epochs.cache
+        return (cache[-1].epoch if cache else 0), replica.epochs.log_end_offset
+
+    granted = sum(1 for voter in voters if position(candidate) >= position(voter))
+    return granted > len(voters) // 2
 
 
 def _committed_marks(read: list[_Replica]) -> dict[tuple, int]:
@@ -354,7 +386,7 @@ def _candidate(candidate: _Replica, read: list[_Replica], new_epoch: int, commit
             "refetched_records": totals["refetched"], "dropped": runs})
     committed = sum(c for _, c in lost.values())
     records = sum(r for r, _ in lost.values())
-    return {"broker": candidate.member.broker, "log_end_offset": candidate.epochs.log_end_offset,
+    return {"broker": candidate.member.broker, "electable": None, "log_end_offset": candidate.epochs.log_end_offset,
             "new_epoch_start_offset": candidate.epochs.log_end_offset, "followers": followers,
             "records_lost": records, "committed_records_lost": committed,
             "uncommitted_records_lost": records - committed,

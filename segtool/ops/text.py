@@ -204,7 +204,7 @@ def _kafka_replica_set_lines(replica_set: dict) -> Iterator[Styled]:
             " (batches carry " + (" ".join(f"{e['epoch']}@{e['start_offset']}" for e in replica["batch_epochs"])
                                   or "no epochs") + ")")
         yield (f"  {replica['broker']}: offsets {replica['log_start_offset']}..{replica['log_end_offset']} "
-               f"(log end), high watermark {replica['high_watermark']}, {replica['records']} records; "
+               f"(log end), high watermark {_unknown(replica['high_watermark'])}, {replica['records']} records; "
                f"epochs {epochs}{agree}"), None
         damage = replica["damage"]
         if damage["recovery_cut"] is not None:
@@ -216,6 +216,10 @@ def _kafka_replica_set_lines(replica_set: dict) -> Iterator[Styled]:
             yield f"    damaged: {damage['checksum_mismatches']} batches fail their CRC", "red"
         for gap in replica["gaps"]:
             yield f"    without: {gap}", "dim"
+        for note in replica["notes"]:
+            yield f"    note: {note}", "dim"
+    for note in replica_set["notes"]:
+        yield f"  note: {note}", "dim"
     for missing in replica_set["unreadable"]:
         yield f"  {missing['broker']}: unreadable, {missing['problem']}", "red"
     for pair in replica_set["pairs"]:
@@ -237,6 +241,7 @@ def _kafka_replica_set_lines(replica_set: dict) -> Iterator[Styled]:
         yield f"  electing each (new leader epoch {replica_set['new_leader_epoch']}):", None
     for candidate in candidates:
         best = " (best)" if candidate["broker"] == replica_set["best_candidate"] else ""
+        best += " (no KRaft vote elects it)" if candidate["electable"] is False else ""
         style = ("red" if candidate["committed_records_lost"] else "green") if best else None
         yield (f"    {candidate['broker']}{best}: loses {candidate['records_lost']} records, "
                f"{candidate['committed_records_lost']} of them committed"), style
@@ -268,6 +273,10 @@ def _kafka_replica_set_lines(replica_set: dict) -> Iterator[Styled]:
 
 
 _RUNS_SHOWN = 20
+
+
+def _unknown(value) -> str:
+    return "unknown" if value is None else str(value)
 
 
 def _salvage_text(salvage: dict) -> str:
