@@ -1462,6 +1462,7 @@ class KafkaReplica(TypedDict):
     epochs_agree: bool  # the loaded cache and the batches name the same epoch starts
     batches: int
     records: int
+    producer_snapshot_offset: int | None  # the snapshot producer state is rebuilt from (then the batches after it)
     damage: ReplicaDamage
     gaps: list[str]  # files the comparison had to do without
     notes: list[str]

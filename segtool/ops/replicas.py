@@ -26,7 +26,7 @@ from segtool.kafka.log_dir import BrokerIdentity, broker_identity
 from segtool.kafka.partition import PartitionView
 from segtool.kafka.startup import LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_CHECKPOINT, load_partition
 from segtool.kafka.state import (PARTITION_METADATA, EpochEntry, read_leader_epoch_checkpoint,
-                                 read_offset_checkpoint, read_partition_metadata)
+                                 read_offset_checkpoint, read_partition_metadata, read_producer_snapshot)
 from segtool.ops.output_schema import ReplicasReport
 
 REPLICATION_OFFSET_CHECKPOINT = "replication-offset-checkpoint"
@@ -162,6 +162,7 @@ class _Replica:
     epochs: rules.ReplicaEpochs
     summary: dict
     keys: set
+    snapshot: tuple | None  # (offset, entries) of the producer snapshot the load starts from
 
 
 def _checkpoint_value(log_dir: str, name: str, topic: str, partition: int, gaps: list[str]) -> int | None:
@@ -236,7 +237,9 @@ def _read_replica(member: Member) -> _Replica:
     }
     epochs = rules.ReplicaEpochs(tuple(cache), log_start, log_end, high_watermark)
     keys = held.batch_keys(batches, range(len(batches)))
-    return _Replica(member, plan, batches, epochs, summary, keys)
+    snapshot = _latest_snapshot(directory, plan, log_end, gaps)
+    summary["producer_snapshot_offset"] = None if snapshot is None else snapshot[0]
+    return _Replica(member, plan, batches, epochs, summary, keys, snapshot)
 
 
 def _epochs(entries: list[EpochEntry]) -> list[dict]:
@@ -263,7 +266,7 @@ def kafka_replica_set(members: list[Member]) -> dict:
     carried = [int(r.batches["epoch"].max()) for r in read if len(r.batches)]
     new_epoch = max(latest + carried + [-1]) + 1  # the controller's next epoch is above every one written
     result["new_leader_epoch"] = new_epoch
-    producer_states = {r.member.broker: _producer_state(r.batches) for r in read}
+    producer_states = {r.member.broker: _producer_state(r.batches, r.snapshot) for r in read}
     result["producers"] = _producer_table(producer_states)
     candidates = [_candidate(c, read, new_epoch, committed_at, producer_states) for c in read]
     result["candidates"] = candidates
@@ -395,22 +398,56 @@ def _candidate(candidate: _Replica, read: list[_Replica], new_epoch: int, commit
 
 # -- producer state across replicas -------------------------------------------------------------------
 
-def _producer_state(batches: held.ReplicaBatches) -> dict[int, dict]:
-    """Each producer's state at the log's end, as ``ProducerStateManager`` rebuilds it from the batches: its
-    epoch, last sequence and offset, and the first offset of a transaction with no marker yet."""
+def _latest_snapshot(directory: str, plan, log_end: int, gaps: list[str]):
+    """The producer snapshot the load rebuilds producer state from (the latest at or below the log end that the
+    load keeps), as (offset, entries); None without one."""
+    deleted = set(plan.producer_snapshots_deleted) if plan is not None else set()
+    offsets = sorted(o for o in (kafka_names.offset_from_file_name(name) for name in os.listdir(directory)
+                                 if name.endswith(kafka_names.PRODUCER_SNAPSHOT) and kafka_names.has_offset_name(name))
+                     if o <= log_end and o not in deleted)
+    if not offsets:
+        return None
+    path = os.path.join(directory, kafka_names.file_name(offsets[-1], kafka_names.PRODUCER_SNAPSHOT))
+    try:
+        return offsets[-1], read_producer_snapshot(path).entries
+    except SegtoolError as exc:
+        gaps.append(f"producer snapshot unreadable, producers rebuilt from the log alone: {exc}")
+        return None
+
+
+def _producer_state(batches: held.ReplicaBatches, snapshot) -> dict[int, dict]:
+    """Each producer's state at the log's end as ``ProducerStateManager`` rebuilds it at load: the latest
+    snapshot's entries, then the batches from its offset on: epoch, last sequence and offset, and the first
+    offset of a transaction with no marker yet."""
     state: dict[int, dict] = {}
+    start = 0
+    if snapshot is not None:
+        start, entries = snapshot
+        for entry in entries:
+            state[entry.producer_id] = {
+                "producer_epoch": entry.producer_epoch, "last_sequence": entry.last_sequence,
+                "last_offset": entry.last_offset, "closed_at": None,
+                "open_transaction_first_offset": entry.current_txn_first_offset
+                if entry.current_txn_first_offset >= 0 else None}
     if not len(batches):
         return state
     pid, magic, attributes = batches["producer_id"], batches["magic"], batches["attributes"]
-    for i in np.flatnonzero((pid >= 0) & (magic >= 2)):
+    producing = (pid >= 0) & (magic >= 2)
+    for i in np.flatnonzero(producing):
+        if batches["base_offset"][i] < start and int(pid[i]) not in state:
+            continue  # expired before the snapshot: the load does not know it
         entry = state.setdefault(int(pid[i]), {"producer_epoch": -1, "last_sequence": -1, "last_offset": -1,
                                                 "open_transaction_first_offset": None, "closed_at": None})
         attrs = int(attributes[i])
-        entry["producer_epoch"] = int(batches["producer_epoch"][i])
-        if attrs & 0x20:  # a COMMIT or ABORT marker ends the producer's transaction
-            entry["open_transaction_first_offset"] = None
+        if attrs & 0x20:  # a COMMIT or ABORT marker ends the producer's transaction (seen in the log, snapshot or not)
             entry["closed_at"] = int(batches["base_offset"][i])
+            if batches["base_offset"][i] >= start:
+                entry["open_transaction_first_offset"] = None
+                entry["producer_epoch"] = int(batches["producer_epoch"][i])
             continue
+        if batches["base_offset"][i] < start:  # the snapshot holds its effect already
+            continue
+        entry["producer_epoch"] = int(batches["producer_epoch"][i])
         base, last = int(batches["base_offset"][i]), int(batches["last_offset"][i])
         if batches["base_sequence"][i] >= 0:
             entry["last_sequence"] = (int(batches["base_sequence"][i]) + last - base) % (2**31)
