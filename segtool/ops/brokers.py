@@ -33,7 +33,7 @@ def inspect_paths(paths: list[str]) -> tuple[dict, int]:
     reports side by side, and the larger exit code."""
     from segtool.ops import inspect, inspect_rocketmq
 
-    log_dirs, stores = _inspect_targets(paths)
+    log_dirs, stores = broker_roots(paths)
     kafka = inspect.inspect(log_dirs) if log_dirs else None
     rocketmq = inspect_rocketmq.inspect_stores(stores) if stores else None
     if kafka is not None and rocketmq is not None:
@@ -45,7 +45,7 @@ def inspect_paths(paths: list[str]) -> tuple[dict, int]:
     return kafka, inspect.exit_code(kafka)
 
 
-def _inspect_targets(paths: list[str]) -> tuple[list[str], list[str]]:
+def broker_roots(paths: list[str]) -> tuple[list[str], list[str]]:
     """(Kafka log dirs, RocketMQ store roots): a path that is one is taken as it is; below any other
     directory each store root and each directory holding partitions is found (the one inventory)."""
     import os

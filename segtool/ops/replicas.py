@@ -27,7 +27,9 @@ from segtool.kafka.partition import PartitionView
 from segtool.kafka.startup import LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_CHECKPOINT, load_partition
 from segtool.kafka.state import (PARTITION_METADATA, EpochEntry, read_leader_epoch_checkpoint,
                                  read_offset_checkpoint, read_partition_metadata, read_producer_snapshot)
+from segtool.ops.brokers import broker_roots
 from segtool.ops.output_schema import ReplicasReport
+from segtool.ops.replicas_rocketmq import rocketmq_replica_problems, rocketmq_replica_sets
 
 REPLICATION_OFFSET_CHECKPOINT = "replication-offset-checkpoint"
 LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
@@ -44,13 +46,10 @@ class Member:
 
 def replicas(paths: list[str]) -> ReplicasReport:
     """The replica sets found below ``paths`` (each a broker's log dir or store, or a folder holding several)."""
-    from segtool.ops.brokers import _inspect_targets
-    from segtool.ops.replicas_rocketmq import rocketmq_replica_sets
-
     for path in paths:
         if not os.path.lexists(path):
             raise UnreadableInput("no such file or directory", path)
-    log_dirs, stores = _inspect_targets(paths)
+    log_dirs, stores = broker_roots(paths)
     brokers, skipped, notes = [], [], []
     skipped += [{"path": d, "reason": "not a directory: a broker's log dir or store is one"}
                 for d in log_dirs if not os.path.isdir(d)]
@@ -76,8 +75,6 @@ def replicas(paths: list[str]) -> ReplicasReport:
 def exit_code(report: ReplicasReport) -> int:
     """2 when an entry below the paths cannot be read; 1 when copies part, a replica is damaged, the best
     election still loses committed records, or no partition or store is held by two or more brokers; else 0."""
-    from segtool.ops.replicas_rocketmq import rocketmq_replica_problems
-
     summary = report["summary"]
     if any(entry["reason"].startswith("unreadable") for entry in report["skipped"]):
         return 2
