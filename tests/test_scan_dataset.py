@@ -279,7 +279,8 @@ def test_a_meta_properties_that_names_no_broker_is_a_note_and_the_folder_names_i
     run = segtool("scan", log_dir, "--out", tmp_path / "out", "--json", "--no-hash")
     assert run.returncode == 0, run.stderr
     (note,) = json.loads(run.stdout)["notes"]
-    assert note.startswith(f"{meta}: ") and "node.id" in note and note.endswith("name the broker by its folder")
+    assert note.startswith(f"{meta}: ") and note.count(str(meta)) == 1
+    assert "without node.id" in note and note.endswith("its rows name the broker by its folder")
     table = pq.read_table(tmp_path / "out", columns=["broker_id", "broker_label"])
     assert table.num_rows > 0
     assert set(zip(table.column("broker_id").to_pylist(), table.column("broker_label").to_pylist())) == {

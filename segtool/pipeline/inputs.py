@@ -16,7 +16,7 @@ from segtool.errors import NothingFound, SegtoolError, UnreadableInput
 from segtool.engine.detect import detect
 from segtool.formats.file_kinds import FileKind
 from segtool.rocketmq import names as rocketmq_names
-from segtool.kafka.log_dir import BrokerIdentity, broker_identity, broker_identity_of
+from segtool.kafka.log_dir import BrokerIdentity, broker_identity, broker_identity_of, unreadable_meta_properties
 from segtool.kafka.names import META_PROPERTIES, is_log_file
 from segtool.pipeline import storage
 
@@ -101,5 +101,5 @@ def broker_of(log_dir: str) -> BrokerIdentity:
             return BrokerIdentity(None, log_dir)
         data = bytes(storage.read_all(path))
     except (SegtoolError, OSError) as exc:
-        return BrokerIdentity(None, log_dir, f"{path}: {exc}")
+        return BrokerIdentity(None, log_dir, unreadable_meta_properties(path, exc))
     return broker_identity_of(log_dir, path, data)
