@@ -40,7 +40,7 @@ from segtool.pipeline.spark import SparkEngine, find_java  # noqa: E402
 from segtool.spark_job import job_argv  # noqa: E402
 from segtool.pipeline.splits import _targets, kafka_boundaries  # noqa: E402
 from segtool.pipeline.verify import verify_distributed  # noqa: E402
-from tests.conftest import REPO, case_dirs, comparable_scan_report, segtool, segtool_process  # noqa: E402
+from tests.conftest import CORPUS, REPO, case_dirs, comparable_scan_report, segtool, segtool_process  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("helpers_in_process")
 
@@ -279,6 +279,24 @@ def test_spark_splits_equal_local_splits(spark_engine, tmp_path):
     for kind, order in (("kafka", ORDER), ("rocketmq", RMQ_ORDER)):
         if kind in local["dataset"]["rows_by_broker"]:
             assert _table(tmp_path / "local", kind, order).equals(_table(tmp_path / "spark", kind, order))
+
+
+def test_spark_writes_the_broker_columns_the_local_scan_writes(spark_engine, tmp_path):
+    """Three brokers' copies of one partition (a real 3-node KRaft cluster's log dirs, node ids in their
+    meta.properties): both engines write the same bytes, each copy's rows under its own broker."""
+    wild = CORPUS / "wild" / "apache__kafka" / "core" / "data"
+    log_dirs = [str(wild / name) for name in ("kafka-2167572160391180112", "kafka-7155829485418535035",
+                                              "kafka-7498518511977031704")]
+    if not all(os.path.isdir(d) for d in log_dirs):
+        pytest.skip(f"the wild KRaft log dirs are not in {wild}")
+    local = scan(log_dirs, str(tmp_path / "local"), LocalEngine(2), hash_inputs=False)
+    spark = scan(log_dirs, str(tmp_path / "spark"), spark_engine, hash_inputs=False)
+    assert comparable_scan_report(local) == comparable_scan_report(spark)
+    assert _parts(tmp_path / "local") == _parts(tmp_path / "spark")
+    for relative in _parts(tmp_path / "local"):
+        assert (tmp_path / "local" / relative).read_bytes() == (tmp_path / "spark" / relative).read_bytes()
+    labels = _table(tmp_path / "spark", "kafka", ORDER).group_by(["broker_id", "broker_label"]).aggregate([])
+    assert sorted(labels.column("broker_label").to_pylist()) == ["broker 0", "broker 1", "broker 2"]
 
 
 def _batch_starts(log: Path) -> list[int]:

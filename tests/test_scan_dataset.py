@@ -2,7 +2,9 @@
 
 The whole corpus (Kafka and RocketMQ) is scanned once; pyarrow and DuckDB read OUT with topic and
 partition as columns, and their counts per (log dir or store, topic, partition) are the records and
-messages `segtool dump --json` lists for the same files.  Also here: an input without segments is
+messages `segtool dump --json` lists for the same files.  Replicas of one partition scanned from several
+brokers' log dirs are told apart by `broker_id` / `broker_label` (meta.properties' node id, else the
+folder), on copies of a corpus partition and on a real 3-node KRaft cluster's log dirs.  Also here: an input without segments is
 skipped (named, with the reason) instead of refusing the scan, a segment without an offset index is
 split at batch starts found in its headers, and part files are written in bounded row groups.
 """
@@ -92,6 +94,11 @@ def test_pyarrow_reads_it_as_it_is(corpus_scan, dumped):
     brokers = Counter(table.column("broker").to_pylist())
     assert brokers == report["dataset"]["rows_by_broker"]
     assert set(brokers) == {"kafka", "rocketmq"}
+    # no corpus log dir holds a meta.properties and no store names its broker: every row names its folder
+    labels = pq.read_table(out, columns=["source_dir", "broker_id", "broker_label"]).group_by(
+        ["source_dir", "broker_id", "broker_label"]).aggregate([]).to_pylist()
+    assert not any(os.path.exists(os.path.join(row["source_dir"], "meta.properties")) for row in labels)
+    assert all(row["broker_id"] is None and row["broker_label"] == row["source_dir"] for row in labels)
 
 
 def test_duckdb_reads_it_as_it_is(corpus_scan, dumped):
@@ -147,8 +154,8 @@ def test_a_segment_without_index_is_split_at_batch_starts(tmp_path):
     whole = scan([str(source)], str(tmp_path / "whole"), LocalEngine(1), split_bytes=0, hash_inputs=False)
     assert not cut["problems"] and cut["tasks"] == len(tasks)
     order = [("segment_base_offset", "ascending"), ("offset", "ascending")]
-    a = pq.read_table(tmp_path / "cut").drop_columns(["source_dir"]).sort_by(order)
-    b = pq.read_table(tmp_path / "whole").drop_columns(["source_dir"]).sort_by(order)
+    a = pq.read_table(tmp_path / "cut").drop_columns(["source_dir", "broker_label"]).sort_by(order)
+    b = pq.read_table(tmp_path / "whole").drop_columns(["source_dir", "broker_label"]).sort_by(order)
     assert a.num_rows == b.num_rows > 0 and a.equals(b)
 
 
@@ -185,3 +192,116 @@ def test_parts_are_written_in_bounded_row_groups(tmp_path):
             per_batch[row["batch_position"]] += max(row["key_size"], 0) + max(row["value_size"], 0)
         last = group[-1]["batch_position"]  # the batch that reached the bound is written with the group
         assert sum(per_batch.values()) - per_batch[last] < 8 * 1024
+
+
+# -- which broker a row comes from -----------------------------------------------------------------
+
+REPLICA_SOURCE = ("kafka", "c01-multiseg-clean", "data", "c01-plain-0")
+WILD_KRAFT = ("wild", "apache__kafka", "core", "data")
+# the log dirs of one 3-node KRaft cluster (one cluster.id) that hold __cluster_metadata-0 segments
+WILD_KRAFT_LOG_DIRS = ("kafka-2167572160391180112", "kafka-7155829485418535035", "kafka-7498518511977031704")
+
+
+def _write_meta_properties(log_dir: Path, node_id: int, directory_id: str) -> None:
+    """meta.properties as a KRaft broker writes it (MetaProperties v1 through PropertiesUtils.writePropertiesFile:
+    a comment line, a date line, then the properties)."""
+    log_dir.joinpath("meta.properties").write_text(
+        f"#\n#Thu Nov 27 12:00:00 UTC 2025\nnode.id={node_id}\ndirectory.id={directory_id}\nversion=1\n"
+        "cluster.id=ljAoerGESXi5val3QKEeFQ\n", encoding="iso-8859-1")
+
+
+def _records_per_partition(*partitions: Path) -> dict[str, int]:
+    """Records `segtool dump --json` lists in each partition directory's segments, by partition directory."""
+    counts: Counter = Counter()
+    for partition in partitions:
+        run = segtool("dump", "--json", *sorted(partition.glob("*.log")))
+        assert run.returncode == 0, run.stderr
+        counts[str(partition)] = sum(json.loads(line)["kind"] == "record" for line in run.stdout.splitlines())
+    return counts
+
+
+def _docs_replica_queries() -> list[str]:
+    """The SQL statements of docs/pipeline.md's replicas block, as a reader would paste them."""
+    text = (Path(__file__).resolve().parents[1] / "docs" / "pipeline.md").read_text()
+    (block,) = [block.split("```", 1)[0] for block in text.split("```sql")[1:] if "-- replicas:" in block]
+    return [statement.strip() for statement in block.split(";") if "SELECT" in statement]
+
+
+def test_replicas_from_two_brokers_are_told_apart_and_counted_once(tmp_path):
+    source = corpus_path(*REPLICA_SOURCE)
+    brokers = {1: tmp_path / "broker-a", 2: tmp_path / "broker-b"}
+    directory_ids = {1: "5eICfu-ZSxqR41MQYQ5Mhw", 2: "hmVkgd6wQOGANqVGvXUZVA"}  # Kafka UUIDs, base64url
+    for node_id, log_dir in brokers.items():
+        shutil.copytree(source, log_dir / source.name)
+        _write_meta_properties(log_dir, node_id, directory_ids[node_id])
+    unnamed = tmp_path / "copied-without-meta"
+    shutil.copytree(source, unnamed / source.name)
+    out = tmp_path / "out"
+    run = segtool("scan", brokers[1], brokers[2], unnamed, "--out", out, "--json", "--no-hash")
+    assert run.returncode == 0, run.stderr
+    assert not json.loads(run.stdout)["notes"]
+    (records,) = _records_per_partition(source).values()
+    assert records > 0
+
+    by_broker = pq.read_table(out, columns=["broker_id", "broker_label"]).group_by(
+        ["broker_id", "broker_label"]).aggregate([([], "count_all")]).to_pylist()
+    assert sorted((row["broker_id"] is None, row["broker_id"] or 0, row["broker_label"], row["count_all"])
+                  for row in by_broker) == [(False, 1, "broker 1", records), (False, 2, "broker 2", records),
+                                            (True, 0, str(unnamed), records)]
+
+    topic, partition = topic_partition(source.name)
+    per_broker, distinct = (duckdb.sql(query.replace("/cases/42/scan", str(out))).fetchall()
+                            for query in _docs_replica_queries())
+    assert sorted((label, n) for t, p, label, _, n, _ in per_broker if (t, p) == (topic, partition)) == sorted(
+        [("broker 1", records), ("broker 2", records), (str(unnamed), records)])
+    assert distinct == [(topic, partition, records)]  # three copies, each record counted once
+
+
+def test_a_file_uri_log_dir_reads_its_meta_properties(tmp_path):
+    source = corpus_path(*REPLICA_SOURCE)
+    log_dir = tmp_path / "broker-7"
+    shutil.copytree(source, log_dir / source.name)
+    _write_meta_properties(log_dir, 7, "hmVkgd6wQOGANqVGvXUZVA")
+    uri = f"file://{log_dir}"
+    report = scan([uri], str(tmp_path / "out"), LocalEngine(1), hash_inputs=False)
+    table = pq.read_table(tmp_path / "out", columns=["source_dir", "broker_id", "broker_label"])
+    assert table.num_rows == report["dataset"]["rows"] == sum(_records_per_partition(source).values())
+    assert set(zip(*(table.column(name).to_pylist() for name in table.column_names))) == {(uri, 7, "broker 7")}
+
+
+def test_a_meta_properties_that_names_no_broker_is_a_note_and_the_folder_names_it(tmp_path):
+    real = corpus_path(*WILD_KRAFT, WILD_KRAFT_LOG_DIRS[0])
+    log_dir = tmp_path / "node-lost"
+    shutil.copytree(real, log_dir)
+    meta = log_dir / "meta.properties"
+    lines = meta.read_text(encoding="iso-8859-1").splitlines(keepends=True)
+    meta.write_text("".join(line for line in lines if not line.startswith("node.id=")), encoding="iso-8859-1")
+    run = segtool("scan", log_dir, "--out", tmp_path / "out", "--json", "--no-hash")
+    assert run.returncode == 0, run.stderr
+    (note,) = json.loads(run.stdout)["notes"]
+    assert note.startswith(f"{meta}: ") and note.count(str(meta)) == 1
+    assert "without node.id" in note and note.endswith("its rows name the broker by its folder")
+    table = pq.read_table(tmp_path / "out", columns=["broker_id", "broker_label"])
+    assert table.num_rows > 0
+    assert set(zip(table.column("broker_id").to_pylist(), table.column("broker_label").to_pylist())) == {
+        (None, str(log_dir))}
+
+
+def test_a_real_kraft_clusters_log_dirs_give_one_broker_each(tmp_path):
+    """Three brokers' copies of __cluster_metadata-0, as a 3-node KRaft cluster left them: the rows of each copy
+    carry its broker's node.id, and a per-broker count equals each copy's records."""
+    log_dirs = [corpus_path(*WILD_KRAFT, name) for name in WILD_KRAFT_LOG_DIRS]
+    node_ids = {}
+    for log_dir in log_dirs:  # what each meta.properties says, read as text
+        (line,) = [line for line in (log_dir / "meta.properties").read_text().splitlines()
+                   if line.startswith("node.id=")]
+        node_ids[str(log_dir)] = int(line.split("=", 1)[1])
+    assert sorted(node_ids.values()) == [0, 1, 2]
+    records = _records_per_partition(*(log_dir / "__cluster_metadata-0" for log_dir in log_dirs))
+    out = tmp_path / "out"
+    run = segtool("scan", *log_dirs, "--out", out, "--json", "--no-hash")
+    assert run.returncode == 0, run.stderr
+    got = duckdb.sql(f"SELECT source_dir, broker_id, broker_label, count(*) FROM read_parquet('{out}/**/*.parquet', "
+                     "hive_partitioning = true) GROUP BY ALL").fetchall()
+    assert sorted(got) == sorted((str(log_dir), node_ids[str(log_dir)], f"broker {node_ids[str(log_dir)]}",
+                                  records[str(log_dir / "__cluster_metadata-0")]) for log_dir in log_dirs)

@@ -140,7 +140,24 @@ def broker_identity(log_dir: str) -> BrokerIdentity:
     if not os.path.isfile(path):
         return BrokerIdentity(None, folder)
     try:
-        meta = parse_meta_properties(bytes(open_buffer(path)), path)
+        data = bytes(open_buffer(path))
     except (SegtoolError, OSError) as exc:
-        return BrokerIdentity(None, folder, f"{path}: {exc}")
+        return BrokerIdentity(None, folder, unreadable_meta_properties(path, exc))
+    return broker_identity_of(folder, path, data)
+
+
+def unreadable_meta_properties(path: str, exc: SegtoolError | OSError) -> str:
+    """Why ``meta.properties`` at ``path`` could not be read: one line naming the file once."""
+    if isinstance(exc, SegtoolError):
+        return str(exc.at(path))
+    return f"{path}: {exc.strerror or exc}"
+
+
+def broker_identity_of(folder: str, path: str, data: bytes) -> BrokerIdentity:
+    """The broker named by the bytes of ``meta.properties`` read from ``path`` (a URI's log dir reads them
+    through its own filesystem); the folder when they do not name one."""
+    try:
+        meta = parse_meta_properties(data, path)
+    except SegtoolError as exc:
+        return BrokerIdentity(None, folder, unreadable_meta_properties(path, exc))
     return BrokerIdentity(meta.node_id, folder, None if meta.node_id is not None else f"{path}: no broker.id")

@@ -12,11 +12,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from segtool.engine.inventory import Inventory, Partition, Store, classify, inventory
-from segtool.errors import NothingFound, UnreadableInput
+from segtool.errors import NothingFound, SegtoolError, UnreadableInput
 from segtool.engine.detect import detect
 from segtool.formats.file_kinds import FileKind
 from segtool.rocketmq import names as rocketmq_names
-from segtool.kafka.names import is_log_file
+from segtool.kafka.log_dir import BrokerIdentity, broker_identity, broker_identity_of, unreadable_meta_properties
+from segtool.kafka.names import META_PROPERTIES, is_log_file
 from segtool.pipeline import storage
 
 _NOT_SCANNED = "scan reads Kafka .log segments and RocketMQ CommitLog files only (verify checks the others)"
@@ -87,3 +88,18 @@ def discover(paths: list[str]) -> Inputs:
         raise NothingFound("no Kafka segments or RocketMQ CommitLog found here", paths[0], skipped=inputs.skipped)
     inputs.skipped = empty + inputs.skipped
     return inputs
+
+
+def broker_of(log_dir: str) -> BrokerIdentity:
+    """The broker a Kafka log dir belongs to (``kafka.log_dir.broker_identity``); a URI's ``meta.properties`` is
+    read through its filesystem and its folder kept as written."""
+    if not storage.is_uri(log_dir):
+        return broker_identity(log_dir)
+    path = storage.join(log_dir, META_PROPERTIES)
+    try:
+        if not storage.exists(path):
+            return BrokerIdentity(None, log_dir)
+        data = bytes(storage.read_all(path))
+    except (SegtoolError, OSError) as exc:
+        return BrokerIdentity(None, log_dir, unreadable_meta_properties(path, exc))
+    return broker_identity_of(log_dir, path, data)

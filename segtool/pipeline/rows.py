@@ -228,6 +228,8 @@ class _KafkaBuilder:
         columns = {
             "broker": pa.array([KAFKA] * n, pa.string()),
             "source_dir": pa.array([task["source_dir"]] * n, pa.string()),
+            "broker_id": pa.repeat(pa.scalar(task["broker_id"], pa.int32()), n),
+            "broker_label": pa.repeat(pa.scalar(task["broker_label"], pa.string()), n),
             "offset": pa.array(self.offset, pa.int64()),
             "compression": per_batch_text(self.b_codec),
             "segment_base_offset": pa.array(np.full(n, task["base_offset"], dtype=np.int64)),
@@ -322,6 +324,8 @@ def _rocketmq_batch(task: dict, messages: list[dict], with_values: bool) -> pa.R
     data["offset"] = [m["queueOffset"] for m in messages]
     data["broker"] = [ROCKETMQ] * n
     data["source_dir"] = [task["source_dir"]] * n
+    data["broker_id"] = [task["broker_id"]] * n
+    data["broker_label"] = [task["broker_label"]] * n
     data["transaction_type"] = [_TRANSACTION_TYPES.get(m["transactionType"]) for m in messages]
     data["properties"] = [list(m["properties"].items()) for m in messages]
     data["body_crc_valid"] = [m["bodyLength"] <= 0 or m["bodyCRC"] == m["bodyCRCComputed"] for m in messages]

@@ -48,6 +48,13 @@ COLUMNS = [
     ("broker", pa.string(), BOTH, "`kafka` or `rocketmq`: which broker's file the row comes from"),
     ("source_dir", pa.string(), BOTH, "the Kafka log directory holding the partition directory, or the RocketMQ "
                                       "store root (the directory holding commitlog/); absolute path or URI"),
+    ("broker_id", pa.int32(), BOTH, "Kafka: the broker's id, `node.id` (or `broker.id`) of the log dir's "
+                                    "meta.properties, null when there is none or it names none; RocketMQ: null "
+                                    "(the broker's id is in broker.conf, not in the store)"),
+    ("broker_label", pa.string(), BOTH, "which broker's copy the row is, never null: `broker <id>`, else the log "
+                                        "dir or store root as in `source_dir`; replicas of one partition on "
+                                        "several brokers differ only here, so count a record once per "
+                                        "(topic, partition, offset), not per row"),
     ("topic", pa.string(), BOTH, "topic (Kafka: from the partition directory name `<topic>-<partition>`); "
                                  "a partition key, in the directory name `topic=<topic>`"),
     ("partition", pa.int32(), BOTH, "Kafka partition number (null when the directory name has none), RocketMQ "

@@ -35,7 +35,7 @@ from segtool.rocketmq import names as rocketmq_names
 from segtool.kafka.names import INDEX, offset_from_file_name, sibling
 from segtool.kafka.log import BATCH_V2_OVERHEAD, LOG_ENTRY_HEADER_FAST, LOG_OVERHEAD, RECORD_OVERHEAD_V0, BatchScan, frame_batches
 from segtool.pipeline import storage
-from segtool.pipeline.inputs import Inputs
+from segtool.pipeline.inputs import Inputs, broker_of
 
 DEFAULT_SPLIT_BYTES = 64 * 1024 * 1024
 _SLACK = 1.25  # a segment up to 1.25 x split_bytes stays whole: no sliver of a split
@@ -224,6 +224,22 @@ def _plan_one(item: tuple) -> tuple[list[int], list[str]]:
     return commitlog_boundaries(path, size, base, split_bytes)
 
 
+def _brokers(inputs: Inputs, notes: list[str]) -> dict[tuple[str, str], tuple[int | None, str]]:
+    """(broker id, broker label) of every Kafka log dir and RocketMQ store by (kind, folder), read once each; why
+    a ``meta.properties`` named no broker goes to ``notes``.  No file of a store that segtool reads names the
+    broker's id (it is in broker.conf, outside the store; subscriptionGroup.json's brokerId is the broker a group
+    reads from), so a store's id is null and its label its root."""
+    brokers = {}
+    for log_dir in dict.fromkeys(part.source_dir for part in inputs.kafka):
+        identity = broker_of(log_dir)
+        brokers[("kafka", log_dir)] = (identity.broker_id, identity.label)
+        if identity.problem is not None:
+            notes.append(f"{identity.problem}: its rows name the broker by its folder")
+    for store in inputs.rocketmq:
+        brokers[("rocketmq", store.source_dir)] = (None, store.source_dir)
+    return brokers
+
+
 def plan_tasks(inputs: Inputs, split_bytes: int = DEFAULT_SPLIT_BYTES, mapper=None) -> tuple[list[dict], list[str]]:
     """Tasks (dicts, picklable and JSON-able) in a stable order, and planning notes.
 
@@ -246,15 +262,19 @@ def plan_tasks(inputs: Inputs, split_bytes: int = DEFAULT_SPLIT_BYTES, mapper=No
     boundaries = {i: result for i, result in zip(big, planned)}
     tasks: list[dict] = []
     notes: list[str] = []
+    brokers = _brokers(inputs, notes)
     for i, (kind, path, size, base, owner) in enumerate(files):
         starts, file_notes = boundaries.get(i, ([0], []))
         notes.extend(file_notes)
         ends = starts[1:] + [None]
+        broker_id, broker_label = brokers[kind, owner.source_dir]
         for n, (start, end) in enumerate(zip(starts, ends)):
             task = {
                 "id": len(tasks),
                 "kind": kind,
                 "source_dir": owner.source_dir,
+                "broker_id": broker_id,
+                "broker_label": broker_label,
                 "path": path,
                 "base_offset": base,
                 "start": start,
