@@ -183,3 +183,9 @@ def test_spark_prints_the_same_json(evidence):
     spark_run = segtool("replicas", "--json", "--engine", "spark", "--master", "local[2]", *paths)
     assert spark_run.returncode == 1, spark_run.stderr
     assert spark_run.stdout == segtool("replicas", "--json", "--workers", "1", *paths).stdout
+
+
+def test_spark_submit_runs_replicas_on_spark():
+    from segtool.spark_job import job_argv
+
+    assert job_argv(["replicas", "--json", "a", "b"]) == ["replicas", "--engine", "spark", "--json", "a", "b"]
