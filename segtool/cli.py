@@ -460,6 +460,10 @@ def transactions(
 def replicas(
     paths: list[str] = typer.Argument(..., help="Brokers' log dirs or stores, or folders holding several.",
                                       metavar="PATH..."),
+    engine: Optional[str] = typer.Option(None, "--engine", help="local (a process pool; the default) or spark: one task per partition.", metavar="ENGINE"),
+    master: Optional[str] = typer.Option(None, "--master", help="Spark master URL (implies --engine spark; default local[*]).", metavar="URL"),
+    workers: Optional[int] = typer.Option(None, "--workers", help="local engine: worker processes (default: one per core; small inputs in-process).", metavar="N"),
+    conf: Optional[List[str]] = typer.Option(None, "--conf", help="A Spark setting, KEY=VALUE (repeatable; with --engine spark).", metavar="KEY=VALUE"),
     as_json: bool = typer.Option(False, "--json", help="One JSON report on stdout."),
 ):
     """Replicas: what each broker holds of a partition, where the copies part, what an election loses.
@@ -470,7 +474,9 @@ def replicas(
     epoch exchange decides (Partition.makeLeader, LeaderEpochFileCache.endOffsetFor,
     AbstractFetcherThread.getOffsetTruncationState); the records it drops are named, with
     those below a high watermark counted as committed.  RocketMQ master/slave and DLedger
-    stores are compared by CommitLog bytes and DLedger terms (docs/replicas.md).
+    stores are compared by CommitLog bytes and DLedger terms (docs/replicas.md).  Each
+    partition (each RocketMQ group) is one task, on a local process pool or on Spark; the
+    report is the same on either.
 
     Exit code 0 when the copies agree, 1 when they part, a replica is damaged, the best
     election still loses committed records, or nothing is held by two brokers; 2 when an
@@ -481,10 +487,19 @@ def replicas(
       segtool replicas broker1/kafka-logs broker2/kafka-logs broker3/kafka-logs
 
       segtool replicas --json evidence/ > replicas.json
-    """
-    from segtool.ops.replicas import exit_code, replicas as compare_replicas
 
-    report = compare_replicas(paths)
+      segtool replicas --engine spark --master spark://head:7077 /cases/42/brokers
+    """
+    from segtool.ops.replicas import exit_code
+    from segtool.pipeline.engines import engine_name, make_engine
+    from segtool.pipeline.replicas import replicas_on
+
+    # Spark draws its own stage progress
+    with _Progress(enabled=not as_json and engine_name(engine, master) == "local", title="replicas") as progress:
+        runner = make_engine(engine, master, workers, quiet=_State.quiet, progress=progress and progress.task,
+                             conf=conf)
+        with runner, _interruptible():
+            report = replicas_on(paths, runner)
     _State.exit_if_output_closed = exit_code(report)
     if as_json:
         _print_json(report)

@@ -6,6 +6,10 @@ replica is read as the broker loads it (``kafka.startup.load_partition``: recove
 beyond counted as damage), by batch headers only.  For each replica as the next leader, every other replica's
 truncation follows the epoch exchange; a dropped record is *committed* when it lies below the high watermark
 of a replica holding that very batch, and *lost* when the new leader does not hold it.
+
+Each replica set is one unit of work (``kafka_replica_set``, and ``replicas_rocketmq``'s per group): ``replicas``
+maps them through ``map_tasks``, in-process here, or as tasks of the pipeline's engines
+(``segtool.pipeline.replicas``), which give the results back in the sets' order.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from segtool.kafka.state import (PARTITION_METADATA, EpochEntry, read_leader_epo
 from segtool.ops.brokers import broker_roots
 from segtool.ops.output_schema import ReplicasReport
 from segtool.ops.replicas_rocketmq import rocketmq_replica_problems, rocketmq_replica_sets
+from segtool.ops.task_map import MapTasks, bytes_in, in_process
 
 REPLICATION_OFFSET_CHECKPOINT = "replication-offset-checkpoint"
 LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
@@ -44,8 +49,9 @@ class Member:
     directory: str
 
 
-def replicas(paths: list[str]) -> ReplicasReport:
-    """The replica sets found below ``paths`` (each a broker's log dir or store, or a folder holding several)."""
+def replicas(paths: list[str], map_tasks: MapTasks = in_process) -> ReplicasReport:
+    """The replica sets found below ``paths`` (each a broker's log dir or store, or a folder holding several);
+    each set is compared by ``map_tasks``."""
     for path in paths:
         if not os.path.lexists(path):
             raise UnreadableInput("no such file or directory", path)
@@ -62,8 +68,8 @@ def replicas(paths: list[str]) -> ReplicasReport:
     brokers += [{"broker": label, "broker_id": None, "path": root, "kind": "rocketmq"} for label, root in store_members]
     groups, single, group_notes = kafka_replica_groups(identities, skipped)
     notes += group_notes
-    kafka = [kafka_replica_set(members) for members in groups]
-    rocketmq = rocketmq_replica_sets(store_members) if len(store_members) > 1 else []
+    kafka = map_tasks(kafka_replica_set, groups, [sum(bytes_in(m.directory) for m in members) for members in groups])
+    rocketmq = rocketmq_replica_sets(store_members, map_tasks) if len(store_members) > 1 else []
     if len(store_members) == 1:
         notes.append(f"one RocketMQ store ({store_members[0][1]}): nothing to compare it with")
     return {"brokers": brokers, "kafka": kafka, "rocketmq": rocketmq,

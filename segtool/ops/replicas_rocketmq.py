@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from segtool.engine.salvage import store_recovery_loss
+from segtool.ops.task_map import MapTasks, bytes_in, in_process
 from segtool.rocketmq import names as rocketmq_names
 from segtool.rocketmq import replication as rep
 
@@ -219,31 +220,57 @@ def _dledger_homes(root: Path) -> list[Path]:
     return sorted(p for p in root.iterdir() if p.is_dir() and rocketmq_names.is_dledger_dir(p.name))
 
 
-def rocketmq_replica_sets(stores: list[tuple[str, str]]) -> list[dict]:
+def open_store(store: tuple[str, str]) -> tuple[list[tuple[str, rep.CommitLogCopy]], list[tuple[str, rep.DLedgerNode]]]:
+    """One store ((broker label, store root)) as its broker would load it: its CommitLog copy, or its DLedger
+    nodes (a store root may hold several ``dledger-<selfId>`` homes: each is a node, labelled
+    ``<broker>/<selfId>``).  A unit of work of ``rocketmq_replica_sets``."""
+    label, root = store
+    homes = _dledger_homes(Path(root))
+    if not homes:
+        return [(label, rep.open_commitlog_copy(root))], []
+    return [], [(label if len(homes) == 1 else f"{label}/{home.name[len('dledger-'):]}", rep.open_dledger_node(home))
+                for home in homes]
+
+
+def master_slave_set(members: tuple[list[str], list[rep.CommitLogCopy]]) -> dict:
+    """The ``RocketMQReplicaSet`` of one group of CommitLog copies (labels, copies): a unit of work."""
+    labels, copies = members
+    notes = _grouping_notes(labels, copies, rep.first_records_agree)
+    return _master_slave_set(labels, copies, notes)
+
+
+def dledger_set(members: tuple[list[str], list[str], list[rep.DLedgerNode]]) -> dict:
+    """The ``RocketMQReplicaSet`` of one group of DLedger nodes (labels, store roots, nodes): a unit of work."""
+    labels, roots, nodes = members
+    notes = _grouping_notes(labels, nodes, rep.first_entries_agree)
+    return _dledger_set(labels, roots, nodes, notes)
+
+
+def rocketmq_replica_sets(stores: list[tuple[str, str]], map_tasks: MapTasks = in_process) -> list[dict]:
     """One ``RocketMQReplicaSet`` per group of the given stores ((broker label, store root) each) that
-    replicate each other: master/slave CommitLogs, and DLedger nodes (a store root may hold several
-    ``dledger-<selfId>`` homes: each is a node, labelled ``<broker>/<selfId>``)."""
-    copy_labels, copies = [], []
-    node_labels, node_roots, nodes = [], [], []
-    for label, root in stores:
-        homes = _dledger_homes(Path(root))
-        if homes:
-            for home in homes:
-                node_labels.append(label if len(homes) == 1 else f"{label}/{home.name[len('dledger-'):]}")
-                node_roots.append(str(root))
-                nodes.append(rep.open_dledger_node(home))
-        else:
-            copy_labels.append(label)
-            copies.append(rep.open_commitlog_copy(root))
-    sets = []
-    for group in rep.group_members(len(copies), lambda a, b: rep.first_records_agree(copies[a], copies[b])):
-        notes = _grouping_notes([copy_labels[i] for i in group], [copies[i] for i in group], rep.first_records_agree)
-        sets.append(_master_slave_set([copy_labels[i] for i in group], [copies[i] for i in group], notes))
-    for group in rep.group_members(len(nodes), lambda a, b: rep.first_entries_agree(nodes[a], nodes[b])):
-        notes = _grouping_notes([node_labels[i] for i in group], [nodes[i] for i in group], rep.first_entries_agree)
-        sets.append(_dledger_set([node_labels[i] for i in group], [node_roots[i] for i in group],
-                                 [nodes[i] for i in group], notes))
-    return sets
+    replicate each other: master/slave CommitLogs, and DLedger nodes.  ``map_tasks`` opens the stores, then
+    compares each group."""
+    sizes = [bytes_in(root) for _, root in stores]
+    copy_labels, copies, copy_sizes = [], [], []
+    node_labels, node_roots, nodes, node_sizes = [], [], [], []
+    for (label, root), size, (found_copies, found_nodes) in zip(stores, sizes, map_tasks(open_store, stores, sizes)):
+        for copy_label, copy in found_copies:
+            copy_labels.append(copy_label)
+            copies.append(copy)
+            copy_sizes.append(size)
+        for node_label, node in found_nodes:
+            node_labels.append(node_label)
+            node_roots.append(str(root))
+            nodes.append(node)
+            node_sizes.append(size // len(found_nodes))
+    copy_groups = rep.group_members(len(copies), lambda a, b: rep.first_records_agree(copies[a], copies[b]))
+    node_groups = rep.group_members(len(nodes), lambda a, b: rep.first_entries_agree(nodes[a], nodes[b]))
+    return (map_tasks(master_slave_set, [([copy_labels[i] for i in group], [copies[i] for i in group])
+                                         for group in copy_groups],
+                      [sum(copy_sizes[i] for i in group) for group in copy_groups])
+            + map_tasks(dledger_set, [([node_labels[i] for i in group], [node_roots[i] for i in group],
+                                       [nodes[i] for i in group]) for group in node_groups],
+                        [sum(node_sizes[i] for i in group) for group in node_groups]))
 
 
 def _grouping_notes(labels: list[str], members: list, agree) -> list[str]:
