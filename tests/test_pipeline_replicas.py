@@ -167,6 +167,9 @@ def test_a_replica_a_task_cannot_read_is_named_in_its_set(tmp_path):
                                    "problem": f"{hidden}: no such file or directory"}]
     assert sorted(r["broker"] for r in item["replicas"]) == ["broker 1", "broker 3"]
     assert [c["broker"] for c in item["candidates"]] == ["broker 1", "broker 3"]
+    from segtool.ops.replicas import exit_code
+
+    assert exit_code(pooled) == 2  # an unreadable input: the contract's 2, with every other figure given
 
 
 @pytest.mark.spark

@@ -79,10 +79,11 @@ def replicas(paths: list[str], map_tasks: MapTasks = in_process) -> ReplicasRepo
 
 
 def exit_code(report: ReplicasReport) -> int:
-    """2 when an entry below the paths cannot be read; 1 when copies part, a replica is damaged, the best
+    """2 when an entry below the paths or a replica cannot be read; 1 when copies part, a replica is damaged, the best
     election still loses committed records, or no partition or store is held by two or more brokers; else 0."""
     summary = report["summary"]
-    if any(entry["reason"].startswith("unreadable") for entry in report["skipped"]):
+    if any(entry["reason"].startswith("unreadable") for entry in report["skipped"]) \
+            or any(replica_set["unreadable"] for replica_set in report["kafka"]):
         return 2
     if not report["kafka"] and not report["rocketmq"]:
         return 1
