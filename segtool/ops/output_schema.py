@@ -1612,9 +1612,9 @@ class SingleCopy(TypedDict):
 class ReplicasSummary(TypedDict):
     kafka_replica_sets: int
     rocketmq_replica_sets: int
-    diverged: int
-    damaged: int
-    committed_loss_at_best: int
+    diverged: int  # sets of either broker whose copies part
+    damaged: int  # replicas (Kafka copies, RocketMQ stores and DLedger nodes) whose recovery cuts data off
+    committed_loss_at_best: int  # committed records the best Kafka elections still lose
 
 
 class ReplicasReport(TypedDict):

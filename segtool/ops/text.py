@@ -189,6 +189,8 @@ def replicas_lines(report: dict) -> Iterator[Styled]:
     for note in report["notes"]:
         yield f"note: {note}", "yellow"
     summary = report["summary"]
+    if not report["kafka"] and not report["rocketmq"]:
+        yield "nothing here is held by two or more brokers: no copies to compare", "yellow"
     yield (f"{summary['kafka_replica_sets']} Kafka replica sets, {summary['rocketmq_replica_sets']} RocketMQ groups: "
            f"{summary['diverged']} diverged, {summary['damaged']} damaged replicas, "
            f"{summary['committed_loss_at_best']} committed records lost by the best elections"), "bold"
