@@ -160,9 +160,11 @@ def _same_place(path: str) -> str:
 
 def _replicas(paths: list[str], found, notes: list[str]) -> ReplicasReport | None:
     """``segtool replicas`` of the same paths when they hold a partition name in two or more directories
-    or two or more stores (None otherwise: nothing to compare, nothing read twice)."""
+    or two or more stores (DLedger nodes are stores to replicas, not to the inventory: a path that is a
+    store root counts); None otherwise: nothing to compare, nothing read twice."""
     names = Counter(os.path.basename(os.path.normpath(p.directory)) for p in found.partitions)
-    if max(names.values(), default=0) < 2 and len(found.stores) < 2:
+    stores = max(len(found.stores), sum(1 for path in paths if rocketmq_names.is_store_root(path)))
+    if max(names.values(), default=0) < 2 and stores < 2:
         return None
     from segtool.ops.replicas import replicas
 

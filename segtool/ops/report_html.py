@@ -27,7 +27,7 @@ _COLOURS = {"create": "#1f77b4", "append": "#2ca02c", "late": "#ff7f0e", "future
             "commit": "#2ca02c", "abort": "#d62728", "open": "#ff7f0e", "gap": "#7f7f7f", "damage": "#d62728",
             "segment": ("#4c78a8", "#9ecae9"), "error": "#d62728", "info": "#7f7f7f",
             "held": "#4c78a8", "held_uncommitted": "#9ecae9", "watermark": "#222222", "parting": "#9467bd",
-            "lost_committed": "#d62728", "lost": "#ff7f0e", "refetched": "#7f7f7f"}
+            "lost_committed": "#d62728", "lost": "#ff7f0e", "refetched": "#7f7f7f", "alone": "#bcbd22"}
 _PLOT_CONFIG = {"displaylogo": False, "responsive": True}
 # times on every date axis in ISO-8601, UTC (plotly draws epoch milliseconds as UTC)
 _ISO_TICKS = {"type": "date", "tickformat": "%Y-%m-%dT%H:%M:%S.%LZ", "hoverformat": "%Y-%m-%dT%H:%M:%S.%LZ"}
@@ -338,7 +338,8 @@ def _store_coverage(s: ReportStore) -> dict:
 
 # -- replica sets: one partition or store held by several brokers ---------------------------------
 
-BEST = "★ best"  # marks the best candidate's lanes and row
+BEST = "★ best"  # marks the best candidate's lanes and row (Kafka)
+REFERENCE = "★ reference"  # marks the store or node a RocketMQ set is compared with (its reason beside it)
 
 
 class _Lanes:
@@ -358,12 +359,20 @@ class _Lanes:
         return lane
 
     def spans(self, lane: str, spans: list[tuple[int, int]], name: str, colour: str, hover: list[str]) -> None:
+        """Inclusive (first, last) offsets, indexes or bytes, each drawn as one unit wide (so one offset shows,
+        and a span ends where the next begins), with a tick at its start that a few records on a long axis
+        keep visible."""
         if not spans:
             return
-        trace = _lane_segments(spans, self.lane(lane), name, colour, hover, 12)
+        trace = _lane_segments([(first, last + 1) for first, last in spans], self.lane(lane), name, colour, hover, 12)
         trace.update(yaxis="y", legendgroup=name, showlegend=name not in self.named)
         self.named.add(name)
         self.traces.append(trace)
+        self.traces.append({"type": "scatter", "mode": "markers", "x": [first for first, _ in spans],
+                            "y": [lane] * len(spans), "name": name, "legendgroup": name, "showlegend": False,
+                            "text": hover, "hoverinfo": "text",
+                            "marker": {"symbol": "line-ns-open", "size": 14, "color": colour,
+                                       "line": {"width": 3, "color": colour}}})
 
     def mark(self, lane: str, x: int, name: str, hover: str, symbol: str = "line-ns-open",
              colour: str = _COLOURS["watermark"]) -> None:
@@ -379,15 +388,15 @@ class _Lanes:
         self.notes.append(note)
 
     def figure(self, title: str, axis: dict) -> dict:
-        height = 200 + 26 * max(len(self.lanes), 1)
+        height = 230 + 26 * max(len(self.lanes), 1)
         return {"data": self.traces, "layout": {
             "title": {"text": title}, "height": height, "hovermode": "closest", "shapes": self.shapes,
             "annotations": self.notes, "xaxis": axis,
             "yaxis": {"type": "category", "categoryorder": "array", "categoryarray": list(reversed(self.lanes)),
                       "automargin": True},
             # the legend below the axis title, whatever the number of lanes
-            "legend": {"orientation": "h", "y": -55 / (height - 160), "yanchor": "top"},
-            "margin": {"t": 70, "b": 90}}}
+            "legend": {"orientation": "h", "y": -70 / (height - 190), "yanchor": "top"},
+            "margin": {"t": 70, "b": 120}}}
 
 
 def _parting_lines(figure: _Lanes, partings: list[tuple[int, str]]) -> None:
@@ -539,29 +548,42 @@ def _past_words(past: dict) -> str:
     return f"{past['records']} records in {past['batches']} batches ({past['first_offset']}..{past['last_offset']})"
 
 
+def _dropped(figure: _Lanes, lane: str, first: int, last: int, committed_to: int | None, committed: str,
+             words: str) -> None:
+    """What a rejoining RocketMQ follower drops, from ``first`` to ``last``: below ``committed_to`` (its confirm
+    offset or committed index + 1; None: unknown, nothing counted committed) red, the rest orange."""
+    cut = first if committed_to is None else max(first, min(committed_to, last + 1))
+    if cut > first:
+        figure.spans(lane, [(first, cut - 1)], f"dropped, {committed}: lost", _COLOURS["lost_committed"], [words])
+    if last >= cut:
+        figure.spans(lane, [(cut, last)], f"dropped, never {committed}: lost", _COLOURS["lost"], [words])
+
+
 def _rocketmq_replicas_figure(s: RocketMQReplicaSet) -> dict:
     figure = _Lanes()
     if s["layout"] == "dledger":
+        committed_index = {node["broker"]: node["committed_index"] for node in s["nodes"]}
         for node in s["nodes"]:
-            lane = f"{node['broker']} holds" + (f" {BEST}" if node["broker"] == s["reference"] else "")
+            lane = f"{node['broker']} holds" + (f" {REFERENCE}" if node["broker"] == s["reference"] else "")
             committed = None if node["committed_index"] is None else node["committed_index"] + 1
             _held(figure, lane, node["begin_index"], node["end_index"] + 1, committed, "entries", "committed index")
             if node["committed_index"] is not None:
-                figure.mark(lane, node["committed_index"], "committed index",
+                # at the end of the committed entry's unit, where the held span turns light
+                figure.mark(lane, node["committed_index"] + 1, "committed index",
                             f"{node['broker']}: committed index {node['committed_index']}")
         for rejoin in s["dledger_rejoins"]:
             if rejoin["dropped"] is None:
                 continue
-            leader = rejoin["leader"] + (f" {BEST}" if rejoin["leader"] == s["reference"] else "") + (
+            leader = rejoin["leader"] + (f" {REFERENCE}" if rejoin["leader"] == s["reference"] else "") + (
                 "" if rejoin["leader_electable"] else " (a vote cannot elect it)")
             lost = rejoin["committed_dropped"]
             run = rejoin["dropped"]
-            figure.spans(f"elect {leader}: {rejoin['follower']} drops", [(run["first_index"], run["last_index"])],
-                         "dropped, committed: lost" if lost else "dropped, never committed: lost",
-                         _COLOURS["lost_committed" if lost else "lost"],
-                         [f"{rejoin['follower']} is cut back to index {rejoin['truncate_index']} ({rejoin['rule']}): "
-                          f"entries {run['first_index']}..{run['last_index']}, {run['entries']} entries, {lost} "
-                          "committed"])
+            committed = committed_index[rejoin["follower"]]
+            words = (f"{rejoin['follower']} is cut back to index {rejoin['truncate_index']} ({rejoin['rule']}): "
+                     f"entries {run['first_index']}..{run['last_index']}, {run['entries']} entries, {lost} committed")
+            # the committed ones are those at or below the follower's committed index
+            _dropped(figure, f"elect {leader}: {rejoin['follower']} drops", run["first_index"], run["last_index"],
+                     None if committed is None else committed + 1, "committed", words)
         for missing in s["committed_missing"]:
             run = missing["missing"]
             figure.spans(f"{missing['lacker']} lacks what {missing['holder']} committed",
@@ -572,8 +594,9 @@ def _rocketmq_replicas_figure(s: RocketMQReplicaSet) -> dict:
                                 for c in s["dledger_comparisons"] if c["diverged_at_index"] is not None])
         return figure.figure("DLedger nodes along the entry indexes: where they part, what each leader's "
                              "followers drop", {"title": {"text": "entry index"}})
+    confirm_offset = {store["broker"]: store["confirm_offset"] for store in s["stores"]}
     for store in s["stores"]:
-        lane = f"{store['broker']} holds" + (f" {BEST}" if store["broker"] == s["reference"] else "")
+        lane = f"{store['broker']} holds" + (f" {REFERENCE}" if store["broker"] == s["reference"] else "")
         _held(figure, lane, store["min_offset"], store["max_offset"], store["confirm_offset"], "physical offsets",
               "confirm offset")
         if store["confirm_offset"] is not None:
@@ -584,19 +607,18 @@ def _rocketmq_replicas_figure(s: RocketMQReplicaSet) -> dict:
             run = comparison[side]
             if run is not None:
                 figure.spans(f"only {holder} (against {comparison['other'] if side == 'only_reference' else comparison['reference']})",
-                             [(run["first_offset"], run["end_offset"] - 1)], "held by one copy only", _COLOURS["lost"],
+                             [(run["first_offset"], run["end_offset"] - 1)], "held by one copy only", _COLOURS["alone"],
                              [f"{run['messages']} messages, {run['bytes']} bytes only {holder} holds"])
     for rejoin in s["rejoins"]:
         run = rejoin["dropped"]
         if run is None:
             continue
-        leader = rejoin["leader"] + (f" {BEST}" if rejoin["leader"] == s["reference"] else "")
-        lost = rejoin["confirmed_dropped"]
-        figure.spans(f"elect {leader}: {rejoin['follower']} drops", [(run["first_offset"], run["end_offset"] - 1)],
-                     "dropped, confirmed: lost" if lost else "dropped, never confirmed: lost",
-                     _COLOURS["lost_committed" if lost else "lost"],
-                     [f"{rejoin['follower']} truncates to {rejoin['truncate_to']} ({rejoin['rule']}): {run['messages']} "
-                      f"messages, {run['bytes']} bytes, {lost} confirmed"])
+        leader = rejoin["leader"] + (f" {REFERENCE}" if rejoin["leader"] == s["reference"] else "")
+        words = (f"{rejoin['follower']} truncates to {rejoin['truncate_to']} ({rejoin['rule']}): {run['messages']} "
+                 f"messages, {run['bytes']} bytes, {rejoin['confirmed_dropped']} confirmed")
+        # the confirmed ones lie below the follower's confirm offset
+        _dropped(figure, f"elect {leader}: {rejoin['follower']} drops", run["first_offset"], run["end_offset"] - 1,
+                 confirm_offset[rejoin["follower"]], "confirmed", words)
     _parting_lines(figure, [(c["diverged_at"], f"{c['reference']} | {c['other']}")
                             for c in s["comparisons"] if c["diverged_at"] is not None])
     return figure.figure("CommitLog copies along the physical offsets: where they part, what each holds alone and "
@@ -613,7 +635,7 @@ def _rocketmq_replicas_section(page: "_Page", s: RocketMQReplicaSet, number: int
     state = [word for flag, word in ((s["diverged"], "copies part"), (s["damaged"], "a copy is damaged"),
                                      (s["loses_messages"], "an election or a lost disk loses committed data"))
              if flag]
-    page.add(f"<p>{html.escape(BEST)}: {html.escape(s['reference'])} ({html.escape(s['reference_reason'])}); "
+    page.add(f"<p>{html.escape(REFERENCE)}: {html.escape(s['reference'])} ({html.escape(s['reference_reason'])}); "
              f"{html.escape(', '.join(state) or 'the copies agree on what they share')}.</p>")
     if dledger:
         page.add(_table(["node", "store", "entries", "begin index", "end index", "end term", "committed index",
@@ -633,7 +655,7 @@ def _rocketmq_replicas_section(page: "_Page", s: RocketMQReplicaSet, number: int
                          for c in s["stores"]]))
     page.figure(_rocketmq_replicas_figure(s))
     if dledger:
-        rows = [[r["leader"] + (f" {BEST}" if r["leader"] == s["reference"] else ""),
+        rows = [[r["leader"] + (f" {REFERENCE}" if r["leader"] == s["reference"] else ""),
                  "yes" if r["leader_electable"] else "no", r["follower"], r["rule"],
                  "-" if r["truncate_index"] is None else r["truncate_index"],
                  0 if r["dropped"] is None else r["dropped"]["entries"], r["committed_dropped"]]
@@ -642,7 +664,7 @@ def _rocketmq_replicas_section(page: "_Page", s: RocketMQReplicaSet, number: int
             ["leader", "electable", "follower", "rule", "cut back to index", "entries dropped", "committed dropped"],
             rows, "elections"))
     elif s["rejoins"]:
-        rows = [[r["leader"] + (f" {BEST}" if r["leader"] == s["reference"] else ""), r["follower"], r["rule"],
+        rows = [[r["leader"] + (f" {REFERENCE}" if r["leader"] == s["reference"] else ""), r["follower"], r["rule"],
                  "-" if r["truncate_to"] is None else r["truncate_to"],
                  0 if r["dropped"] is None else r["dropped"]["messages"], r["confirmed_dropped"]]
                 for r in s["rejoins"]]
