@@ -1896,6 +1896,10 @@ class ReportPartition(TypedDict):
     producers: list[ProducerFigures]
     producer_count: int
     findings: ReportFindings
+    # this copy's replica set (its index in ReportFigures.replicas.kafka) and broker; None: held by one broker.
+    # A section is one broker's copy: sum a figure over the sections of one replica set and it counts it per copy
+    replica_set: int | None
+    broker: str | None
     notes: list[str]
 
 
@@ -1967,6 +1971,8 @@ class ReportStore(TypedDict):
     truncation: ReportTruncation | None
     consumer_progress: list[ConsumerProgress] | None  # None: no consumer offsets read (see notes)
     findings: ReportFindings
+    replica_set: int | None  # its index in ReportFigures.replicas.rocketmq; None: compared with no other store
+    broker: str | None
     notes: list[str]
 
 
@@ -1980,6 +1986,9 @@ class ReportFigures(TypedDict):
     partitions: list[ReportPartition]
     stores: list[ReportStore]
     other_findings: ReportFindings  # findings of files in no partition or store
+    # `segtool replicas --json` of the same paths, when they hold a partition in two or more directories or
+    # two or more stores (None: nothing to compare); lists beyond the page's caps are cut, said in notes
+    replicas: ReplicasReport | None
     notes: list[str]
 
 
