@@ -272,3 +272,16 @@ def test_the_lane_renders(built, browser):  # noqa: F811
     assert {f"{r['broker']} holds" for r in found["replicas"]} <= set(lanes)
     assert any(BEST in lane for lane in lanes)
     assert widths and max(widths) > 100
+
+
+def test_parted_copies_make_the_report_exit_1_and_its_text_says_where(built):
+    """report's verdict includes replicas': copies that part are a problem found (1), said in the text too."""
+    replica_set, compared, _ = built("unclean_election")
+    parting = replica_set.first_difference[(1, 2)].base_offset
+    run = segtool("report", "--no-hash", *[str(p) for p in replica_set.brokers.values()])
+    assert run.returncode == 1, run.stderr
+    (found,) = compared["kafka"]
+    best = next(c for c in found["candidates"] if c["broker"] == found["best_candidate"])
+    said = (f"Replicas of c01-plain-0: 3 copies, parting at offset {parting}; best election broker 1 loses "
+            f"{best['records_lost']} records ({best['committed_records_lost']} committed)")
+    assert " ".join(said.split()) in " ".join(run.stdout.split())  # lines are fitted to 80 columns

@@ -84,8 +84,14 @@ _NEVER = np.iinfo(np.int64).max
 
 
 def exit_code(figures: ReportFigures) -> int:
-    """verify's exit code: 2 unreadable input, 1 problems or nothing recognised, 0 clean."""
-    return verify_exit_code({"summary": figures["summary"]})
+    """verify's exit code (2 unreadable input, 1 problems or nothing recognised, 0 clean), and 1 when copies held
+    by several brokers part or an election would lose committed records (``segtool replicas``' verdict)."""
+    from segtool.ops.replicas import exit_code as replicas_exit_code
+
+    code = verify_exit_code({"summary": figures["summary"]})
+    if figures["replicas"] is not None and (figures["replicas"]["kafka"] or figures["replicas"]["rocketmq"]):
+        code = max(code, replicas_exit_code(figures["replicas"]))
+    return code
 
 
 class _Shares:
