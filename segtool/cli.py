@@ -1110,6 +1110,14 @@ def main() -> None:
     startup.keep_freed_memory()
     try:
         _run_command()
+    except SystemExit as exc:
+        uris = sys.modules.get("segtool.engine.uris")
+        if uris is not None and uris.calls_in_flight():
+            # a store call still blocks in native code (Ctrl-C, SIGTERM, a deadline): pyarrow's exit
+            # handlers would wait for it, so end here, the line said and the output flushed
+            _say(lambda: None)
+            os._exit(exc.code if isinstance(exc.code, int) else EXIT_UNREADABLE)
+        raise
     finally:
         startup.freeze_what_is_alive()
 

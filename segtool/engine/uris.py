@@ -86,11 +86,11 @@ def storage_conf(conf: list[str] | None) -> tuple[dict[str, str], list[str]]:
 
 
 def configure(settings: dict[str, str]) -> None:
-    """The storage settings of this process (the driver's from --conf; a task's as shipped to it)."""
-    if settings != _settings:
-        _settings.clear()
-        _settings.update(settings)
-        _filesystem.cache_clear()
+    """The storage settings of this process (the driver's from --conf; a task's as shipped to it).
+    Filesystems made before are dropped: they may hold other settings or credentials."""
+    _settings.clear()
+    _settings.update(settings)
+    _filesystem.cache_clear()
 
 
 def current_settings() -> dict[str, str]:
@@ -167,21 +167,34 @@ def _one_line(exc: BaseException) -> str:
 _READING = ("read", "list", "open the filesystem")
 
 
+_in_flight: set[int] = set()  # the calls still running in their helper threads
+
+
+def calls_in_flight() -> bool:
+    """A remote call is still running (it was interrupted, or passed its deadline): the SDKs' exit
+    handlers would wait for it, so the process must end without them."""
+    return bool(_in_flight)
+
+
 def bounded(uri: str, what: str, call, *args, deadline: float = CALL_DEADLINE_SECONDS):
     """``call(*args)`` with a deadline, in a helper thread: the main thread keeps taking Ctrl-C and
-    SIGTERM while a native SDK call blocks, and a store that never answers ends the run with one line."""
+    SIGTERM while a native SDK call blocks, and a store that never answers ends the run with one line.
+    (An Event, not ``Thread.join``: a join interrupted by a signal marks a running thread stopped.)"""
     outcome: list = []
+    finished = threading.Event()
 
     def run():
         try:
             outcome.append(("ok", call(*args)))
         except BaseException as exc:  # handed to the caller's thread, which decides
             outcome.append(("error", exc))
+        finally:
+            _in_flight.discard(id(finished))
+            finished.set()
 
-    worker = threading.Thread(target=run, name=f"segtool {what}", daemon=True)
-    worker.start()
-    worker.join(deadline)
-    if worker.is_alive():
+    _in_flight.add(id(finished))
+    threading.Thread(target=run, name="segtool storage call", daemon=True).start()
+    if not finished.wait(deadline):
         raise UnreadableInput(f"cannot {what}: no answer within {deadline:.0f} s", uri)
     state, value = outcome[0]
     if state == "error":
