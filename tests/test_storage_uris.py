@@ -19,7 +19,7 @@ from tests.s3_server import s3_server  # noqa: F401  (the session fixture)
 
 REBUILD_CASE = ("kafka", "c09-index-rebuild")  # Kafka's own rebuilt indexes are its goldens
 SCAN_CASE = ("kafka", "c01-multiseg-clean")
-STORE_CASE = ("rocketmq", "clean-multi")
+STORE_CASE = ("rocketmq", "kill9-abort")
 
 
 @pytest.fixture
@@ -176,9 +176,9 @@ def _scan_compared(s3_server, bucket, tmp_path, scheme: str, extra: list[str]): 
     s3_server.upload_tree(kafka, bucket, "kafka-logs")
     s3_server.upload_tree(store, bucket, "rocketmq/store")
     local = segtool("scan", str(kafka), str(store), "--out", str(tmp_path / "scan"), "--json", "--split-size",
-                    "256KiB", *extra)
+                    "1MiB", *extra)
     remote = segtool("scan", f"{scheme}://{bucket}/kafka-logs", f"{scheme}://{bucket}/rocketmq/store",
-                     "--out", f"{scheme}://{bucket}/cases/42/scan", "--json", "--split-size", "256KiB", *extra)
+                     "--out", f"{scheme}://{bucket}/cases/42/scan", "--json", "--split-size", "1MiB", *extra)
     assert remote.returncode == local.returncode == 0, remote.stderr
     places = {f"{scheme}://{bucket}/kafka-logs": str(kafka), f"{scheme}://{bucket}/rocketmq/store": str(store)}
     assert comparable_scan_report(json.loads(_as_local(remote.stdout, places))) == comparable_scan_report(
@@ -200,6 +200,7 @@ def test_scan_s3_evidence_into_s3_on_the_local_pool(s3_server, bucket, tmp_path)
     assert all(f["path"].startswith(f"s3://{bucket}/") for f in report["inputs"]["files"])
 
 
+@pytest.mark.slow
 def test_scan_with_s3a_settings_only(s3_server, s3a_only, tmp_path):  # noqa: F811
     bucket = f"evidence-{uuid.uuid4().hex[:12]}"
     s3_server.client().create_bucket(Bucket=bucket)

@@ -3,8 +3,9 @@
 A plain path is read through ``segtool.source`` (read-only mmap) and
 written through ``segtool.engine.safe_write`` (temp file, fsync, rename).  A URI
 (``s3://bucket/kafka-logs``, ``hdfs://nn/evidence``, ``gs://…``, ``file:///…``)
-goes through pyarrow's filesystems, so executors of a cluster can read inputs
-that no single machine holds: a task reads only the byte range of its split.
+goes through ``segtool.engine.uris`` (schemes, s3a settings, timeouts, one-line
+errors), so executors of a cluster can read inputs that no single machine
+holds: a task reads only the byte range of its split.
 Inputs are only ever opened for reading (``open_input_file``).
 """
 
