@@ -1125,17 +1125,167 @@ def main() -> None:
     startup.keep_freed_memory()
     try:
         _run_command()
+    except SystemExit as exc:
+        uris = sys.modules.get("segtool.engine.uris")
+        if uris is not None and uris.calls_in_flight():
+            # a store call still blocks in native code (Ctrl-C, SIGTERM, a deadline): pyarrow's exit
+            # handlers would wait for it, so end here, the line said and the output flushed
+            _say(lambda: None)
+            os._exit(exc.code if isinstance(exc.code, int) else EXIT_UNREADABLE)
+        raise
     finally:
         startup.freeze_what_is_alive()
+
+
+class _UriArguments:
+    """URI arguments of any command, through one storage layer (``segtool.engine.uris``).
+
+    ``--conf spark.hadoop.fs.…`` settings are taken out of the arguments and set for the run (and
+    shipped to its tasks).  For the commands that read through ``segtool.source`` (every one but
+    scan, which reads URIs itself, a byte range per task), a URI input is read from its read-only
+    mirror in the cache and a URI ``--out`` is written to a local staging folder, refused first when
+    it lies inside an input (compared as locations) or holds files and ``--force`` is not given, and
+    uploaded when the command ends.  Whatever the command prints names the URIs, not the local copies.
+    """
+
+    _OUT = ("--out", "-o")
+    _NOT_PATHS = ("--master", "--conf", "--engine")
+
+    def __init__(self, args: list[str]):
+        from segtool.engine import uris
+
+        self.uris = uris
+        self.places: dict[str, str] = {}  # local path -> the URI it stands for
+        self.outgoing: tuple[str, str] | None = None  # (local staging folder, URI)
+        end = args.index("--") if "--" in args else len(args)
+        words, settings = [], {}
+        pairs = iter(enumerate(args[:end]))
+        for i, word in pairs:
+            if word == "--conf" and i + 1 < end:
+                found, rest = uris.storage_conf([args[i + 1]])
+                if found:
+                    settings.update(found)
+                    next(pairs)
+                    continue
+            if word.startswith("--conf="):
+                found, _ = uris.storage_conf([word[len("--conf="):]])
+                if found:
+                    settings.update(found)
+                    continue
+            words.append(word)
+        uris.configure(settings)
+        self.args = words + args[end:]
+        self.command = next((w for w in words if not w.startswith("-")), None)
+
+    def _known(self, word: str) -> bool:
+        """A URI of a storage scheme; any other ``scheme://`` argument is refused by name."""
+        import re
+
+        if re.match(r"[A-Za-z][A-Za-z0-9+.-]*://", word) is None:
+            return False
+        if self.uris.scheme_of(word) not in self.uris.SCHEMES:
+            raise SegtoolError(f"unknown storage scheme {self.uris.scheme_of(word)}://: use a path, file://, s3://, "
+                               "s3a://, gs://, abfs://, abfss:// or hdfs://", word)
+        return True
+
+    def stage(self) -> list[str]:
+        """The arguments with URI inputs as local paths (read from their mirror) and a URI --out as a
+        local staging folder."""
+        if self.command == "scan":
+            return self.args
+        end = self.args.index("--") if "--" in self.args else len(self.args)
+        staged, inputs, out = list(self.args), [], None
+        for i, word in enumerate(self.args[:end]):
+            before = self.args[i - 1] if i else ""
+            if before in self._NOT_PATHS or not self._known(word.partition("=")[2] if word.startswith("--out=")
+                                                              else word):
+                continue
+            if before in self._OUT or word.startswith("--out="):
+                out = (i, word.partition("=")[2] if word.startswith("--out=") else word)
+            else:
+                inputs.append((i, word))
+        if out is not None:
+            i, uri = out
+            local = self._output(uri, [word for _, word in inputs], force="--force" in self.args[:end])
+            staged[i] = f"--out={local}" if staged[i].startswith("--out=") else local
+        for i, uri in inputs:
+            local = self.uris.mirror(uri)
+            self.places[local] = uri
+            staged[i] = local
+        return staged
+
+    def _output(self, uri: str, inputs: list[str], force: bool) -> str:
+        from segtool.engine.safe_write import refuse_inside_inputs
+
+        try:
+            refuse_inside_inputs([uri.rstrip("/") + "/-"], inputs)  # what goes below --out, whatever its name
+        except SegtoolError as exc:
+            raise SegtoolError(exc.message, uri) from None
+        local = self.uris.local_path(uri)
+        if local is not None:
+            self.places[local] = uri
+            return local
+        if self.uris.has_files(uri) and not force:
+            raise SegtoolError("already holds files: segtool never overwrites them; give --force to replace "
+                               "them (no backup is kept on object storage) or choose another --out", uri)
+        import tempfile
+
+        os.makedirs(self.uris.cache_dir(), exist_ok=True)
+        local = tempfile.mkdtemp(prefix="outgoing-", dir=self.uris.cache_dir())
+        self.places[local] = uri
+        self.outgoing = (local, uri)
+        return local
+
+    def publish(self, code) -> None:
+        """Upload a URI --out's files when the command ran to its end (not interrupted), then drop the
+        local staging folder."""
+        if self.outgoing is None:
+            return
+        local, uri = self.outgoing
+        try:
+            if code in (EXIT_CLEAN, EXIT_PROBLEMS, EXIT_UNREADABLE, None):
+                self.uris.upload_tree(local, uri)
+        finally:
+            shutil.rmtree(local, ignore_errors=True)
+
+
+class _AsGiven:
+    """stdout or stderr naming every local copy (a URI's mirror, a URI --out's staging) as its URI."""
+
+    def __init__(self, stream, places: dict[str, str]):
+        self._stream = stream
+        self._places = sorted(places.items(), key=lambda pair: -len(pair[0]))
+
+    def write(self, text):
+        for local, uri in self._places:
+            text = text.replace(local, uri.rstrip("/"))
+        return self._stream.write(text)
+
+    def __getattr__(self, name):
+        if name == "buffer":  # bytes written past write() would name the local copies
+            raise AttributeError(name)
+        return getattr(self._stream, name)
 
 
 def _run_command() -> None:
     """The command named on the command line; every way it ends is an exit code (``SystemExit``)."""
     args = _hoist_global_flags(sys.argv[1:])
     _State.json_output = _asks_for_json(args)
+    streams = sys.stdout, sys.stderr
+    arguments = None
     try:
-        # without standalone mode the parser returns the command's exit code
-        sys.exit(app(args=args, prog_name="segtool", standalone_mode=False) or 0)
+        arguments = _UriArguments(args)
+        args = arguments.stage()
+        if arguments.places:
+            sys.stdout, sys.stderr = _AsGiven(sys.stdout, arguments.places), _AsGiven(sys.stderr, arguments.places)
+        try:
+            # without standalone mode the parser returns the command's exit code
+            code = app(args=args, prog_name="segtool", standalone_mode=False) or 0
+        except typer.Exit as exc:
+            arguments.publish(exc.exit_code)
+            raise
+        arguments.publish(code)
+        sys.exit(code)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
     except _OutputClosed:
@@ -1158,6 +1308,10 @@ def _run_command() -> None:
             _end_on_error("usage_error", exc.format_message(), shown=False)
         _show_traceback()
         _end_on_error("internal_error", f"internal error: {type(exc).__name__}: {exc} (run with --debug for details)")
+    finally:
+        if arguments is not None and arguments.outgoing is not None:
+            shutil.rmtree(arguments.outgoing[0], ignore_errors=True)
+        sys.stdout, sys.stderr = streams
 
 
 _EXIT_OF_ERROR = {"nothing_found": EXIT_PROBLEMS, "interrupted": EXIT_INTERRUPTED, "terminated": EXIT_TERMINATED}

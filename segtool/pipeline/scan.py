@@ -245,14 +245,12 @@ def scan(paths: list[str], out: str, engine, split_bytes: int = DEFAULT_SPLIT_BY
         raise SegtoolError("segtool scan writes Parquet with pyarrow: pip install 'segtool[spark]'") from None
     began = time.perf_counter()
     inputs = discover(paths)
-    if not storage.is_uri(out):
-        from segtool.engine.safe_write import refuse_inside_inputs
+    from segtool.engine.safe_write import refuse_inside_inputs
 
-        # nor into a log dir or store root: a broker takes a foreign folder there for a broken partition
-        homes = [p.source_dir for p in inputs.kafka] + [st.source_dir for st in inputs.rocketmq]
-        refuse_inside_inputs([os.path.join(out, REPORT_NAME)],
-                             [p for p in paths + homes if not storage.is_uri(p)])
-        out = storage.absolute(out)  # tasks run elsewhere (executors have their own working directory)
+    # nor into a log dir or store root: a broker takes a foreign folder there for a broken partition
+    homes = [p.source_dir for p in inputs.kafka] + [st.source_dir for st in inputs.rocketmq]
+    refuse_inside_inputs([storage.join(out, REPORT_NAME)], paths + homes)
+    out = storage.absolute(out)  # tasks run elsewhere (executors have their own working directory)
     _check_outputs(out, force)
     staging = _staging_dir(out)
     parts_root = staging or out

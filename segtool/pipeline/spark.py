@@ -41,6 +41,7 @@ import time
 from collections import deque
 from functools import partial
 
+from segtool.engine import uris
 from segtool.errors import SegtoolError
 from segtool.pipeline.tasks import order_by_cost
 
@@ -206,9 +207,11 @@ class _StderrFilter:
 # -- worker side --------------------------------------------------------------
 
 
-def _run_chunk(fn, chunk):
+def _run_chunk(fn, storage_settings, chunk):
+    from segtool.engine import uris
     from segtool.pipeline.tasks import guarded
 
+    uris.configure(storage_settings)  # the driver's --conf spark.hadoop.fs.* settings, for URI inputs and outputs
     return [(i, guarded(fn, item)) for i, item in chunk]
 
 
@@ -475,7 +478,7 @@ class SparkEngine:
         if description:
             self.sc.setJobDescription(description)
         try:
-            pairs = self.sc.parallelize(chunks, len(chunks)).flatMap(partial(_run_chunk, fn)).collect()
+            pairs = self.sc.parallelize(chunks, len(chunks)).flatMap(partial(_run_chunk, fn, uris.current_settings())).collect()
         except KeyboardInterrupt:
             self._cancel()
             raise
