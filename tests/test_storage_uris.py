@@ -152,10 +152,11 @@ def test_sigterm_ends_a_run_waiting_on_a_store(tmp_path):
 
 
 def _parts(files: dict[str, bytes]):
-    """The dataset's rows, part by part, ``source_dir`` (the one column that names where the input was) left out."""
+    """The dataset's rows, part by part, the columns that name where the input was (``source_dir``, and
+    ``broker_label`` where no meta.properties names the broker) left out."""
     import pyarrow.parquet as pq
 
-    return {name: pq.read_table(io.BytesIO(data)).drop_columns(["source_dir"])
+    return {name: pq.read_table(io.BytesIO(data)).drop_columns(["source_dir", "broker_label"])
             for name, data in sorted(files.items()) if not name.startswith("_")}
 
 
