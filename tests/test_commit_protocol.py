@@ -1,0 +1,274 @@
+"""scan's commit protocol: an interrupted scan never reads as a complete dataset, and --resume finishes it.
+
+A real scan process is stopped at each stage (start-up, in the middle of one task with a row group
+written, in the commit with one part published) by the test hook ``SEGTOOL_PAUSE_AT`` and then
+killed with SIGKILL (the driver alone, as the OOM killer or a crash would) or sent SIGINT (to its
+process group, as a terminal's Ctrl-C is), on the local pool and on Spark local.  After each, OUT
+holds no ``_SUCCESS``, ``scan --check`` says incomplete, and where nothing was published a reader
+reads nothing; ``--resume`` then writes the very bytes (parts and manifest) of an uninterrupted run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+pq = pytest.importorskip("pyarrow.parquet")
+
+from segtool.errors import SegtoolError  # noqa: E402
+from segtool.pipeline import storage  # noqa: E402
+from segtool.pipeline.commit import PAUSE_VARIABLE, check_dataset  # noqa: E402
+from segtool.pipeline.inputs import discover  # noqa: E402
+from segtool.pipeline.splits import plan_tasks  # noqa: E402
+from tests.conftest import SEGTOOL, corpus_path, segtool  # noqa: E402
+
+SPLIT = "16KiB"
+LOCAL = ["--engine", "local", "--workers", "2"]
+SPARK = ["--engine", "spark", "--master", "local[2]"]
+
+
+@pytest.fixture(scope="module")
+def partition() -> Path:
+    return corpus_path("kafka", "c01-multiseg-clean", "data", "c01-plain-0")
+
+
+@pytest.fixture(scope="module")
+def reference(partition, tmp_path_factory) -> dict[str, bytes]:
+    """The uninterrupted run's parts and manifest, byte for byte."""
+    out = tmp_path_factory.mktemp("reference") / "out"
+    run = segtool("scan", partition, "--out", out, "--split-size", SPLIT, "--no-hash", *LOCAL)
+    assert run.returncode == 0, run.stderr
+    return _dataset(out)
+
+
+def _dataset(out: Path) -> dict[str, bytes]:
+    files = {str(p.relative_to(out)): p.read_bytes() for p in sorted(out.rglob("*.parquet"))
+             if "_temporary" not in p.parts}
+    return {**files, "_SUCCESS": (out / "_SUCCESS").read_bytes()}
+
+
+def _last_task(partition: Path) -> int:
+    """The smallest task: handed out last (largest first), so the others are done or running when it pauses."""
+    tasks, _ = plan_tasks(discover([str(partition)]), storage_split())
+    assert len(tasks) > 4
+    return min(tasks, key=lambda task: (task["bytes"], -task["id"]))["id"]
+
+
+def storage_split() -> int:
+    from segtool.pipeline.scan import parse_size
+
+    return parse_size(SPLIT)
+
+
+def _interrupt(tmp_path: Path, args: list, stage: str, how: signal.Signals) -> subprocess.CompletedProcess:
+    """Run ``segtool scan ARGS`` until it reaches ``stage``, then SIGKILL its driver or Ctrl-C its group;
+    whatever it left running (pool workers, a JVM) is killed after, so nothing writes while OUT is checked."""
+    flag = tmp_path / f"paused-{stage}"
+    env = {**os.environ, PAUSE_VARIABLE: f"{stage}:{flag}"}
+    run = subprocess.Popen([*SEGTOOL, "scan", *map(str, args)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           env=env, start_new_session=True)
+    deadline = time.monotonic() + 300
+    while not flag.exists() and run.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert flag.exists(), run.communicate()
+    if how is signal.SIGKILL:
+        run.kill()
+    else:
+        os.killpg(run.pid, how)
+    run.wait(timeout=120)
+    try:
+        os.killpg(run.pid, signal.SIGKILL)  # before reading: a worker left running holds the pipes open
+    except ProcessLookupError:
+        pass
+    stdout, stderr = run.communicate(timeout=60)
+    time.sleep(0.5)
+    return subprocess.CompletedProcess(run.args, run.returncode, stdout.decode(), stderr.decode())
+
+
+def _never_complete(out: Path, published: bool) -> None:
+    assert not (out / "_SUCCESS").exists()
+    check = check_dataset(str(out))
+    assert not check["complete"] and check["staging"]
+    assert {"path": "_SUCCESS", "reason": "absent: the scan did not finish (or is still running)"} in check["problems"]
+    assert bool(storage.dataset_files(str(out))) == published
+    if not published:  # a reader reads nothing: pyarrow finds no file, or raises
+        try:
+            assert pq.read_table(out).num_rows == 0
+        except (OSError, ValueError):
+            pass
+    if not published:  # nor does a *.parquet glob: staged parts are not named so
+        assert not list(out.rglob("*.parquet"))
+
+
+def _stopped_as_asked(stopped: subprocess.CompletedProcess, how: signal.Signals) -> None:
+    if how is signal.SIGKILL:
+        assert stopped.returncode == -signal.SIGKILL
+    else:
+        assert (stopped.returncode, stopped.stderr) == (130, "segtool: interrupted; nothing was completed\n")
+
+
+def _resume_matches(partition: Path, out: Path, engine: list, reference: dict, kept_tasks: bool) -> dict:
+    """--resume completes OUT as the uninterrupted run did; an interrupted run that had not planned yet has
+    nothing to keep: its staging is named and removed."""
+    interrupted = sorted(str(p) for p in (out / "_temporary").iterdir())
+    run = segtool("scan", partition, "--out", out, "--split-size", SPLIT, "--no-hash", "--resume", "--json", *engine)
+    assert run.returncode == 0, run.stderr
+    report = json.loads(run.stdout)
+    assert (report["commit"]["resumed_tasks"] > 0) == kept_tasks
+    assert report["commit"]["removed_staging"] == ([] if kept_tasks else interrupted)
+    assert _dataset(out) == reference
+    assert check_dataset(str(out))["complete"] and not (out / "_temporary").exists()
+    return report
+
+
+# the fast tier keeps two of the six (a killed task, a Ctrl-C in the commit); the full tier runs every one
+_SLOW = pytest.mark.slow
+LOCAL_STOPS = [pytest.param("startup", signal.SIGKILL, id="startup-kill-9", marks=_SLOW),
+               pytest.param("startup", signal.SIGINT, id="startup-ctrl-c", marks=_SLOW),
+               pytest.param("task", signal.SIGKILL, id="task-kill-9"),
+               pytest.param("task", signal.SIGINT, id="task-ctrl-c", marks=_SLOW),
+               pytest.param("commit", signal.SIGKILL, id="commit-kill-9", marks=_SLOW),
+               pytest.param("commit", signal.SIGINT, id="commit-ctrl-c")]
+
+
+@pytest.mark.parametrize(("stage", "how"), LOCAL_STOPS)
+def test_an_interrupted_local_scan_never_reads_complete_and_resumes_to_the_same_bytes(
+        stage, how, partition, reference, tmp_path):
+    out = tmp_path / "out"
+    pause = f"task-{_last_task(partition)}" if stage == "task" else stage
+    stopped = _interrupt(tmp_path, [partition, "--out", out, "--split-size", SPLIT, "--no-hash", *LOCAL], pause, how)
+    _stopped_as_asked(stopped, how)
+    _never_complete(out, published=stage == "commit")
+    report = _resume_matches(partition, out, LOCAL, reference, kept_tasks=stage != "startup")
+    if stage == "task":  # every task but the paused one (and at most one beside it) had finished
+        assert report["commit"]["resumed_tasks"] >= report["tasks"] - 2
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGINT], ids=["kill-9", "ctrl-c"])
+@pytest.mark.parametrize("stage", ["startup", "task", "commit"])
+def test_an_interrupted_spark_scan_never_reads_complete_and_resumes_to_the_same_bytes(
+        stage, how, partition, reference, tmp_path):
+    out = tmp_path / "out"
+    pause = f"task-{_last_task(partition)}" if stage == "task" else stage
+    stopped = _interrupt(tmp_path, [partition, "--out", out, "--split-size", SPLIT, "--no-hash", *SPARK], pause, how)
+    _stopped_as_asked(stopped, how)
+    _never_complete(out, published=stage == "commit")
+    _resume_matches(partition, out, SPARK, reference, kept_tasks=stage != "startup")
+
+
+def test_force_removes_the_old_success_before_anything_else(partition, reference, tmp_path):
+    """A --force rerun killed at start-up leaves the old parts without _SUCCESS: not complete."""
+    out = tmp_path / "out"
+    first = segtool("scan", partition, "--out", out, "--split-size", SPLIT, "--no-hash", *LOCAL)
+    assert first.returncode == 0 and check_dataset(str(out))["complete"]
+    stopped = _interrupt(tmp_path, [partition, "--out", out, "--split-size", SPLIT, "--no-hash", "--force", *LOCAL],
+                         "startup", signal.SIGKILL)
+    _stopped_as_asked(stopped, signal.SIGKILL)
+    _never_complete(out, published=True)  # the old parts are there, the old _SUCCESS is not
+    _resume_matches(partition, out, LOCAL, reference, kept_tasks=False)
+
+
+def test_a_rerun_names_and_removes_an_interrupted_runs_staging(partition, reference, tmp_path):
+    out = tmp_path / "out"
+    _interrupt(tmp_path, [partition, "--out", out, "--split-size", SPLIT, "--no-hash", *LOCAL],
+               f"task-{_last_task(partition)}", signal.SIGKILL)
+    (left,) = (out / "_temporary").iterdir()
+    run = segtool("scan", partition, "--out", out, "--split-size", SPLIT, "--no-hash", *LOCAL)
+    assert run.returncode == 0, run.stderr
+    assert f"removed {left}: the staging folder of an interrupted scan" in run.stdout
+    report = json.loads((out / "_segtool_report.json").read_text())
+    assert report["commit"]["removed_staging"] == [str(left)] and report["commit"]["resumed_tasks"] == 0
+    assert _dataset(out) == reference and not (out / "_temporary").exists()
+
+
+def test_a_running_scan_is_not_disturbed_by_another(partition, tmp_path):
+    """While a scan's heartbeat is fresh and its driver runs, a second scan into the same OUT is refused."""
+    out = tmp_path / "out"
+    flag = tmp_path / "paused"
+    env = {**os.environ, PAUSE_VARIABLE: f"startup:{flag}"}
+    first = subprocess.Popen([*SEGTOOL, "scan", partition, "--out", out, "--no-hash", *LOCAL], env=env,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not flag.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        (staging,) = (out / "_temporary").iterdir()
+        second = segtool("scan", partition, "--out", out, "--no-hash", *LOCAL)
+        assert second.returncode == 2
+        assert f"another scan is writing into this output (_temporary/{staging.name}: host" in second.stderr
+        assert f"pid {first.pid}" in second.stderr and second.stderr.count("\n") == 1
+        assert (out / "_temporary" / staging.name).is_dir()  # left alone
+    finally:
+        os.killpg(first.pid, signal.SIGKILL)
+        first.wait()
+
+
+def test_resume_refuses_another_plan_and_a_finished_dataset(partition, tmp_path):
+    out = tmp_path / "out"
+    _interrupt(tmp_path, [partition, "--out", out, "--split-size", SPLIT, "--no-hash", *LOCAL], "commit",
+               signal.SIGKILL)
+    other = segtool("scan", partition, "--out", out, "--split-size", "32KiB", "--no-hash", "--resume", *LOCAL)
+    assert other.returncode == 2 and "its plan differs" in other.stderr
+    plain = segtool("scan", partition, "--out", out, "--split-size", SPLIT, "--no-hash", *LOCAL)
+    assert plain.returncode == 2 and "no _SUCCESS: an interrupted scan, which --resume continues" in plain.stderr
+    done = segtool("scan", partition, "--out", out, "--split-size", SPLIT, "--no-hash", "--resume", *LOCAL)
+    assert done.returncode == 0, done.stderr
+    again = segtool("scan", partition, "--out", out, "--split-size", SPLIT, "--no-hash", "--resume", *LOCAL)
+    assert again.returncode == 2 and "a finished scan (it has _SUCCESS): nothing to resume" in again.stderr
+
+
+def test_check_names_each_way_a_dataset_differs_from_its_manifest(partition, tmp_path):
+    out = tmp_path / "out"
+    assert segtool("scan", partition, "--out", out, "--split-size", SPLIT, "--no-hash", *LOCAL).returncode == 0
+    whole = segtool("scan", "--check", out, "--json")
+    assert whole.returncode == 0, whole.stderr
+    manifest = json.loads((out / "_SUCCESS").read_text())
+    assert json.loads(whole.stdout) == {"out": str(out), "complete": True, "rows": manifest["rows"],
+                                        "files": len(manifest["files"]), "problems": [], "staging": []}
+    assert manifest["rows"] == pq.read_table(out).num_rows > 0
+    first, second, third = (entry["path"] for entry in manifest["files"][:3])
+    (out / first).unlink()
+    torn = (out / second).read_bytes()
+    (out / second).write_bytes(torn[:len(torn) // 2])
+    flipped = bytearray((out / third).read_bytes())
+    flipped[len(flipped) // 2] ^= 0xFF
+    (out / third).write_bytes(bytes(flipped))
+    shutil.copy(out / manifest["files"][3]["path"], out / Path(first).parent / "part-999999.parquet")
+    broken = segtool("scan", "--check", out, "--json")
+    assert broken.returncode == 1
+    reasons = {p["path"]: p["reason"] for p in json.loads(broken.stdout)["problems"]}
+    assert reasons == {first: "in the manifest but absent",
+                       second: f"{len(torn) // 2} bytes, the manifest says {len(torn)}",
+                       third: "sha256 differs from the manifest's",
+                       str(Path(first).parent / "part-999999.parquet"): "not in the manifest: a reader would read it too"}
+    (out / "_SUCCESS").unlink()
+    text = segtool("scan", "--check", out)
+    assert text.returncode == 1 and text.stdout.startswith(f"NOT complete: {out}\n")
+    assert "_SUCCESS: absent" in text.stdout
+
+
+def test_a_failed_task_stages_nothing(partition, tmp_path, monkeypatch):
+    """A task that fails while writing leaves no part, staged or final, and no marker."""
+    from segtool.pipeline import scan as scan_module
+
+    tasks, _ = plan_tasks(discover([str(partition)]), storage_split())
+    real = scan_module.task_rows
+
+    def failing(task, stats, *args):
+        for n, item in enumerate(real(task, stats, *args)):
+            if n == 1:
+                raise OSError("disk gone")
+            yield item
+
+    monkeypatch.setattr(scan_module, "task_rows", failing)
+    with pytest.raises(SegtoolError, match="disk gone"):
+        scan_module.run_scan_task(tasks[0], str(tmp_path), chunk_rows=10)
+    assert [p for p in tmp_path.rglob("*") if p.is_file()] == []
