@@ -27,7 +27,7 @@ from segtool.pipeline import storage  # noqa: E402
 from segtool.pipeline.commit import PAUSE_VARIABLE, check_dataset  # noqa: E402
 from segtool.pipeline.inputs import discover  # noqa: E402
 from segtool.pipeline.splits import plan_tasks  # noqa: E402
-from tests.conftest import SEGTOOL, corpus_path, segtool  # noqa: E402
+from tests.conftest import SEGTOOL, corpus_path, segtool, segtool_process  # noqa: E402
 
 SPLIT = "16KiB"
 LOCAL = ["--engine", "local", "--workers", "2"]
@@ -272,3 +272,64 @@ def test_a_failed_task_stages_nothing(partition, tmp_path, monkeypatch):
     with pytest.raises(SegtoolError, match="disk gone"):
         scan_module.run_scan_task(tasks[0], str(tmp_path), chunk_rows=10)
     assert [p for p in tmp_path.rglob("*") if p.is_file()] == []
+
+
+def test_an_input_an_executor_cannot_see_is_named_with_the_executor(partition, tmp_path):
+    """What a Spark executor sends back for a task whose local input is not there (a node without the
+    shared mount): the executor's host in the one line."""
+    import socket
+    from functools import partial
+
+    from segtool.errors import UnreadableInput
+    from segtool.pipeline.scan import run_scan_task
+    from segtool.pipeline.spark import _run_chunk
+    from segtool.pipeline.tasks import unwrap
+
+    copy = tmp_path / "c01-plain-0"
+    shutil.copytree(partition, copy)
+    tasks, _ = plan_tasks(discover([str(copy)]), storage_split())
+    for log in copy.glob("*.log"):
+        log.unlink()
+    ((_, outcome),) = _run_chunk(partial(run_scan_task, run_root=str(tmp_path / "staging")), {}, [(0, tasks[0])])
+    with pytest.raises(UnreadableInput) as raised:
+        unwrap(outcome)
+    assert str(raised.value).startswith(f"{tasks[0]['path']}: not visible on executor {socket.gethostname()}: ")
+
+
+def test_the_executor_probe_finds_an_output_the_driver_cannot_see(tmp_path):
+    from segtool.pipeline.spark import _probe, judge_probe
+
+    (found,) = _probe(str(tmp_path), None)  # an executor on this machine: the driver sees its marker
+    assert Path(found["marker"]).exists() and found["missing"] is None
+    judge_probe(found, "python3", str(tmp_path))
+    assert not Path(found["marker"]).exists()
+    elsewhere = {**found, "host": "worker-7", "marker": str(tmp_path / "x" / "executor-probe-worker-7-1")}
+    with pytest.raises(SegtoolError, match="--out is not shared with the executors: executor worker-7 wrote "
+                                           "executor-probe-worker-7-1 there and the driver does not see it"):
+        judge_probe(elsewhere, "python3", str(tmp_path))
+
+
+def _pythons() -> list:
+    import sys
+
+    other = "/root/.pyenv/versions/3.12.1/bin/python"
+    base = os.path.join(sys.base_prefix, "bin", "python3")  # the venv's base Python: no pyarrow in it
+    return [pytest.param(other, "is Python 3.12, the driver's is 3.11", id="other-version",
+                         marks=pytest.mark.skipif(not os.path.exists(other) or sys.version_info[:2] != (3, 11),
+                                                  reason="needs a Python 3.12 beside a 3.11 driver")),
+            pytest.param(base, "lacks pyarrow (No module named 'pyarrow')", id="no-dependencies",
+                         marks=pytest.mark.skipif(sys.prefix == sys.base_prefix, reason="needs a virtualenv")),
+            pytest.param("/nonexistent/python", 'cannot be started: Cannot run program "/nonexistent/python"',
+                         id="absent")]
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize(("python", "cause"), _pythons())
+def test_a_wrong_executor_python_is_named_before_any_work(python, cause, partition, tmp_path):
+    out = tmp_path / "out"
+    # a real process: Spark's JVM writes to the process's stderr, which is what must stay one line
+    run = segtool_process("scan", partition, "--out", out, "--no-hash", "--master", "local[1]",
+                          "--conf", f"spark.pyspark.python={python}")
+    assert run.returncode == 2
+    assert run.stderr.count("\n") == 1 and cause in run.stderr and "collectAndServe" not in run.stderr
+    assert not (out / "_temporary").exists() and not (out / "_SUCCESS").exists()

@@ -128,6 +128,7 @@ class Staging:
         self.root = storage.join(storage.join(out, STAGING_NAME), run)
         self.resumed = resumed
         self.removed = removed  # stale folders of interrupted runs, removed before this one started
+        self.planned = False  # the plan is recorded: from here on the folder may be resumed
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -176,6 +177,7 @@ class Staging:
     def check_plan(self, fingerprint: str) -> None:
         """A new run records its plan; a resumed one must have the interrupted run's plan."""
         path = storage.join(self.root, PLAN_NAME)
+        self.planned = True
         if not self.resumed:
             storage.write_file(path, json.dumps({"fingerprint": fingerprint}).encode(), replace=True, backup=False)
             return

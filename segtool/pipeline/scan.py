@@ -277,6 +277,10 @@ def scan(paths: list[str], out: str, engine, split_bytes: int = DEFAULT_SPLIT_BY
     try:
         return _scan_staged(inputs, out, engine, staging, split_bytes, with_values, force or resume, chunk_rows,
                             hash_inputs, began)
+    except SegtoolError:
+        if not (staging.resumed or staging.planned):
+            staging.remove()  # refused before any work (the executors' checks): nothing to resume
+        raise
     finally:
         staging.close()
 
