@@ -28,6 +28,7 @@ from segtool.pipeline.commit import PAUSE_VARIABLE, check_dataset  # noqa: E402
 from segtool.pipeline.inputs import discover  # noqa: E402
 from segtool.pipeline.splits import plan_tasks  # noqa: E402
 from tests.conftest import SEGTOOL, corpus_path, segtool, segtool_process  # noqa: E402
+from tests.s3_server import s3_server  # noqa: E402,F401  (the session fixture)
 
 SPLIT = "16KiB"
 LOCAL = ["--engine", "local", "--workers", "2"]
@@ -333,3 +334,37 @@ def test_a_wrong_executor_python_is_named_before_any_work(python, cause, partiti
     assert run.returncode == 2
     assert run.stderr.count("\n") == 1 and cause in run.stderr and "collectAndServe" not in run.stderr
     assert not (out / "_temporary").exists() and not (out / "_SUCCESS").exists()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("stage", ["task", "commit"])
+def test_an_interrupted_scan_into_s3_never_reads_complete_and_resumes_to_the_same_bytes(
+        stage, partition, s3_server, tmp_path, monkeypatch):  # noqa: F811
+    """The same bars on an S3 API (moto's server on loopback): staged objects, copy-then-delete publishing."""
+    import uuid
+
+    server = s3_server
+    for key, value in server.environment.items():  # the store's address and keys, for this process and the run
+        monkeypatch.setenv(key, value)
+    bucket = f"cases-{uuid.uuid4().hex[:12]}"
+    server.client().create_bucket(Bucket=bucket)
+    whole, out = f"s3://{bucket}/whole", f"s3://{bucket}/out"
+    args = ["--split-size", SPLIT, "--no-hash", *LOCAL]
+    assert segtool("scan", partition, "--out", whole, *args).returncode == 0
+    pause = f"task-{_last_task(partition)}" if stage == "task" else stage
+    _stopped_as_asked(_interrupt(tmp_path, [partition, "--out", out, *args], pause, signal.SIGKILL), signal.SIGKILL)
+    check = check_dataset(out)
+    assert not check["complete"] and check["staging"]
+    assert bool(storage.dataset_files(out)) == (stage == "commit")
+    run = segtool("scan", partition, "--out", out, *args, "--resume", "--json")
+    assert run.returncode == 0, run.stderr
+    assert json.loads(run.stdout)["commit"]["resumed_tasks"] > 0
+    assert check_dataset(out)["complete"]
+
+    def objects(prefix: str) -> dict[str, bytes]:
+        return {key[len(prefix) + 1:]: server.read(bucket, key) for key in server.keys(bucket, prefix + "/")
+                if not key.endswith("/") and "_segtool_report" not in key}
+
+    assert objects("out") == objects("whole") and "_SUCCESS" in objects("out")
+    assert not [key for key in objects("out") if key.startswith("_temporary")]
+
