@@ -874,14 +874,16 @@ class _interruptible:
 
 @app.command()
 def scan(
-    paths: List[str] = typer.Argument(..., help="Kafka log or partition directories, RocketMQ stores (or directories above them); paths or URIs (s3://, hdfs://).", metavar="PATH..."),
-    out: str = typer.Option(..., "--out", "-o", help="Output directory or URI: one Parquet dataset, OUT/topic=…/partition=…/part-….parquet, with OUT/_SUCCESS and the report OUT/_segtool_report.json.", metavar="DIR"),
+    paths: Optional[List[str]] = typer.Argument(None, help="Kafka log or partition directories, RocketMQ stores (or directories above them); paths or URIs (s3://, hdfs://).", metavar="PATH..."),
+    out: Optional[str] = typer.Option(None, "--out", "-o", help="Output directory or URI: one Parquet dataset, OUT/topic=…/partition=…/part-….parquet, with OUT/_SUCCESS (the manifest of the parts, written last) and the report OUT/_segtool_report.json.", metavar="DIR"),
     engine: Optional[str] = typer.Option(None, "--engine", help="local (a process pool; the default) or spark.", metavar="ENGINE"),
     master: Optional[str] = typer.Option(None, "--master", help="Spark master URL (implies --engine spark; default local[*]).", metavar="URL"),
     workers: Optional[int] = typer.Option(None, "--workers", help="local engine: worker processes (default: one per core).", metavar="N"),
     split_size: str = typer.Option("64MiB", "--split-size", help="Cut bigger segments and CommitLog files into tasks of about this size (0: never).", metavar="SIZE"),
     with_values: bool = typer.Option(False, "--with-values", help="Also store each record's value / message body."),
-    force: bool = typer.Option(False, "--force", help="Replace the dataset of an earlier scan in OUT (its report is backed up)."),
+    force: bool = typer.Option(False, "--force", help="Replace the dataset of an earlier scan in OUT (its _SUCCESS is removed first, its report backed up)."),
+    resume: bool = typer.Option(False, "--resume", help="Continue an interrupted scan into OUT with the same arguments: its finished tasks are kept."),
+    check: Optional[str] = typer.Option(None, "--check", help="Only check that the dataset in DIR is complete: _SUCCESS present and every part as its manifest says (exit 1 if not).", metavar="DIR"),
     no_hash: bool = typer.Option(False, "--no-hash", help="Skip the sha256 of each input file in the report (one pass less)."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
     conf: Optional[List[str]] = typer.Option(None, "--conf", help="A Spark setting, KEY=VALUE (repeatable; with --engine spark).", metavar="KEY=VALUE"),
@@ -899,9 +901,29 @@ def scan(
       segtool scan evidence/kafka-logs evidence/rocketmq/store --out scan --engine spark --master local[4]
 
       spark-submit segtool/spark_job.py scan hdfs://nn/evidence --out hdfs://nn/cases/42/scan
+
+      segtool scan --check /cases/42/scan
     """
     from segtool.pipeline.engines import engine_name, make_engine
     from segtool.pipeline.scan import exit_code as scan_exit_code, parse_size, scan as run_scan
+
+    if check is not None:
+        if paths or out:
+            _fail("--check DIR only checks a dataset: give no PATH and no --out with it")
+        from segtool.pipeline.commit import check_dataset
+
+        result = check_dataset(check)
+        if as_json:
+            _print_json(result)
+        else:
+            from segtool.ops.text import scan_check_lines
+
+            _print_lines(scan_check_lines(result))
+        raise typer.Exit(EXIT_CLEAN if result["complete"] else EXIT_PROBLEMS)
+    if not paths or out is None:
+        _fail("give PATH... and --out DIR (or --check DIR)")
+    if resume and force:
+        _fail("give either --resume (keep an interrupted scan's finished tasks) or --force (start over), not both")
 
     # Spark draws its own stage progress
     with _Progress(enabled=not as_json and engine_name(engine, master) == "local", title="scan") as progress:
@@ -909,7 +931,7 @@ def scan(
                              conf=conf)
         with runner, _interruptible():
             report = run_scan(paths, out, runner, split_bytes=parse_size(split_size), with_values=with_values,
-                              force=force, hash_inputs=not no_hash)
+                              force=force, hash_inputs=not no_hash, resume=resume)
     if as_json:
         _print_json(report)
     else:

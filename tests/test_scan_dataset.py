@@ -180,10 +180,9 @@ def test_parts_are_written_in_bounded_row_groups(tmp_path):
     assert groups > report["dataset"]["rows"] // 100  # written as they came, not as one table
     # the byte bound: about 8 KiB of keys and values per row group (plus the batch that crossed it)
     tasks, _ = plan_tasks(discover([str(partition)]), 0)
-    stats = run_scan_task(tasks[0], str(tmp_path / "bytes"), with_values=True, chunk_bytes=8 * 1024,
-                          staged=False)
-    (relative,) = stats["parts"]
-    part = pq.ParquetFile(tmp_path / "bytes" / relative)
+    stats = run_scan_task(tasks[0], str(tmp_path / "bytes"), with_values=True, chunk_bytes=8 * 1024)
+    (staged,) = stats["parts"]
+    part = pq.ParquetFile(tmp_path / "bytes" / (staged["path"] + ".staged"))
     assert part.metadata.num_row_groups > 1
     for i in range(part.metadata.num_row_groups):
         group = part.read_row_group(i, columns=["batch_position", "key_size", "value_size"]).to_pylist()

@@ -492,6 +492,15 @@ class ScanProblem(TypedDict):
     split: int
 
 
+class ScanCommit(TypedDict):
+    """How the dataset was published: the run's staging folder name (OUT/_temporary/<run>), the tasks kept
+    from an interrupted run (--resume), the staging folders of interrupted runs removed first, the manifest."""
+    run: str
+    resumed_tasks: int
+    removed_staging: list[str]
+    manifest: str
+
+
 class ScanReport(TypedDict):
     out: str
     engine: str
@@ -504,8 +513,20 @@ class ScanReport(TypedDict):
     stores: list[dict[str, Any]]
     problems: list[ScanProblem]
     notes: list[str]
+    commit: ScanCommit
     task_results: list[dict[str, Any]]
     timing: dict[str, float | int | None]
+
+
+class ScanCheck(TypedDict):
+    """`scan --check DIR`: complete when _SUCCESS holds a manifest and the parts a reader would read are exactly
+    its parts, each with its size, sha256 and rows; rows and files are the manifest's (null rows: none)."""
+    out: str
+    complete: bool
+    rows: int | None
+    files: int
+    problems: list[PathReason]
+    staging: list[str]
 
 
 # -- salvage --------------------------------------------------------------------------------
@@ -2189,7 +2210,7 @@ COMMAND_OUTPUTS = {
     "rebuild-index": RebuildOutput,
     "trim": TrimReport,
     "index-keys": IndexKeysReport,
-    "scan": ScanReport,
+    "scan": Union[ScanReport, ScanCheck],
     "carve": CarveReport,
     "salvage": SalvageReport,
     "inspect": InspectOutput,

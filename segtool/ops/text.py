@@ -759,6 +759,24 @@ def scan_lines(report: dict) -> Iterator[str]:
     if report["inputs"]["skipped"]:
         yield (f"{len(report['inputs']['skipped'])} other files not scanned (neither segments nor "
                f"CommitLog files), each named in {dataset['report']}")
+    committed = report["commit"]
+    for removed in committed["removed_staging"]:
+        yield f"removed {removed}: the staging folder of an interrupted scan"
+    if committed["resumed_tasks"]:
+        yield (f"resumed {committed['run']}: {committed['resumed_tasks']} of {report['tasks']} tasks kept from "
+               "the interrupted scan")
+
+
+def scan_check_lines(check: dict) -> Iterator[str]:
+    """Whether a scan dataset is complete, and each way it is not."""
+    if check["complete"]:
+        yield f"complete: {check['out']} holds the {check['files']} parts and {check['rows']} rows its manifest lists"
+    else:
+        yield f"NOT complete: {check['out']}"
+    for problem in check["problems"]:
+        yield f"  {problem['path']}: {problem['reason']}"
+    for run in check["staging"]:
+        yield f"  {run}: the staging folder of a scan that is running or was interrupted"
 
 
 def carve_lines(report: dict, out: str) -> Iterator[str]:

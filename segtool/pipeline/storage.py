@@ -255,3 +255,42 @@ def remove_dataset_files(root: str, keep: set[str]) -> None:
                     os.rmdir(directory)  # only when empty: a partition directory of this run stays
                 except OSError:
                     pass
+
+
+def publish(source: str, target: str) -> None:
+    """Move a finished file to its final place: a rename on a local disk or HDFS (atomic, replacing what is
+    there); object stores have no rename, so a copy, then the source is deleted."""
+    if not is_uri(source):
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        os.replace(source, target)
+        return
+    filesystem, inner = _split_uri(source)
+    _, destination = _split_uri(target)
+
+    def move():
+        if filesystem.type_name in ("local", "hdfs"):
+            filesystem.create_dir(posixpath.dirname(destination), recursive=True)
+            filesystem.move(inner, destination)
+        else:
+            filesystem.copy_file(inner, destination)
+            filesystem.delete_file(inner)
+
+    bounded(target, "publish", move)
+
+
+def remove_tree(path: str) -> None:
+    """Remove a directory and everything below it (a run's staging folder); nothing when it is gone."""
+    if not is_uri(path):
+        import shutil
+
+        shutil.rmtree(path, ignore_errors=True)
+        return
+    filesystem, inner = _split_uri(path)
+
+    def remove():
+        try:
+            filesystem.delete_dir(inner)
+        except FileNotFoundError:
+            pass
+
+    bounded(path, "remove", remove)
