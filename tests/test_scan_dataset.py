@@ -466,6 +466,61 @@ def test_a_spark_kafka_source_query_runs_in_duckdb_with_offset_quoted(corpus_sca
     assert got == expected
 
 
+def _set_batch_clock(log: Path, position: int, base_timestamp: int) -> int:
+    """Give the v2 batch at ``position`` a producer clock of ``base_timestamp`` (its records keep their deltas) and a
+    CRC that matches again, as a producer with a wild clock writes it; returns its record count."""
+    from segtool.formats.checksums import crc32c
+    from segtool.kafka.log import CRC_V2_START
+    from segtool.kafka.schemas import BATCH_HEADER_V2
+
+    data = bytearray(log.read_bytes())
+    header = BATCH_HEADER_V2.parse(bytes(data[position:position + BATCH_HEADER_V2.sizeof()]))
+    assert header.magic == 2 and not header.attributes & 0x08  # CreateTime: the records' times are base + delta
+    header.max_timestamp += base_timestamp - header.base_timestamp
+    header.base_timestamp = base_timestamp
+    data[position:position + BATCH_HEADER_V2.sizeof()] = BATCH_HEADER_V2.build(header)
+    end = position + 12 + header.batch_length
+    data[position + 17:position + 21] = crc32c(bytes(data[position + CRC_V2_START:end])).to_bytes(4, "big")
+    log.write_bytes(bytes(data))
+    return header.record_count
+
+
+@pytest.fixture(scope="module")
+def wild_clock_scan(tmp_path_factory) -> tuple[Path, dict]:
+    """A corpus segment whose first two batches a producer stamped past year 9999 and before year 1."""
+    source = corpus_path(*REPLICA_SOURCE)
+    root = tmp_path_factory.mktemp("wild-clock")
+    partition = root / "logs" / source.name
+    partition.mkdir(parents=True)
+    for name in ("00000000000000000000.log", "00000000000000000000.index", "00000000000000000000.timeindex"):
+        shutil.copy(source / name, partition)
+    log = partition / "00000000000000000000.log"
+    first, second = _batch_starts(log)[:2]
+    wild = {first: 2**62, second: -(2**62)}  # ms: year 146,140,482 and its mirror before the epoch
+    counts = {position: _set_batch_clock(log, position, clock) for position, clock in wild.items()}
+    run = segtool("dump", "--json", log)
+    assert run.returncode == 0, run.stderr  # the CRCs match: to Kafka these are sound batches
+    stored = {(item["batch_position"], item["offset"]): item["timestamp"]
+              for item in map(json.loads, run.stdout.splitlines()) if item["kind"] == "record"}
+    assert sum(1 for (position, _), ms in stored.items() if position in wild) == sum(counts.values())
+    report = scan([str(partition.parent)], str(root / "out"), LocalEngine(1), hash_inputs=False)
+    return root / "out", {"stored": stored, "wild": wild, "rows": report["dataset"]["rows"]}
+
+
+def test_a_wild_producer_clock_is_null_in_timestamp_and_kept_in_timestamp_ms(wild_clock_scan):
+    out, facts = wild_clock_scan
+    rows = pq.read_table(out, columns=["batch_position", "offset", "timestamp", "timestamp_ms"]).to_pylist()
+    assert len(rows) == len(facts["stored"]) == facts["rows"]
+    for row in rows:  # to_pylist makes Python datetimes: one past year 9999 would raise here
+        stored = facts["stored"][(row["batch_position"], row["offset"])]
+        assert row["timestamp_ms"] == stored
+        assert _epoch_ms(row["timestamp"]) == (None if row["batch_position"] in facts["wild"] else stored)
+    wild = sum(1 for row in rows if row["batch_position"] in facts["wild"])
+    ((nulls, kept),) = duckdb.sql(f"SELECT count(*) FILTER (WHERE timestamp IS NULL), count(timestamp_ms) FROM "
+                                  f"read_parquet('{out}/**/*.parquet', hive_partitioning = true)").fetchall()
+    assert (nulls, kept) == (wild, len(rows)) and wild > 0
+
+
 @pytest.fixture(scope="module")
 def spark_engine():
     from segtool.errors import SegtoolError
@@ -497,3 +552,14 @@ def test_a_spark_kafka_source_query_runs_unchanged_in_spark_sql(corpus_scan, dum
     spark.conf.set("spark.sql.session.timeZone", "America/New_York")  # the literals name their zone
     got = Counter((r["broker"], _epoch_ms(r["timestamp"])) for r in spark.sql(timeline).collect())
     assert got == expected
+
+
+def test_spark_reads_a_dataset_with_a_wild_producer_clock(wild_clock_scan, spark_engine):
+    from pyspark.sql import SparkSession
+
+    out, facts = wild_clock_scan
+    spark = SparkSession(spark_engine.sc)
+    rows = spark.read.parquet(str(out)).select("batch_position", "offset", "timestamp", "timestamp_ms").collect()
+    assert sorted((r["batch_position"], r["offset"], r["timestamp_ms"]) for r in rows) == sorted(
+        (position, offset, stored) for (position, offset), stored in facts["stored"].items())
+    assert all((r["timestamp"] is None) == (r["batch_position"] in facts["wild"]) for r in rows)
