@@ -18,10 +18,11 @@ DLedger (openmessaging/dledger 0.3.1.2, ``dledger-<selfId>/``): entries are comp
 ``DLedgerEntryPusher.EntryDispatcher.doCompare`` decides, and a node can be elected only with the
 votes ``DLedgerLeaderElector.handleVote`` grants.
 
-Copies are compared by their records' fixed headers (the body CRC included) and their topic and
-properties bytes, framed in step from the first offset both hold; bodies are read only where the
-copies differ, to list the messages.  What a copy holds is what the broker's own recovery keeps
-(``rocketmq.startup.commitlog_recovery_plan``, ``rocketmq.startup5.recover_dledger``).
+Copies are compared by their bytes from the first offset both hold (HA ships bytes, so equal bytes
+need no framing); the reference copy is framed once by its records' headers, to name the record where
+the bytes part and to count messages (agreed, lagging); past that point each copy's own records are
+framed and the first few decoded to list them.  What a copy holds is what the broker's own recovery
+keeps (``rocketmq.startup.commitlog_recovery_plan``, ``rocketmq.startup5.recover_dledger``).
 
 Which copies form a group (``group_copies``): copies given together replicate each other unless their
 data say otherwise, that is unless the first record both hold (at the first offset or raft index
