@@ -381,20 +381,28 @@ def first_difference(a: CommitLogCopy, b: CommitLogCopy, start: int, stop: int) 
             continue
         upto = min(stop, file_a[0] + file_a[2], file_b[0] + file_b[2])
         with rmq.MappedFile(file_a[1]) as mapped_a, rmq.MappedFile(file_b[1]) as mapped_b:
-            data_a = np.frombuffer(mapped_a.buf, dtype=np.uint8)
-            data_b = np.frombuffer(mapped_b.buf, dtype=np.uint8)
-            while pos < upto:
-                chunk = min(COMPARED_AT_ONCE, upto - pos)
-                words = chunk - chunk % 8  # compared eight bytes at a time, the rest byte by byte
-                at_a, at_b = pos - file_a[0], pos - file_b[0]
-                if not (np.array_equal(data_a[at_a:at_a + words].view(np.uint64),
-                                       data_b[at_b:at_b + words].view(np.uint64))
-                        and np.array_equal(data_a[at_a + words:at_a + chunk], data_b[at_b + words:at_b + chunk])):
-                    return pos + int(np.flatnonzero(data_a[at_a:at_a + chunk] != data_b[at_b:at_b + chunk])[0])
-                release_pages(mapped_a.buf, at_a - at_a % mmap.PAGESIZE, at_a + chunk)
-                release_pages(mapped_b.buf, at_b - at_b % mmap.PAGESIZE, at_b + chunk)
-                pos += chunk
-            del data_a, data_b
+            differs = _first_difference_in(mapped_a.buf, pos - file_a[0], mapped_b.buf, pos - file_b[0], upto - pos)
+        if differs is not None:
+            return pos + differs
+        pos = upto
+    return None
+
+
+def _first_difference_in(buf_a, at_a: int, buf_b, at_b: int, length: int) -> int | None:
+    """The first byte where ``buf_a[at_a:at_a + length]`` and ``buf_b[at_b:at_b + length]`` differ (None: they
+    are equal), compared ``COMPARED_AT_ONCE`` bytes at a time, each pass's pages then released."""
+    data_a, data_b = np.frombuffer(buf_a, dtype=np.uint8), np.frombuffer(buf_b, dtype=np.uint8)
+    done = 0
+    while done < length:
+        chunk = min(COMPARED_AT_ONCE, length - done)
+        words = chunk - chunk % 8  # compared eight bytes at a time, the rest byte by byte
+        a, b = data_a[at_a + done:at_a + done + chunk], data_b[at_b + done:at_b + done + chunk]
+        if not (np.array_equal(a[:words].view(np.uint64), b[:words].view(np.uint64))
+                and np.array_equal(a[words:], b[words:])):
+            return done + int(np.flatnonzero(a != b)[0])
+        for buf, at in ((buf_a, at_a + done), (buf_b, at_b + done)):
+            release_pages(buf, at - at % mmap.PAGESIZE, at + chunk)
+        done += chunk
     return None
 
 
@@ -423,6 +431,8 @@ def compare_copies(a: CommitLogCopy, b: CommitLogCopy) -> CopyComparison:
     pos = start
     while (differs := first_difference(a, b, pos, stop)) is not None:
         row = int(np.searchsorted(records.starts, differs, side="right")) - 1
+        if row < 0:  # before ``a``'s first record: no file of ``a`` holds it
+            return CopyComparison(start, differs, 0, differs)
         record = int(records.starts[row])
         if records.messages[row] or differs < record + rmq.BLANK_RECORD_FAST.size:
             return CopyComparison(start, record, records.count(start, record), record)
