@@ -13,6 +13,7 @@ from segtool.ops import output_schema
 from segtool.ops.replicas_rocketmq import rocketmq_replica_problems, rocketmq_replica_sets
 from segtool.ops.text import rocketmq_replicas_lines
 from segtool.rocketmq import replication as rep
+from segtool.rocketmq import store_files as rmq
 from tests import rocketmq_replica_sets as build
 from tests.conftest import CORPUS, corpus_path
 
@@ -274,17 +275,45 @@ def _damaged_copies(clean_case, root):
     return made
 
 
+def _mixed_layouts(root, bad_delay: bool):
+    """A CommitLog of 16 KiB files written as doAppend writes them: runs of v1 IPv4 messages (what
+    MessageColumns reads) between runs of v2 messages (a 2-byte topic length) and of IPv6 hosts, delayed
+    messages in SCHEDULE_TOPIC_XXXX, with ``bad_delay`` one whose DELAY level Integer.parseInt refuses, and
+    more messages after it."""
+    log = build.w.CommitLogWriter(root / "commitlog", 16 * 1024)
+    v6 = {"born_host": bytes(range(16)), "store_host": bytes(range(16, 32)),
+          "sys_flag": rmq.BORNHOST_V6_FLAG | rmq.STOREHOSTADDRESS_V6_FLAG}
+    runs = [({}, 40), ({"version": 2}, 15), (v6, 15), ({}, 30), (v6, 1), ({}, 1), ({"version": 2}, 1), ({}, 60)]
+    if bad_delay:
+        runs.append(({"topic": "SCHEDULE_TOPIC_XXXX", "properties": {"DELAY": "x"}}, 1))
+    runs.append(({}, 20))
+    number = 0
+    for fields, count in runs * 2:
+        for _ in range(count):
+            options = {"topic": "Mixed", "body": b"body %d " % number * (1 + number % 7),
+                       "properties": {"KEYS": f"k{number}", "UNIQ_KEY": f"u{number}"}, "queue_offset": number, **fields}
+            if number % 25 == 3:
+                options.update(topic="SCHEDULE_TOPIC_XXXX", properties={"DELAY": str(1 + number % 3)})
+            log.append(build.w.Message(**options))
+            number += 1
+    log.write()
+    return root / "commitlog"
+
+
 def test_recovery_counted_a_plain_run_at_a_time_stops_where_the_walk_stops(clean, tmp_path):
     """replicas opens each copy through commitlog_recovery_plan, which counts plain runs of messages
     (store.commitlog_recovery_feed, MessageColumns) instead of walking them one by one: on every CommitLog of
     the corpus and on damage made from clean-multi (a body byte flipped: the CRC check fails; a
     SCHEDULE_TOPIC_XXXX message whose DELAY level Integer.parseInt refuses; zeros from inside a message; a bad
-    magic code) it starts, stops and counts as commitlog_recovery's walk does, in both recovery modes."""
+    magic code), and on CommitLogs mixing the layouts MessageColumns reads with v2 and IPv6 messages, it starts,
+    stops and counts as commitlog_recovery's walk does, in both recovery modes."""
     from segtool.rocketmq import store as rs
 
     case, _ = clean
     commitlogs = [(str(p.parent), p) for p in sorted(CORPUS.rglob("commitlog")) if p.is_dir()]
     commitlogs += _damaged_copies(case, tmp_path)
+    commitlogs += [("mixed", _mixed_layouts(tmp_path / "mixed", False)),
+                   ("mixed-bad-delay", _mixed_layouts(tmp_path / "mixed-bad-delay", True))]
     stops = set()
     for name, commitlog in commitlogs:
         for abnormal in (False, True):

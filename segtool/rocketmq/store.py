@@ -137,12 +137,25 @@ def _scheduled(columns: rmq.MessageColumns) -> list[int]:
             if columns.buf[int(columns.topic_at[i]):int(columns.topic_at[i]) + width] == _SCHEDULE_TOPIC_BYTES]
 
 
+_SYSFLAG_AT = rmq.MESSAGE_PREFIX_FAST.field_offset("sysFlag")
+_SYSFLAG = rmq.MESSAGE_PREFIX_FAST.field("sysFlag")
+_HOSTS_V6 = rmq.BORNHOST_V6_FLAG | rmq.STOREHOSTADDRESS_V6_FLAG
+
+
+def _columns_layout_at(buf, pos: int) -> bool:
+    """Is the record at ``pos`` in the layout ``MessageColumns`` reads (the v1 magic code, IPv4 hosts)?"""
+    if pos + rmq.MESSAGE_PREFIX_FAST.size > len(buf) or \
+            rmq.BLANK_RECORD_FAST.unpack_from(buf, pos)[1] != rmq.MESSAGE_MAGIC_CODE:
+        return False
+    return not _SYSFLAG.unpack_from(buf, pos + _SYSFLAG_AT)[0] & _HOSTS_V6
+
+
 def _file_dispatch_counts(buf, start: int, name: str, path: str, check_crc: bool) -> Iterator[tuple]:
     """``_file_dispatches`` counted instead of built: ("msgs", n) per run of messages the dispatcher takes, then
     the same ("end", ...).  A plain message (``MessageColumns``: body CRC holds, fields add up) is dispatched
     unless checkMessageAndReturnSize's parse of its DELAY level throws, which only a SCHEDULE_TOPIC_XXXX
     message's can: plain runs are counted a span at a time, those messages and anything that is not plain
-    take ``_file_dispatches``' step."""
+    go through ``_file_dispatches``, which walks on until a record in the columns' layout comes again."""
     pos = released = 0
     while True:
         if pos - released > _RELEASE_EVERY:
@@ -157,12 +170,15 @@ def _file_dispatch_counts(buf, start: int, name: str, path: str, check_crc: bool
                 return
         if columns.count:
             yield ("msgs", columns.count)
-        step = next(_file_dispatches(buf, start, name, path, check_crc, columns.stop))
-        if step[0] == "end":
-            yield step
-            return
-        yield ("msgs", 1)
-        pos = columns.stop + step[1].msg_size
+        pos = columns.stop
+        for step in _file_dispatches(buf, start, name, path, check_crc, pos):
+            if step[0] == "end":
+                yield step
+                return
+            yield ("msgs", 1)
+            pos += step[1].msg_size
+            if _columns_layout_at(buf, pos):
+                break
 
 
 _RELEASE_EVERY = 16 * 1024 * 1024
