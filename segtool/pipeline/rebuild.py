@@ -112,9 +112,9 @@ def rebuild_distributed(paths: list[str], engine, out_dir: str | None = None, in
     items, costs = [], []
     for segments, group_targets in zip(groups, targets):
         snapshot = producer_snapshot(segments[0].log_path)
-        on_store = staged.source_of(snapshot, all_trees) != snapshot
+        remote_snapshot = staged.source_of(snapshot, all_trees) != snapshot
         items.append(([source(s.log_path) for s in segments],
-                      source(snapshot) if not on_store or snapshot in listed else None,
+                      source(snapshot) if not remote_snapshot or snapshot in listed else None,
                       index_interval_bytes, hash_inputs, group_targets, in_place or force, remote))
         costs.append(sum(listed[s.log_path] for s in segments))
     results = engine.map(rebuild_partition, items, costs, description="segtool rebuild-index")
