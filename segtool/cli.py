@@ -794,8 +794,11 @@ def rebuild_index(
     if out is not None and in_place:
         _fail("give either --out DIR or --in-place, not both")
     from segtool.engine.inventory import inventory, rocketmq_stores
+    from segtool.engine.uris import local_path
 
-    stores = rocketmq_stores(paths)
+    runner = _pipeline_engine(engine, master, conf)
+    # URIs left as given (on Spark, read by the tasks): their stores are found by the listing there
+    stores = rocketmq_stores(paths) if all(local_path(path) is not None for path in paths) else []
     from segtool.ops.rebuild_rocketmq import rebuild_rocketmq_stores
 
     # Kafka and RocketMQ data found together: each rebuilt to its own place below --out
@@ -811,13 +814,13 @@ def rebuild_index(
 
             _print_lines(rebuild_rocketmq_lines(reports))
         raise typer.Exit(EXIT_PROBLEMS if any(r["recovery_cut"] for r in reports) else EXIT_CLEAN)
-    runner = _pipeline_engine(engine, master, conf)
     if runner is not None:
         from segtool.pipeline.rebuild import rebuild_distributed
 
         with runner, _interruptible():
             report = rebuild_distributed(paths, runner, out_dir=out, in_place=in_place,
-                                         index_interval_bytes=index_interval_bytes, force=force)
+                                         index_interval_bytes=index_interval_bytes, force=force,
+                                         hash_inputs=not no_hash)
     else:
         with _Progress(enabled=not as_json, title="rebuild-index") as progress:
             report = run_rebuild(paths, out_dir=out, in_place=in_place, index_interval_bytes=index_interval_bytes, force=force,
@@ -1210,9 +1213,16 @@ class _UriArguments:
                                "s3a://, gs://, abfs://, abfss:// or hdfs://", word)
         return True
 
+    # on an engine these read URI evidence on the executors (``segtool.pipeline.staged``), not from a mirror here
+    _READ_BY_TASKS = ("verify", "rebuild-index")
+
+    def _on_spark(self, words: list[str]) -> bool:
+        return any(word in ("--master", "--engine=spark") or word.startswith("--master=")
+                   or (word == "--engine" and after == "spark") for word, after in zip(words, words[1:] + [""]))
+
     def stage(self) -> list[str]:
         """The arguments with URI inputs as local paths (read from their mirror) and a URI --out as a
-        local staging folder."""
+        local staging folder; on Spark, verify's and rebuild-index's URIs stay as given (``file://`` aside)."""
         if self.command == "scan":
             return self.args
         end = self.args.index("--") if "--" in self.args else len(self.args)
@@ -1226,17 +1236,21 @@ class _UriArguments:
                 out = (i, word.partition("=")[2] if word.startswith("--out=") else word)
             else:
                 inputs.append((i, word))
+        by_tasks = self.command in self._READ_BY_TASKS and self._on_spark(self.args[:end])
         if out is not None:
             i, uri = out
-            local = self._output(uri, [word for _, word in inputs], force="--force" in self.args[:end])
+            local = self._output(uri, [word for _, word in inputs], force="--force" in self.args[:end],
+                                 by_tasks=by_tasks)
             staged[i] = f"--out={local}" if staged[i].startswith("--out=") else local
         for i, uri in inputs:
+            if by_tasks and self.uris.local_path(uri) is None:
+                continue
             local = self.uris.mirror(uri)
             self.places[local] = uri
             staged[i] = local
         return staged
 
-    def _output(self, uri: str, inputs: list[str], force: bool) -> str:
+    def _output(self, uri: str, inputs: list[str], force: bool, by_tasks: bool = False) -> str:
         from segtool.engine.safe_write import refuse_inside_inputs
 
         try:
@@ -1250,6 +1264,8 @@ class _UriArguments:
         if self.uris.has_files(uri) and not force:
             raise SegtoolError("already holds files: segtool never overwrites them; give --force to replace "
                                "them (no backup is kept on object storage) or choose another --out", uri)
+        if by_tasks:  # the tasks write there themselves
+            return uri
         import tempfile
 
         os.makedirs(self.uris.cache_dir(), exist_ok=True)

@@ -298,9 +298,10 @@ def cache_dir() -> str:
     return os.path.join(base, "segtool")
 
 
-def _mirror_path(uri: str) -> str:
+def mirror_path(uri: str, cache: str | None = None) -> str:
+    """Where ``mirror`` puts what a URI names, below ``cache`` (default: the user's cache directory)."""
     scheme, _, rest = location(uri).partition("://")
-    return os.path.join(cache_dir(), "mirror", scheme, *[part for part in rest.split("/") if part])
+    return os.path.join(cache or cache_dir(), "mirror", scheme, *[part for part in rest.split("/") if part])
 
 
 def _list(uri: str) -> list[tuple[str, int, int]]:
@@ -352,13 +353,14 @@ def _current(target: str, size: int, mtime_ns: int) -> bool:
     return stat.st_size == size and (not mtime_ns or stat.st_mtime_ns == mtime_ns)
 
 
-def mirror(path: str) -> str:
+def mirror(path: str, cache: str | None = None) -> str:
     """A local path holding what ``path`` names: the path itself (plain or ``file://``), else the URI's
-    read-only mirror in the cache, its files copied down unless already there and unchanged."""
+    read-only mirror in the cache, its files copied down unless already there and unchanged.  A pipeline
+    task passes its own ``cache`` (a folder of its executor's) to stage just the files it reads."""
     local = local_path(path)
     if local is not None:
         return local
-    target = _mirror_path(path)
+    target = mirror_path(path, cache)
     base = path.rstrip("/")
     for relative, size, mtime_ns in _list(path):
         destination = os.path.join(target, *relative.split("/")) if relative else target
