@@ -345,14 +345,7 @@ def chains(buf, start: int = 0, end: int | None = None, formats: tuple[str, ...]
     searches = [_SEARCHES[name] + (name,) for name in formats]
     smallest = min(search[2] for search in searches)
     data = np.frombuffer(buf, dtype=np.uint8)
-    released = start - start % mmap.PAGESIZE
-
-    def release(upto: int) -> None:
-        nonlocal released
-        if isinstance(buf, mmap.mmap) and upto - released > _RELEASE_EVERY:
-            page_end = upto - upto % mmap.PAGESIZE
-            buf.madvise(mmap.MADV_DONTNEED, released, page_end - released)
-            released = page_end
+    release = _Releaser(buf, start)
 
     try:
         free = start  # no find may start before this (the end of the last find)
@@ -397,6 +390,21 @@ def chains(buf, start: int = 0, end: int | None = None, formats: tuple[str, ...]
         counts.bytes_searched += max(0, stop - start)
     finally:
         del data  # release the buffer export: the caller may close the mapping
+
+
+class _Releaser:
+    """Drops the pages of a mapped file that a search has passed from the resident set, every
+    _RELEASE_EVERY bytes (a search of a whole disk image would otherwise hold all of it)."""
+
+    def __init__(self, buf, start: int):
+        self.buf = buf if isinstance(buf, mmap.mmap) else None
+        self.released = start - start % mmap.PAGESIZE
+
+    def __call__(self, upto: int) -> None:
+        if self.buf is not None and upto - self.released > _RELEASE_EVERY:
+            page_end = upto - upto % mmap.PAGESIZE
+            self.buf.madvise(mmap.MADV_DONTNEED, self.released, page_end - self.released)
+            self.released = page_end
 
 
 def _follow(buf, fmt: str, pos: int, found: tuple[int, int], end: int, formats: tuple[str, ...],
@@ -596,6 +604,7 @@ def merged_chains(buf, searches: list[RangeSearch], formats: tuple[str, ...] = (
     counts = counts if counts is not None else SearchCounts()
     end = len(buf)
     free = 0
+    release = _Releaser(buf, 0)
     pending = list(reversed(searches))
     while pending:
         search = pending.pop()
@@ -619,6 +628,7 @@ def merged_chains(buf, searches: list[RangeSearch], formats: tuple[str, ...] = (
                 yield chain
                 if progress is not None:
                     progress(free)
+                release(free)
     counts.bytes_searched += end
 
 
