@@ -952,12 +952,19 @@ def carve(
     force: bool = typer.Option(False, "--force", help="Replace the outputs of an earlier carve in DIR (each is backed up first)."),
     no_hash: bool = typer.Option(False, "--no-hash", help="Skip the sha256 of each input (faster on huge images)."),
     records: bool = typer.Option(False, "--records", help="Decode every Kafka record and copy every message body: finds.jsonl gets an item per batch, record and message (not per chain), kafka_records.parquet is written and rocketmq_messages.parquet holds the bodies."),
+    engine: Optional[str] = typer.Option(None, "--engine", help="local (a process pool; the default) or spark: the search of each byte range is a task.", metavar="ENGINE"),
+    master: Optional[str] = typer.Option(None, "--master", help="Spark master URL (implies --engine spark; default local[*]).", metavar="URL"),
+    workers: Optional[int] = typer.Option(None, "--workers", help="local engine: worker processes (default: one per core; small inputs in-process).", metavar="N"),
+    conf: Optional[List[str]] = typer.Option(None, "--conf", help="A Spark setting, KEY=VALUE (repeatable; with --engine spark).", metavar="KEY=VALUE"),
+    split_size: str = typer.Option("64MiB", "--split-size", help="Search bigger files as byte ranges of about this size, one task each (0: a file is one task).", metavar="SIZE"),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
 ):
     """Find every checksum-valid Kafka batch and RocketMQ message at any byte of any file.
 
     Finds are grouped into runs (Kafka: continuing offsets or a producer's sequence; RocketMQ:
-    topic and queue) and written with their byte positions. Exit code 0 when something was found
+    topic and queue) and written with their byte positions.  Each file is searched as byte ranges,
+    each a task on a local process pool or on Spark; the finds, and so the outputs, are those of
+    one search of the whole file.  Exit code 0 when something was found
     and every find placed in a run, 1 when nothing was found or a find could not be placed
     (duplicates, offset conflicts, records that do not decode; see the report), 2 when an input
     is unreadable.
@@ -968,10 +975,19 @@ def carve(
 
       segtool carve --json core.1234 damaged-partition/ --out carved > carve-report.json
     """
-    from segtool.ops.carve import carve as run_carve, exit_code as carve_exit_code
+    from segtool.ops.carve import exit_code as carve_exit_code
+    from segtool.pipeline.carve import carve_on
+    from segtool.pipeline.engines import engine_name, make_engine
+    from segtool.pipeline.scan import parse_size
 
-    with _Progress(enabled=not as_json, title="carve") as progress:
-        report = run_carve(paths, out, force=force, hash_inputs=not no_hash, progress=progress, records=records)
+    split_bytes = parse_size(split_size)
+    # Spark draws its own stage progress
+    with _Progress(enabled=not as_json and engine_name(engine, master) == "local", title="carve") as progress:
+        runner = make_engine(engine, master, workers, quiet=_State.quiet, progress=progress and progress.task,
+                             conf=conf)
+        with runner, _interruptible():
+            report = carve_on(paths, out, runner, split_bytes=split_bytes, force=force, hash_inputs=not no_hash,
+                              records=records)
     if as_json:
         _print_json(report)
     else:
@@ -1022,12 +1038,18 @@ def salvage(
     out: str = typer.Option(..., "--out", "-o", help="Directory for the new partitions (OUT/<partition>/) or the new store.", metavar="DIR"),
     force: bool = typer.Option(False, "--force", help="Replace files already in --out (each is backed up first)."),
     index_interval_bytes: int = typer.Option(4096, "--index-interval-bytes", min=1, help="Kafka: the topic's index.interval.bytes.", metavar="BYTES"),
+    engine: Optional[str] = typer.Option(None, "--engine", help="local (a process pool; the default) or spark: one task per partition or store.", metavar="ENGINE"),
+    master: Optional[str] = typer.Option(None, "--master", help="Spark master URL (implies --engine spark; default local[*]).", metavar="URL"),
+    workers: Optional[int] = typer.Option(None, "--workers", help="local engine: worker processes (default: one per core; small inputs in-process).", metavar="N"),
+    conf: Optional[List[str]] = typer.Option(None, "--conf", help="A Spark setting, KEY=VALUE (repeatable; with --engine spark).", metavar="KEY=VALUE"),
     as_json: bool = typer.Option(False, "--json", help="One JSON report on stdout."),
 ):
     """Write back what survives damage: every valid Kafka batch into a new partition (offsets,
     timestamps and bytes unchanged, indexes as Kafka's recovery writes them), or every valid
     RocketMQ message at its physical offset into a new store (ConsumeQueues, IndexFiles and a
     Parquet list of the survivors rebuilt).  Reports every damaged byte range and what it lost.
+    Each partition and store is a task on a local process pool or on Spark; the files and the
+    report are the same on either.
 
     Exit code 0 when nothing was lost, 1 when damage was found or something could not be written
     back, 2 when an input is unreadable.
@@ -1038,10 +1060,16 @@ def salvage(
 
       segtool salvage evidence/rocketmq/store --out /cases/42/store --json > salvage.json
     """
-    from segtool.ops.salvage import exit_code as salvage_exit_code, salvage as run_salvage
+    from segtool.ops.salvage import exit_code as salvage_exit_code
+    from segtool.pipeline.engines import engine_name, make_engine
+    from segtool.pipeline.salvage import salvage_on
 
-    with _Progress(enabled=not as_json, title="salvage") as progress:
-        report = run_salvage(paths, out, index_interval_bytes=index_interval_bytes, force=force, progress=progress)
+    # Spark draws its own stage progress
+    with _Progress(enabled=not as_json and engine_name(engine, master) == "local", title="salvage") as progress:
+        runner = make_engine(engine, master, workers, quiet=_State.quiet, progress=progress and progress.task,
+                             conf=conf)
+        with runner, _interruptible():
+            report = salvage_on(paths, out, runner, index_interval_bytes=index_interval_bytes, force=force)
     _State.exit_if_output_closed = salvage_exit_code(report)
     if as_json:
         _print_json(report)

@@ -37,3 +37,19 @@ def order_by_cost(costs: Sequence[int] | None, n: int) -> list[int]:
     if costs is None:
         return list(range(n))
     return sorted(range(n), key=lambda i: -costs[i])
+
+
+def in_directory(directory: str, fn: Callable, item):
+    """``fn(item)`` run from ``directory`` (the driver's working directory): the paths of an op's units
+    of work are as the user gave them, relative ones included, and its report names them so; a Spark
+    executor's Python starts elsewhere."""
+    import os
+
+    here = os.getcwd()
+    if here == directory or not os.path.isdir(directory):
+        return fn(item)
+    os.chdir(directory)
+    try:
+        return fn(item)
+    finally:
+        os.chdir(here)
