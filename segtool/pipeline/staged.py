@@ -27,6 +27,7 @@ from segtool.engine.inventory import Inventory, classify
 from segtool.errors import SegtoolError
 from segtool.ops.brokers import LocalTree
 from segtool.pipeline import storage
+from segtool.rocketmq import names as rocketmq_names
 
 
 @dataclass(frozen=True)
@@ -104,6 +105,19 @@ class ListedTrees(LocalTree):
     def isfile(self, path: str) -> bool:
         path = os.path.normpath(path)
         return path in self.files if self.lists(path) else super().isfile(path)
+
+    def is_store_root(self, path: str) -> bool:
+        return rocketmq_names.is_store_root(path, self.entries) if self.lists(os.path.normpath(path)) \
+            else super().is_store_root(path)
+
+    def entries(self, path: str) -> dict[str, bool] | None:
+        """``rocketmq.names.folder_entries`` of a listed folder: its files and folders."""
+        path = os.path.normpath(path)
+        if path not in self.directories:
+            return None
+        return {os.path.basename(found): is_folder for found, is_folder
+                in [*((f, False) for f in self.files), *((d, True) for d in self.directories)]
+                if os.path.dirname(found) == path}
 
     def inventory(self, path: str) -> Inventory:
         top = os.path.normpath(path)
