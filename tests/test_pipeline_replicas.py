@@ -239,7 +239,8 @@ def test_spark_over_s3_compares_kafka_sets_on_the_executors(evidence, s3_server,
         shutil.copytree(path, folder / path.name)
         s3_server.upload_tree(path, bucket, f"brokers/{path.name}")
     uri = f"s3a://{bucket}/brokers"
-    on_spark = segtool("replicas", "--json", uri, *SPARK)
+    # the store told as Spark users tell it (a Spark context another test started does not see AWS_* set since)
+    on_spark = segtool("replicas", "--json", uri, *SPARK, *s3_server.s3a_conf)
     assert on_spark.returncode == 1, on_spark.stderr  # copies part in several sets
     assert not _driver_mirror().exists(), "the driver staged the evidence: the executors were to read it"
     assert on_spark.stderr == ""
@@ -271,7 +272,7 @@ def test_spark_over_s3_compares_rocketmq_stores_on_the_driver(evidence, s3_serve
         s3_server.upload_tree(path, bucket, f"evidence/{i}-{path.name}")
         given.append(f"s3://{bucket}/evidence/{i}-{path.name}")
     stores = given[6:]
-    on_spark = segtool("replicas", "--json", *given, *SPARK)
+    on_spark = segtool("replicas", "--json", *given, *SPARK, *s3_server.s3a_conf)
     assert on_spark.returncode == 1, on_spark.stderr
     assert on_spark.stderr == (f"segtool: RocketMQ stores are compared on the driver, from its mirror of "
                                f"{', '.join(stores)}: which stores replicate each other is known only from their "

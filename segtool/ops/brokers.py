@@ -86,11 +86,6 @@ class LocalTree:
 
         return bytes(open_buffer(path))
 
-    def bytes_in(self, directory: str) -> int:
-        from segtool.ops.task_map import bytes_in
-
-        return bytes_in(directory)
-
 
 def broker_roots(paths: list[str], tree: LocalTree = LocalTree()) -> tuple[list[str], list[str]]:
     """(Kafka log dirs, RocketMQ store roots): a path that is one is taken as it is; below any other

@@ -9,7 +9,9 @@ of a replica holding that very batch, and *lost* when the new leader does not ho
 
 Each replica set is one unit of work (``kafka_replica_set``, and ``replicas_rocketmq``'s per group): ``replicas``
 maps them through ``map_tasks``, in-process here, or as tasks of the pipeline's engines
-(``segtool.pipeline.replicas``), which give the results back in the sets' order.
+(``segtool.pipeline.replicas``), which give the results back in the sets' order.  Finding the sets
+(``discover``) only looks at the tree through a ``LocalTree``, so a pipeline's driver can find them in a listing
+of URIs and leave the reading to its tasks.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from segtool.kafka.state import (PARTITION_METADATA, EpochEntry, parse_partition
 from segtool.ops.brokers import LocalTree, broker_roots
 from segtool.ops.output_schema import ReplicasReport
 from segtool.ops.replicas_rocketmq import rocketmq_replica_problems, rocketmq_replica_sets
-from segtool.ops.task_map import MapTasks, in_process
+from segtool.ops.task_map import MapTasks, bytes_in, in_process
 
 REPLICATION_OFFSET_CHECKPOINT = "replication-offset-checkpoint"
 LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
@@ -52,12 +54,11 @@ class Member:
 @dataclass
 class Discovery:
     """What ``replicas`` finds below its paths before comparing anything: the brokers, the Kafka replica sets
-    (``groups``: the unit of work each, ``costs`` their bytes), the partitions held once, the RocketMQ stores
-    ((broker label, root) each), and what was skipped or noted on the way."""
+    (``groups``: the unit of work each), the partitions held once, the RocketMQ stores ((broker label, root)
+    each), and what was skipped or noted on the way."""
 
     brokers: list[dict]
     groups: list[list[Member]]
-    costs: list[int]
     single: list[Member]
     stores: list[tuple[str, str]]
     skipped: list[dict]
@@ -86,15 +87,15 @@ def discover(paths: list[str], tree: LocalTree = LocalTree()) -> Discovery:
     notes += group_notes
     if len(store_members) == 1:
         notes.append(f"one RocketMQ store ({store_members[0][1]}): nothing to compare it with")
-    costs = [sum(tree.bytes_in(m.directory) for m in members) for members in groups]
-    return Discovery(brokers, groups, costs, single, store_members, skipped, notes)
+    return Discovery(brokers, groups, single, store_members, skipped, notes)
 
 
 def replicas(paths: list[str], map_tasks: MapTasks = in_process) -> ReplicasReport:
     """The replica sets found below ``paths`` (each a broker's log dir or store, or a folder holding several);
     each set is compared by ``map_tasks``."""
     found = discover(paths)
-    kafka = map_tasks(kafka_replica_set, found.groups, found.costs)
+    kafka = map_tasks(kafka_replica_set, found.groups,
+                      [sum(bytes_in(m.directory) for m in members) for members in found.groups])
     return assemble(found, kafka, rocketmq_replica_sets(found.stores, map_tasks) if len(found.stores) > 1 else [])
 
 
@@ -162,7 +163,7 @@ def _topic_id(directory: str, tree: LocalTree = LocalTree()) -> str | None:
 
 
 def kafka_replica_groups(identities: dict[str, tuple[str, BrokerIdentity]], skipped: list,
-                         tree: LocalTree = LocalTree()) -> tuple[list[list[Member]], list[Member], list[str]]:
+                         tree: LocalTree) -> tuple[list[list[Member]], list[Member], list[str]]:
     """The partitions held by two or more brokers, grouped by name and topic id; those held once; notes."""
     by_name: dict[tuple[str, int], list[tuple[str | None, Member]]] = {}
     for log_dir, (label, identity) in identities.items():

@@ -33,7 +33,7 @@ from segtool.ops.brokers import broker_roots
 from segtool.ops.output_schema import ReplicasReport
 from segtool.ops.replicas import Member, assemble, discover, kafka_replica_set, replicas
 from segtool.ops.replicas_rocketmq import rocketmq_replica_sets
-from segtool.ops.task_map import in_process
+from segtool.ops.task_map import bytes_in, in_process
 from segtool.pipeline import staged
 
 
@@ -102,7 +102,7 @@ def _replicas_listed(paths: list[str], engine, notify: Callable[[str], None]) ->
         files = [_member_files(member, tree) for member in members]
         items.append(([dataclasses.replace(m, directory=staged.source_of(os.path.normpath(m.directory), trees))
                        for m in members], [[staged.source_of(path, trees) for path in own] for own in files], places))
-        costs.append(sum(sum(tree.files[path] for path in own) if own else tree.bytes_in(m.directory)
+        costs.append(sum(sum(tree.files[path] for path in own) if own else bytes_in(m.directory)
                          for m, own in zip(members, files)))
     kafka = engine.map(staged_replica_set, items, costs, description="segtool replicas: kafka replica set")
     rocketmq = rocketmq_replica_sets(found.stores, in_process if mirrored else partial(_engine_map, engine)) \

@@ -77,15 +77,22 @@ class ListedTrees(LocalTree):
     def __init__(self, trees: list[UriTree]):
         self.trees = trees
         self.files = {path: size for tree in trees for path, size in tree.files}
-        self.directories: set[str] = set()  # every folder holding a listed file, up to its tree's root
+        # every folder holding a listed file, up to its tree's root: name -> is a folder, of what it holds
+        self.folders: dict[str, dict[str, bool]] = {}
         for tree in trees:
-            if [path for path, _ in tree.files] != [tree.root]:  # a folder, not one file
-                self.directories.add(tree.root)
+            if [path for path, _ in tree.files] == [tree.root]:
+                continue  # the URI names one file
+            self.folders.setdefault(tree.root, {})
             for path, _ in tree.files:
+                self.folders.setdefault(os.path.dirname(path), {})[os.path.basename(path)] = False
                 folder = os.path.dirname(path)
-                while folder.startswith(tree.root + os.sep) and folder not in self.directories:
-                    self.directories.add(folder)
-                    folder = os.path.dirname(folder)
+                while folder != tree.root:
+                    parent, name = os.path.split(folder)
+                    held = self.folders.setdefault(parent, {})
+                    if name in held:
+                        break  # its parents are known already
+                    held[name] = True
+                    folder = parent
 
     def lists(self, path: str) -> bool:
         """Does a listed tree hold ``path`` (a planning path)?"""
@@ -93,14 +100,14 @@ class ListedTrees(LocalTree):
 
     def lexists(self, path: str) -> bool:
         path = os.path.normpath(path)
-        return path in self.files or path in self.directories if self.lists(path) else super().lexists(path)
+        return path in self.files or path in self.folders if self.lists(path) else super().lexists(path)
 
     def exists(self, path: str) -> bool:
         return self.lexists(path) if self.lists(os.path.normpath(path)) else super().exists(path)
 
     def isdir(self, path: str) -> bool:
         path = os.path.normpath(path)
-        return path in self.directories if self.lists(path) else super().isdir(path)
+        return path in self.folders if self.lists(path) else super().isdir(path)
 
     def isfile(self, path: str) -> bool:
         path = os.path.normpath(path)
@@ -112,12 +119,7 @@ class ListedTrees(LocalTree):
 
     def entries(self, path: str) -> dict[str, bool] | None:
         """``rocketmq.names.folder_entries`` of a listed folder: its files and folders."""
-        path = os.path.normpath(path)
-        if path not in self.directories:
-            return None
-        return {os.path.basename(found): is_folder for found, is_folder
-                in [*((f, False) for f in self.files), *((d, True) for d in self.directories)]
-                if os.path.dirname(found) == path}
+        return self.folders.get(os.path.normpath(path))
 
     def inventory(self, path: str) -> Inventory:
         top = os.path.normpath(path)
@@ -130,15 +132,10 @@ class ListedTrees(LocalTree):
         path = os.path.normpath(path)
         return bytes(storage.read_all(source_of(path, self.trees))) if self.lists(path) else super().read(path)
 
-    def bytes_in(self, directory: str) -> int:
-        top = os.path.normpath(directory)
-        if not self.lists(top):
-            return super().bytes_in(directory)
-        return sum(size for found, size in self.files.items() if found.startswith(top + os.sep))
-
     def below(self, directory: str) -> list[str]:
         """The listed files directly in ``directory``."""
-        return [found for found in self.files if os.path.dirname(found) == directory]
+        return [os.path.join(directory, name) for name, is_folder in self.folders.get(directory, {}).items()
+                if not is_folder]
 
 
 def planning_places(trees: list[UriTree]) -> dict[str, str]:
