@@ -499,7 +499,7 @@ def replicas(
         runner = make_engine(engine, master, workers, quiet=_State.quiet, progress=progress and progress.task,
                              conf=conf)
         with runner, _interruptible():
-            report = replicas_on(paths, runner)
+            report = replicas_on(paths, runner, notify=_notice)
     _State.exit_if_output_closed = exit_code(report)
     if as_json:
         _print_json(report)
@@ -845,6 +845,11 @@ def rebuild_index(
     truncated = any(seg["bytes_kafka_would_truncate"] for seg in report["segments"]) or any(
         r["recovery_cut"] for r in report.get("stores", []))
     raise typer.Exit(EXIT_UNREADABLE if report["unreadable"] else EXIT_PROBLEMS if truncated else EXIT_CLEAN)
+
+
+def _notice(line: str) -> None:
+    """A line on stderr about how the run reads its evidence (stdout stays the report)."""
+    sys.stderr.write(f"segtool: {line}\n")
 
 
 def _name_unreadable(entries: list[dict]) -> None:
@@ -1244,7 +1249,7 @@ class _UriArguments:
         return True
 
     # on an engine these read URI evidence on the executors (``segtool.pipeline.staged``), not from a mirror here
-    _READ_BY_TASKS = ("verify", "rebuild-index")
+    _READ_BY_TASKS = ("verify", "rebuild-index", "replicas")
 
     def _on_spark(self, words: list[str]) -> bool:
         return any(word in ("--master", "--engine=spark") or word.startswith("--master=")
@@ -1252,7 +1257,8 @@ class _UriArguments:
 
     def stage(self) -> list[str]:
         """The arguments with URI inputs as local paths (read from their mirror) and a URI --out as a
-        local staging folder; on Spark, verify's and rebuild-index's URIs stay as given (``file://`` aside)."""
+        local staging folder; on Spark, the URIs of verify, rebuild-index and replicas stay as given
+        (``file://`` aside)."""
         if self.command == "scan":
             return self.args
         end = self.args.index("--") if "--" in self.args else len(self.args)

@@ -14,17 +14,20 @@ from __future__ import annotations
 
 import json
 import shutil
+import uuid
 from pathlib import Path
 
 import pytest
 
-from segtool.ops.replicas import replicas
+from segtool.engine import uris
+from segtool.ops.replicas import Member, replicas
 from segtool.ops.task_map import in_process
 from segtool.pipeline.engines import LocalEngine
-from segtool.pipeline.replicas import replicas_on
+from segtool.pipeline.replicas import replicas_on, staged_replica_set
 from tests import rocketmq_replica_sets as rocketmq_build
 from tests.conftest import corpus_path, segtool
 from tests.kafka_replica_sets import build
+from tests.s3_server import s3_server  # noqa: F401  (the session fixture)
 
 # clean shutdowns all (a broker's one clean-shutdown marker covers all its partitions)
 SCENARIOS = ("unclean_election", "multi_round", "lagging_follower", "recreated_topic", "hanging_transaction",
@@ -79,6 +82,20 @@ def evidence(tmp_path_factory):
              + [str(master), str(slave), str(corpus_path("rocketmq", "kill9-abort", "store"))]
              + [str(root / "rocketmq" / name) for name in ("n0", "n1", "n2")])
     return paths, replica_sets
+
+
+@pytest.fixture
+def bucket(s3_server, monkeypatch):  # noqa: F811
+    """A new bucket on the S3 server, the AWS_* variables of the server set (Spark's workers inherit them)."""
+    for key, value in s3_server.environment.items():
+        monkeypatch.setenv(key, value)
+    name = f"replicas-{uuid.uuid4().hex[:12]}"
+    s3_server.client().create_bucket(Bucket=name)
+    return name
+
+
+def _driver_mirror() -> Path:
+    return Path(uris.cache_dir()) / "mirror"
 
 
 def _kafka_groups(replica_sets) -> int:
@@ -192,3 +209,106 @@ def test_spark_submit_runs_replicas_on_spark():
     from segtool.spark_job import job_argv
 
     assert job_argv(["replicas", "--json", "a", "b"]) == ["replicas", "--engine", "spark", "--json", "a", "b"]
+
+
+def _spark_or_skip() -> None:
+    from segtool.errors import SegtoolError
+    from segtool.pipeline.spark import find_java
+
+    pytest.importorskip("pyspark")
+    try:
+        find_java()
+    except SegtoolError as exc:
+        pytest.skip(str(exc))
+
+
+SPARK = ("--engine", "spark", "--master", "local[2]")
+
+
+@pytest.mark.spark
+def test_spark_over_s3_compares_kafka_sets_on_the_executors(evidence, s3_server, bucket, tmp_path,  # noqa: F811
+                                                            helpers_in_process):
+    """One folder on S3 holding three brokers' log dirs and the three KRaft voters: the driver lists it and
+    reads only meta.properties and partition.metadata (its mirror is never made), each task stages its
+    partition's copies; the JSON is the in-process run's over the same URI (read through the driver's mirror),
+    and the local run's over the same folder on disk, paths aside."""
+    _spark_or_skip()
+    paths, replica_sets = evidence
+    folder = tmp_path / "brokers"
+    for path in map(Path, paths[:6]):  # the three brokers' log dirs, the three voters'
+        shutil.copytree(path, folder / path.name)
+        s3_server.upload_tree(path, bucket, f"brokers/{path.name}")
+    uri = f"s3a://{bucket}/brokers"
+    # the store told as Spark users tell it (a Spark context another test started does not see AWS_* set since)
+    on_spark = segtool("replicas", "--json", uri, *SPARK, *s3_server.s3a_conf)
+    assert on_spark.returncode == 1, on_spark.stderr  # copies part in several sets
+    assert not _driver_mirror().exists(), "the driver staged the evidence: the executors were to read it"
+    assert on_spark.stderr == ""
+    in_process = segtool("replicas", "--json", uri)
+    assert _driver_mirror().exists()
+    assert on_spark.stdout == in_process.stdout
+    local = segtool("replicas", "--json", folder)
+    assert on_spark.stdout == local.stdout.replace(str(folder), uri)
+    report = json.loads(on_spark.stdout)
+    assert len(report["kafka"]) == _kafka_groups(replica_sets)
+    directories = [r["directory"] for s in report["kafka"] for r in s["replicas"]]
+    assert directories and all(d.startswith(f"{uri}/") for d in directories)
+    # the checkpoints were staged with each partition: every replica has its high watermark (the voters'
+    # metadata log keeps none), as on disk
+    assert all(r["high_watermark_checkpoint"] is not None for s in report["kafka"] if s["topic"] != "__cluster_metadata"
+               for r in s["replicas"])
+
+
+@pytest.mark.spark
+def test_spark_over_s3_compares_rocketmq_stores_on_the_driver(evidence, s3_server, bucket,  # noqa: F811
+                                                              helpers_in_process):
+    """Kafka log dirs and RocketMQ stores given as URIs: the Kafka sets are compared on the executors, the
+    stores are mirrored on the driver (and only they: no Kafka file comes down) and compared there, which the
+    run says; the JSON is the in-process run's."""
+    _spark_or_skip()
+    paths, _ = evidence
+    given = []
+    for i, path in enumerate(map(Path, paths)):
+        s3_server.upload_tree(path, bucket, f"evidence/{i}-{path.name}")
+        given.append(f"s3://{bucket}/evidence/{i}-{path.name}")
+    stores = given[6:]
+    on_spark = segtool("replicas", "--json", *given, *SPARK, *s3_server.s3a_conf)
+    assert on_spark.returncode == 1, on_spark.stderr
+    assert on_spark.stderr == (f"segtool: RocketMQ stores are compared on the driver, from its mirror of "
+                               f"{', '.join(stores)}: which stores replicate each other is known only from their "
+                               "CommitLogs\n")
+    mirrored = {p.parent.relative_to(_driver_mirror() / "s3" / bucket / "evidence").parts[0]
+                for p in _driver_mirror().rglob("*") if p.is_file()}
+    assert mirrored == {uri.rsplit("/", 1)[1] for uri in stores}
+    in_process = segtool("replicas", "--json", *given)
+    assert on_spark.stdout == in_process.stdout
+    report = json.loads(on_spark.stdout)
+    assert [[s["broker"] for s in item["stores"]] or [n["broker"] for n in item["nodes"]]
+            for item in report["rocketmq"]] == [stores[:2], stores[2:3], stores[3:]]
+
+
+def test_a_copy_a_task_cannot_stage_is_named_in_its_set(evidence, s3_server, bucket):  # noqa: F811
+    """A task whose copy cannot be staged (an object gone since the driver listed it) names that copy in its
+    set's ``unreadable`` with the storage layer's reason, and compares the others."""
+    paths, replica_sets = evidence
+    log_dirs = [Path(p) for p in paths[:3]]
+    topic = f"{replica_sets[0].topic}-0"
+    for log_dir in log_dirs:
+        s3_server.upload_tree(log_dir, bucket, f"brokers/{log_dir.name}")
+    members, sources = [], []
+    for log_dir in log_dirs:
+        base = f"s3://{bucket}/brokers/{log_dir.name}"
+        broker = int(log_dir.name.removeprefix("broker"))
+        members.append(Member(f"broker {broker}", broker, f"{base}/{topic}"))
+        sources.append([f"{base}/{topic}/{p.name}" for p in sorted((log_dir / topic).iterdir())]
+                       + [f"{base}/{name}" for name in CHECKPOINTS])
+    gone = sources[1][0]
+    s3_server.client().delete_object(Bucket=bucket, Key=gone.removeprefix(f"s3://{bucket}/"))
+    result = staged_replica_set((members, sources, {"/planning/brokers": f"s3://{bucket}/brokers"}))
+    [entry] = result["unreadable"]
+    assert entry["broker"] == members[1].broker and entry["directory"] == members[1].directory
+    assert entry["problem"].startswith(gone), entry["problem"]
+    held = {r["broker_id"]: r["log_end_offset"] for r in result["replicas"]}
+    assert held == {m.broker_id: replica_sets[0].replicas[m.broker_id].log_end_offset for m in members
+                    if m is not members[1]}
+    assert all(r["directory"].startswith(f"s3://{bucket}/brokers/") for r in result["replicas"])

@@ -180,3 +180,29 @@ def test_cluster_verify_and_rebuild_index_read_s3_on_the_executor(cluster, s3_se
     goldens = corpus_path("kafka", "c09-index-rebuild", "expected", "kafka-rebuilt")
     expected = {p.relative_to(goldens).as_posix(): p.read_bytes() for p in goldens.rglob("*") if p.is_file()}
     assert expected and all(s3_server.read(bucket, f"cluster/{name}") == data for name, data in expected.items())
+
+
+def test_cluster_replicas_reads_s3_on_the_executor(cluster, s3_server, tmp_path):  # noqa: F811
+    """Three brokers' log dirs after an unclean election (tests/kafka_replica_sets.py) on the S3 server, known to
+    the executor only from --conf spark.hadoop.fs.s3a.*: the executor stages each partition's copies, the
+    driver only lists and reads the brokers' and partitions' identities (its mirror is never made), and the
+    report is the in-process run's."""
+    from tests.kafka_replica_sets import build
+
+    corpus_path("kafka")
+    replica_set = build("unclean_election", tmp_path / "built")
+    bucket = f"evidence-{uuid.uuid4().hex[:12]}"
+    s3_server.client().create_bucket(Bucket=bucket)
+    for broker, log_dir in replica_set.brokers.items():
+        s3_server.upload_tree(log_dir, bucket, f"brokers/broker{broker}")
+    evidence = f"s3a://{bucket}/brokers"
+    env = {k: v for k, v in os.environ.items() if k != "PYSPARK_PYTHON" and not k.startswith("AWS_")}
+    env["XDG_CACHE_HOME"] = str(tmp_path / "cache")
+    on_cluster = segtool_process("replicas", "--json", evidence, "--master", cluster, "--conf",
+                                 "spark.executor.memory=512m", *s3_server.s3a_conf, env=env)
+    assert not (tmp_path / "cache" / "segtool" / "mirror").exists()
+    assert on_cluster.returncode == 1, on_cluster.stderr  # the copies part: an unclean election
+    assert on_cluster.stdout == segtool_process("replicas", "--json", evidence, *s3_server.s3a_conf, env=env).stdout
+    [item] = json.loads(on_cluster.stdout)["kafka"]
+    assert {r["broker_id"]: r["log_end_offset"] for r in item["replicas"]} == {
+        broker: replica.log_end_offset for broker, replica in replica_set.replicas.items()}

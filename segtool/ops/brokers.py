@@ -45,33 +45,73 @@ def inspect_paths(paths: list[str]) -> tuple[dict, int]:
     return kafka, inspect.exit_code(kafka)
 
 
-def broker_roots(paths: list[str]) -> tuple[list[str], list[str]]:
+class LocalTree:
+    """How discovery sees its paths: the local filesystem.  ``segtool.pipeline.staged.ListedTrees`` answers the
+    same questions from the listing of URI trees, on the paths their mirror would have, so that a driver can
+    plan without downloading them."""
+
+    def lexists(self, path: str) -> bool:
+        import os
+
+        return os.path.lexists(path)
+
+    def exists(self, path: str) -> bool:
+        import os
+
+        return os.path.exists(path)
+
+    def isdir(self, path: str) -> bool:
+        import os
+
+        return os.path.isdir(path)
+
+    def isfile(self, path: str) -> bool:
+        import os
+
+        return os.path.isfile(path)
+
+    def is_store_root(self, path: str) -> bool:
+        from segtool.rocketmq.names import is_store_root
+
+        return is_store_root(path)
+
+    def inventory(self, path: str):
+        from segtool.engine.inventory import inventory
+
+        return inventory([path])
+
+    def read(self, path: str) -> bytes:
+        """A small file's bytes (a broker's or a partition's identity)."""
+        from segtool.source import open_buffer
+
+        return bytes(open_buffer(path))
+
+
+def broker_roots(paths: list[str], tree: LocalTree = LocalTree()) -> tuple[list[str], list[str]]:
     """(Kafka log dirs, RocketMQ store roots): a path that is one is taken as it is; below any other
     directory each store root and each directory holding partitions is found (the one inventory)."""
     import os
 
-    from segtool.engine.inventory import inventory
     from segtool.kafka.names import CLEAN_SHUTDOWN, META_PROPERTIES, topic_partition
-    from segtool.rocketmq.names import is_store_root
 
     log_dirs: list[str] = []
     stores: list[str] = []
     for path in paths:
-        if is_store_root(path):
+        if tree.is_store_root(path):
             stores.append(path)
             continue
-        if not os.path.isdir(path):
+        if not tree.isdir(path):
             log_dirs.append(path)  # inspect says what it is (missing, a file)
             continue
-        found = inventory([path])
+        found = tree.inventory(path)
         holders = sorted({os.path.dirname(os.path.normpath(p.directory)) for p in found.partitions
                           if topic_partition(os.path.basename(os.path.normpath(p.directory)))[1] is not None})
         roots = sorted({os.path.normpath(store.root) for store in found.stores})
         top = os.path.normpath(path)
         # only what lies below the path: a partition directory named alone is not its log dir
         holders = [d for d in holders if d == top or d.startswith(top + os.sep)]
-        if top in holders or os.path.exists(os.path.join(path, META_PROPERTIES)) \
-                or os.path.exists(os.path.join(path, CLEAN_SHUTDOWN)) or not (holders or roots):
+        if top in holders or tree.exists(os.path.join(path, META_PROPERTIES)) \
+                or tree.exists(os.path.join(path, CLEAN_SHUTDOWN)) or not (holders or roots):
             log_dirs.append(path)  # a log dir itself (or nothing of a broker's: inspect says so)
             holders = [d for d in holders if d != top]
         log_dirs += [d for d in holders if not any(d == r or d.startswith(r + os.sep) for r in roots)]

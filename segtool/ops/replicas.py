@@ -9,7 +9,9 @@ of a replica holding that very batch, and *lost* when the new leader does not ho
 
 Each replica set is one unit of work (``kafka_replica_set``, and ``replicas_rocketmq``'s per group): ``replicas``
 maps them through ``map_tasks``, in-process here, or as tasks of the pipeline's engines
-(``segtool.pipeline.replicas``), which give the results back in the sets' order.
+(``segtool.pipeline.replicas``), which give the results back in the sets' order.  Finding the sets
+(``discover``) only looks at the tree through a ``LocalTree``, so a pipeline's driver can find them in a listing
+of URIs and leave the reading to its tasks.
 """
 
 from __future__ import annotations
@@ -20,18 +22,18 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from segtool.engine.inventory import inventory
 from segtool.engine.salvage import recovery_loss
 from segtool.errors import NothingFound, SegtoolError, UnreadableInput
 from segtool.kafka import names as kafka_names
 from segtool.kafka import replica_batches as held
 from segtool.kafka import replication as rules
-from segtool.kafka.log_dir import BrokerIdentity, broker_identity
+from segtool.kafka.log_dir import BrokerIdentity, broker_identity_of, unreadable_meta_properties
+from segtool.kafka.names import META_PROPERTIES
 from segtool.kafka.partition import PartitionView
 from segtool.kafka.startup import LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_CHECKPOINT, load_partition
-from segtool.kafka.state import (PARTITION_METADATA, EpochEntry, read_leader_epoch_checkpoint,
-                                 read_offset_checkpoint, read_partition_metadata, read_producer_snapshot)
-from segtool.ops.brokers import broker_roots
+from segtool.kafka.state import (PARTITION_METADATA, EpochEntry, parse_partition_metadata,
+                                 read_leader_epoch_checkpoint, read_offset_checkpoint, read_producer_snapshot)
+from segtool.ops.brokers import LocalTree, broker_roots
 from segtool.ops.output_schema import ReplicasReport
 from segtool.ops.replicas_rocketmq import rocketmq_replica_problems, rocketmq_replica_sets
 from segtool.ops.task_map import MapTasks, bytes_in, in_process
@@ -49,33 +51,61 @@ class Member:
     directory: str
 
 
-def replicas(paths: list[str], map_tasks: MapTasks = in_process) -> ReplicasReport:
-    """The replica sets found below ``paths`` (each a broker's log dir or store, or a folder holding several);
-    each set is compared by ``map_tasks``."""
+@dataclass
+class Discovery:
+    """What ``replicas`` finds below its paths before comparing anything: the brokers, the Kafka replica sets
+    (``groups``: the unit of work each), the partitions held once, the RocketMQ stores ((broker label, root)
+    each), and what was skipped or noted on the way."""
+
+    brokers: list[dict]
+    groups: list[list[Member]]
+    single: list[Member]
+    stores: list[tuple[str, str]]
+    skipped: list[dict]
+    notes: list[str]
+
+
+def discover(paths: list[str], tree: LocalTree = LocalTree()) -> Discovery:
+    """The brokers and replica sets below ``paths``, seen through ``tree``: the local filesystem, or (on a
+    pipeline's driver) the listing of URI trees, of which only ``meta.properties`` and ``partition.metadata``
+    are read."""
     for path in paths:
-        if not os.path.lexists(path):
+        if not tree.lexists(path):
             raise UnreadableInput("no such file or directory", path)
-    log_dirs, stores = broker_roots(paths)
+    log_dirs, stores = broker_roots(paths, tree)
     brokers, skipped, notes = [], [], []
     skipped += [{"path": d, "reason": "not a directory: a broker's log dir or store is one"}
-                for d in log_dirs if not os.path.isdir(d)]
-    identities = _identities(log_dirs)
+                for d in log_dirs if not tree.isdir(d)]
+    identities = _identities(log_dirs, tree)
     for log_dir, (label, identity) in identities.items():
         brokers.append({"broker": label, "broker_id": identity.broker_id, "path": identity.folder, "kind": "kafka"})
         if identity.problem is not None:
             notes.append(f"{identity.problem}: told apart by its folder")
     store_members = [(os.path.normpath(root), root) for root in stores]
     brokers += [{"broker": label, "broker_id": None, "path": root, "kind": "rocketmq"} for label, root in store_members]
-    groups, single, group_notes = kafka_replica_groups(identities, skipped)
+    groups, single, group_notes = kafka_replica_groups(identities, skipped, tree)
     notes += group_notes
-    kafka = map_tasks(kafka_replica_set, groups, [sum(bytes_in(m.directory) for m in members) for members in groups])
-    rocketmq = rocketmq_replica_sets(store_members, map_tasks) if len(store_members) > 1 else []
     if len(store_members) == 1:
         notes.append(f"one RocketMQ store ({store_members[0][1]}): nothing to compare it with")
-    return {"brokers": brokers, "kafka": kafka, "rocketmq": rocketmq,
+    return Discovery(brokers, groups, single, store_members, skipped, notes)
+
+
+def replicas(paths: list[str], map_tasks: MapTasks = in_process) -> ReplicasReport:
+    """The replica sets found below ``paths`` (each a broker's log dir or store, or a folder holding several);
+    each set is compared by ``map_tasks``."""
+    found = discover(paths)
+    kafka = map_tasks(kafka_replica_set, found.groups,
+                      [sum(bytes_in(m.directory) for m in members) for members in found.groups])
+    return assemble(found, kafka, rocketmq_replica_sets(found.stores, map_tasks) if len(found.stores) > 1 else [])
+
+
+def assemble(found: Discovery, kafka: list[dict], rocketmq: list[dict]) -> ReplicasReport:
+    """The report of what ``found`` holds, its Kafka sets compared (``kafka_replica_set`` each, in the groups'
+    order) and its RocketMQ sets."""
+    return {"brokers": found.brokers, "kafka": kafka, "rocketmq": rocketmq,
             "single_copies": [{"topic": _topic_partition(m.directory)[0], "partition": _topic_partition(m.directory)[1],
-                               "broker": m.broker, "directory": m.directory} for m in single],
-            "skipped": skipped, "notes": notes, "summary": _summary(kafka, rocketmq)}
+                               "broker": m.broker, "directory": m.directory} for m in found.single],
+            "skipped": found.skipped, "notes": found.notes, "summary": _summary(kafka, rocketmq)}
 
 
 def exit_code(report: ReplicasReport) -> int:
@@ -92,10 +122,10 @@ def exit_code(report: ReplicasReport) -> int:
     return 1 if rocketmq_replica_problems(report["rocketmq"]) else 0
 
 
-def _identities(log_dirs: list[str]) -> dict[str, tuple[str, BrokerIdentity]]:
+def _identities(log_dirs: list[str], tree: LocalTree) -> dict[str, tuple[str, BrokerIdentity]]:
     """Each log dir's broker and its label; two log dirs naming the same broker id are labelled by their folders
     too (one broker's several log dirs, or two copies of one broker's evidence)."""
-    found = {log_dir: broker_identity(log_dir) for log_dir in log_dirs if os.path.isdir(log_dir)}
+    found = {log_dir: _broker_identity(log_dir, tree) for log_dir in log_dirs if tree.isdir(log_dir)}
     counts: dict[int, int] = {}
     for identity in found.values():
         if identity.broker_id is not None:
@@ -105,26 +135,39 @@ def _identities(log_dirs: list[str]) -> dict[str, tuple[str, BrokerIdentity]]:
             for log_dir, identity in found.items()}
 
 
+def _broker_identity(log_dir: str, tree: LocalTree) -> BrokerIdentity:
+    """``kafka.log_dir.broker_identity``, its ``meta.properties`` read through ``tree``."""
+    folder = os.path.normpath(log_dir)
+    path = os.path.join(folder, META_PROPERTIES)
+    if not tree.isfile(path):
+        return BrokerIdentity(None, folder)
+    try:
+        data = tree.read(path)
+    except (SegtoolError, OSError) as exc:
+        return BrokerIdentity(None, folder, unreadable_meta_properties(path, exc))
+    return broker_identity_of(folder, path, data)
+
+
 def _topic_partition(directory: str) -> tuple[str, int | None]:
     return kafka_names.topic_partition(os.path.basename(os.path.normpath(directory)))
 
 
-def _topic_id(directory: str) -> str | None:
+def _topic_id(directory: str, tree: LocalTree = LocalTree()) -> str | None:
     path = os.path.join(directory, PARTITION_METADATA)
-    if not os.path.isfile(path):
+    if not tree.isfile(path):
         return None
     try:
-        return read_partition_metadata(path).topic_id
+        return parse_partition_metadata(tree.read(path), path).topic_id
     except (SegtoolError, OSError):
         return None
 
 
-def kafka_replica_groups(identities: dict[str, tuple[str, BrokerIdentity]],
-                         skipped: list) -> tuple[list[list[Member]], list[Member], list[str]]:
+def kafka_replica_groups(identities: dict[str, tuple[str, BrokerIdentity]], skipped: list,
+                         tree: LocalTree) -> tuple[list[list[Member]], list[Member], list[str]]:
     """The partitions held by two or more brokers, grouped by name and topic id; those held once; notes."""
     by_name: dict[tuple[str, int], list[tuple[str | None, Member]]] = {}
     for log_dir, (label, identity) in identities.items():
-        found = inventory([log_dir])
+        found = tree.inventory(log_dir)
         skipped += [{"path": entry.path, "reason": f"unreadable: {entry.unreadable}"} for entry in found.unreadable]
         for partition in found.partitions:
             directory = os.path.normpath(partition.directory)
@@ -137,7 +180,7 @@ def kafka_replica_groups(identities: dict[str, tuple[str, BrokerIdentity]],
                 skipped.append({"path": directory, "reason": f"a {state} directory: not a live replica"
                                 if state else "not a topic-partition directory"})
                 continue
-            by_name.setdefault((topic, number), []).append((_topic_id(directory), Member(label, identity.broker_id,
+            by_name.setdefault((topic, number), []).append((_topic_id(directory, tree), Member(label, identity.broker_id,
                                                                                          directory)))
     groups, single, notes = [], [], []
     for (topic, number), copies in sorted(by_name.items()):

@@ -23,8 +23,11 @@ from dataclasses import dataclass
 from typing import Iterator
 
 from segtool.engine import uris
+from segtool.engine.inventory import Inventory, classify
 from segtool.errors import SegtoolError
+from segtool.ops.brokers import LocalTree
 from segtool.pipeline import storage
+from segtool.rocketmq import names as rocketmq_names
 
 
 @dataclass(frozen=True)
@@ -65,6 +68,76 @@ def source_of(path: str, trees: list[UriTree]) -> str:
     return path
 
 
+class ListedTrees(LocalTree):
+    """Discovery's view (``ops.brokers.LocalTree``) of the listed URI trees, on their planning paths: what
+    exists and what a folder holds are answered from the listing; a file's bytes are read through the
+    storage layer (the few small files a plan opens); a path outside every tree is a local path.  What the
+    driver has put at a planning path since (a RocketMQ store mirrored there) is looked at as it is."""
+
+    def __init__(self, trees: list[UriTree]):
+        self.trees = trees
+        self.files = {path: size for tree in trees for path, size in tree.files}
+        # every folder holding a listed file, up to its tree's root: name -> is a folder, of what it holds
+        self.folders: dict[str, dict[str, bool]] = {}
+        for tree in trees:
+            if [path for path, _ in tree.files] == [tree.root]:
+                continue  # the URI names one file
+            self.folders.setdefault(tree.root, {})
+            for path, _ in tree.files:
+                self.folders.setdefault(os.path.dirname(path), {})[os.path.basename(path)] = False
+                folder = os.path.dirname(path)
+                while folder != tree.root:
+                    parent, name = os.path.split(folder)
+                    held = self.folders.setdefault(parent, {})
+                    if name in held:
+                        break  # its parents are known already
+                    held[name] = True
+                    folder = parent
+
+    def lists(self, path: str) -> bool:
+        """Does a listed tree hold ``path`` (a planning path)?"""
+        return any(path == tree.root or path.startswith(tree.root + os.sep) for tree in self.trees)
+
+    def lexists(self, path: str) -> bool:
+        path = os.path.normpath(path)
+        return path in self.files or path in self.folders if self.lists(path) else super().lexists(path)
+
+    def exists(self, path: str) -> bool:
+        return self.lexists(path) if self.lists(os.path.normpath(path)) else super().exists(path)
+
+    def isdir(self, path: str) -> bool:
+        path = os.path.normpath(path)
+        return path in self.folders if self.lists(path) else super().isdir(path)
+
+    def isfile(self, path: str) -> bool:
+        path = os.path.normpath(path)
+        return path in self.files if self.lists(path) else super().isfile(path)
+
+    def is_store_root(self, path: str) -> bool:
+        return rocketmq_names.is_store_root(path, self.entries) if self.lists(os.path.normpath(path)) \
+            else super().is_store_root(path)
+
+    def entries(self, path: str) -> dict[str, bool] | None:
+        """``rocketmq.names.folder_entries`` of a listed folder: its files and folders."""
+        return self.folders.get(os.path.normpath(path))
+
+    def inventory(self, path: str) -> Inventory:
+        top = os.path.normpath(path)
+        if not self.lists(top):
+            return super().inventory(path)
+        return classify((found, size) for tree in self.trees for found, size in tree.files
+                        if found == top or found.startswith(top + os.sep))
+
+    def read(self, path: str) -> bytes:
+        path = os.path.normpath(path)
+        return bytes(storage.read_all(source_of(path, self.trees))) if self.lists(path) else super().read(path)
+
+    def below(self, directory: str) -> list[str]:
+        """The listed files directly in ``directory``."""
+        return [os.path.join(directory, name) for name, is_folder in self.folders.get(directory, {}).items()
+                if not is_folder]
+
+
 def planning_places(trees: list[UriTree]) -> dict[str, str]:
     """planning root -> URI as given, for ``as_given``."""
     return {tree.root: tree.uri for tree in trees}
@@ -80,6 +153,11 @@ def task_folder() -> Iterator[str]:
         yield folder
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def local_place(source: str, folder: str) -> str:
+    """Where ``stage`` puts ``source`` in ``folder`` (a local path stays where it is)."""
+    return uris.mirror_path(source, folder) if is_remote(source) else source
 
 
 def stage(source: str, folder: str) -> str:

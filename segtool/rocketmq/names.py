@@ -106,28 +106,37 @@ def is_store_directory(path) -> bool:
     return True
 
 
-def is_store_root(path) -> bool:
+def folder_entries(path) -> dict[str, bool | None] | None:
+    """What a folder holds: name -> True for a directory, False for a regular file, None for anything else
+    (symlinks followed); None when it cannot be listed.  A listing of URIs answers the same question."""
+    try:
+        return {entry.name: True if entry.is_dir() else False if entry.is_file() else None
+                for entry in os.scandir(path)}
+    except OSError:
+        return None
+
+
+def is_store_root(path, entries=folder_entries) -> bool:
     """Is ``path`` a RocketMQ store's root: it holds a ``checkpoint`` or a store's directories
     (``holds_store_directories``; a store whose data files were not kept is still one, and its
     ``lock``/``abort`` markers are)."""
-    return os.path.lexists(os.path.join(path, CHECKPOINT)) or holds_store_directories(path)
+    held = entries(path)
+    return held is not None and (CHECKPOINT in held or holds_store_directories(path, entries))
 
 
-def holds_store_directories(path) -> bool:
+def holds_store_directories(path, entries=folder_entries) -> bool:
     """Does ``path`` hold a store root's directories: data directories, the broker's ``config/``
     files, or 5.x's ``timerlog/``, ``batchconsumequeue/`` or ``dledger-<id>/``?"""
-    root = Path(path)
-    try:
-        entries = {entry.name: entry for entry in os.scandir(root)}
-    except OSError:
+    held = entries(path)
+    if held is None:
         return False
-    if any(name in entries and entries[name].is_dir() for name in (*DATA_DIRS, TIMERLOG_DIR, BATCH_CONSUMEQUEUE_DIR)):
+    if any(held.get(name) is True for name in (*DATA_DIRS, TIMERLOG_DIR, BATCH_CONSUMEQUEUE_DIR)):
         return True
-    if any(is_dledger_dir(name) and entry.is_dir() for name, entry in entries.items()):
+    if any(is_dledger_dir(name) and is_dir is True for name, is_dir in held.items()):
         return True
-    config = root / CONFIG_DIR
-    return config.is_dir() and any((config / name).is_file() or (config / f"{name}.bak").is_file()
-                                   for name in CONFIG_FILES)
+    config = entries(os.path.join(path, CONFIG_DIR)) if held.get(CONFIG_DIR) is True else None
+    return config is not None and any(config.get(name) is False or config.get(f"{name}.bak") is False
+                                      for name in CONFIG_FILES)
 
 
 def is_dledger_home(path) -> bool:
