@@ -257,6 +257,7 @@ def scan(paths: list[str], out: str, engine, split_bytes: int = DEFAULT_SPLIT_BY
     staging = _staging_dir(out)
     parts_root = staging or out
     startup = engine.start()
+    retries_before = len(engine.retried)
     planned = time.perf_counter()
     tasks, notes = plan_tasks(inputs, split_bytes,
                               mapper=lambda fn, items, costs: engine.map(fn, items, costs,
@@ -316,6 +317,7 @@ def scan(paths: list[str], out: str, engine, split_bytes: int = DEFAULT_SPLIT_BY
         "problems": problems,
         "notes": notes,
         "task_results": [_task_result(stats) for stats in results],
+        "retries": engine.retried[retries_before:],
         "timing": {
             "startup_seconds": round(startup, 3),
             "plan_seconds": round(scanning - planned, 3),

@@ -42,7 +42,7 @@ from collections import deque
 from functools import partial
 
 from segtool.errors import SegtoolError
-from segtool.pipeline.tasks import order_by_cost
+from segtool.pipeline.tasks import DEFAULT_TASK_RETRIES, order_by_cost, say_retry, task_label
 
 MAX_SLICES = 20000
 MIN_TASK_BYTES = 8 * 1024 * 1024  # smaller items share a Spark task
@@ -58,6 +58,11 @@ appender.console.layout.type = PatternLayout
 appender.console.layout.pattern = spark: %p %c{1}: %m%n%ex
 logger.repl.name = org.apache.spark.repl.Main
 logger.repl.level = error
+# a failed task's error reaches the command through its job: a retry is one line, a failed job one line
+logger.executor.name = org.apache.spark.executor.Executor
+logger.executor.level = off
+logger.tasks.name = org.apache.spark.scheduler.TaskSetManager
+logger.tasks.level = off
 """
 # lines the JVM and Spark print at start-up whatever the log level
 _NOISE = (
@@ -163,10 +168,13 @@ class _StderrFilter:
     def __init__(self):
         self.read_fd, self.write_fd = os.pipe()
         self.tail: deque[str] = deque(maxlen=40)
+        self.silenced = False  # after Ctrl-C: what a stopping JVM says is not the user's concern
         self.thread = threading.Thread(target=self._pump, name="segtool-spark-stderr", daemon=True)
         self.thread.start()
 
     def _emit(self, data: bytes) -> None:
+        if self.silenced:
+            return
         try:
             sys.stderr.flush()
             os.write(2, data)
@@ -206,10 +214,20 @@ class _StderrFilter:
 # -- worker side --------------------------------------------------------------
 
 
+RETRIED = -1  # the item number of the pair a retried task adds to its results
+
+
 def _run_chunk(fn, chunk):
+    from pyspark import TaskContext
+
     from segtool.pipeline.tasks import guarded
 
-    return [(i, guarded(fn, item)) for i, item in chunk]
+    pairs = [(i, guarded(fn, item)) for i, item in chunk]
+    context = TaskContext.get()
+    if context is not None and context.attemptNumber() > 0:
+        pairs.append((RETRIED, {"stage": context.stageId(), "stage_attempt": context.stageAttemptNumber(),
+                                "partition": context.partitionId(), "attempt": context.attemptNumber() + 1}))
+    return pairs
 
 
 def _segtool_zip(directory: str) -> str:
@@ -232,6 +250,19 @@ def _segtool_zip(directory: str) -> str:
 
 def _is_local(master: str) -> bool:
     return master.startswith("local")
+
+
+def retrying_master(master: str, retries: int) -> str:
+    """A local master that tries a failed task ``retries`` more times: ``local[N,F]``.
+
+    Local mode takes its number of tries from the master (``local[N]`` tries a task
+    once; ``spark.task.maxFailures`` counts on clusters only); a master that says
+    its tries already is kept.
+    """
+    match = re.fullmatch(r"local(?:\[\s*(\d+|\*)\s*\])?", master.strip())
+    if match is None:
+        return master
+    return f"local[{match.group(1) or 1},{retries + 1}]"
 
 
 def _on_loopback(master: str) -> bool:
@@ -293,8 +324,10 @@ class SparkEngine:
     name = "spark"
 
     def __init__(self, master: str | None = None, app_name: str = "segtool", quiet: bool = False,
-                 conf: dict[str, str] | None = None):
+                 conf: dict[str, str] | None = None, retries: int = DEFAULT_TASK_RETRIES):
         self.master = master
+        self.retries = retries
+        self.retried: list[dict] = []  # the retries of this engine's jobs, as the report lists them
         self.app_name = app_name
         self.quiet = quiet
         self.conf = dict(conf or {})  # --conf settings: they win over ours
@@ -330,7 +363,8 @@ class SparkEngine:
     def _launch(self, SparkConf, SparkContext) -> None:
         from pyspark.java_gateway import launch_gateway
 
-        master = self.master or "local[*]"
+        master = retrying_master(self.master or "local[*]", self.retries)
+        self.master = master
         local = _is_local(master)
         self.java = find_java()
         self._tmp = tempfile.mkdtemp(prefix="segtool-spark-")
@@ -363,6 +397,8 @@ class SparkEngine:
                 .set("spark.python.worker.reuse", "true"))
         if local:
             conf.set("spark.ui.enabled", "false")
+        else:
+            conf.set("spark.task.maxFailures", str(self.retries + 1))
         if loopback:
             conf.set("spark.driver.host", "127.0.0.1").set("spark.driver.bindAddress", "127.0.0.1")
         for key, value in self.conf.items():
@@ -387,6 +423,7 @@ class SparkEngine:
                 self.sc.addPyFile(_segtool_zip(self._tmp))
         self._handle_interrupts()
         if interrupt.received:
+            self._silence()
             self.stop()
             raise KeyboardInterrupt
 
@@ -402,13 +439,21 @@ class SparkEngine:
 
         def interrupted(signum, frame):
             self.interrupted = True
+            self._silence()
             raise KeyboardInterrupt
 
         _quiet_root_logger()
         if threading.current_thread() is threading.main_thread():
             signal.signal(signal.SIGINT, interrupted)
 
+    def _silence(self) -> None:
+        """After Ctrl-C the JVM's last words (tasks failing as the context stops: "Block broadcast_0 does
+        not exist", Py4J's closed connection) are not for the user: the command's one line is."""
+        if self._stderr is not None:
+            self._stderr.silenced = True
+
     def _cancel(self) -> None:
+        self._silence()
         try:
             self.sc.cancelAllJobs()  # on a new Py4J connection: the interrupted one is closed
         except Exception:
@@ -486,8 +531,49 @@ class SparkEngine:
             raise SegtoolError(f"Spark job failed: {_last_error(str(exc))}") from None
         results: list = [None] * n
         for i, outcome in pairs:
-            results[i] = unwrap(outcome)
+            if i == RETRIED:
+                self._note_retry(outcome, chunks[outcome["partition"]])
+            else:
+                results[i] = unwrap(outcome)
         return results
+
+    def _note_retry(self, attempt: dict, chunk: list) -> None:
+        """A task that succeeded on a later attempt: its earlier attempts' failures, as Spark recorded them."""
+        label = task_label(chunk[0][1]) + (f" and {len(chunk) - 1} more" if len(chunk) > 1 else "")
+        for failed in self._failed_attempts(attempt):
+            retry = {"task": label, "attempt": failed["attempt"] + 1, "host": failed["host"], "pid": None,
+                     "executor": failed["executor"], "reason": failed["reason"]}
+            self.retried.append(retry)
+            say_retry(retry)
+
+    def _failed_attempts(self, attempt: dict) -> list[dict]:
+        """The failed attempts of one Spark task, from the context's status store (the data of its UI).
+
+        The store is internal to Spark: if it cannot be asked, each earlier attempt is named without its why.
+        """
+        try:
+            tasks = self.sc._jsc.sc().statusStore().taskList(attempt["stage"], attempt["stage_attempt"], 2**31 - 1)
+            found = []
+            iterator = tasks.iterator()
+            while iterator.hasNext():
+                task = iterator.next()
+                if task.index() == attempt["partition"] and task.status() == "FAILED":
+                    error = task.errorMessage()
+                    found.append({"attempt": task.attempt() + 1, "host": task.host(), "executor": task.executorId(),
+                                  "reason": _first_sentence(error.get()) if error.isDefined() else "failed"})
+            if found:
+                return sorted(found, key=lambda failed: failed["attempt"])
+        except Exception:
+            pass
+        return [{"attempt": n, "host": "?", "executor": "?", "reason": "failed"} for n in range(1, attempt["attempt"])]
+
+
+def _first_sentence(error: str) -> str:
+    """``org.apache.spark.SparkException: Python worker exited unexpectedly (crashed). Consider ...`` ->
+    ``Python worker exited unexpectedly (crashed)``."""
+    line = error.strip().splitlines()[0] if error.strip() else "failed"
+    line = re.sub(r"^[\w.$]+(?:Exception|Error): ", "", line)
+    return line.split(". ")[0].rstrip(".")
 
 
 def _last_error(text: str) -> str:
