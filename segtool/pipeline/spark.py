@@ -225,8 +225,8 @@ def _run_chunk(fn, chunk):
     pairs = [(i, guarded(fn, item)) for i, item in chunk]
     context = TaskContext.get()
     if context is not None and context.attemptNumber() > 0:
-        pairs.append((RETRIED, {"stage": context.stageId(), "stage_attempt": context.stageAttemptNumber(),
-                                "partition": context.partitionId(), "attempt": context.attemptNumber() + 1}))
+        pairs.append((RETRIED, {"stage": context.stageId(), "partition": context.partitionId(),
+                                "attempt": context.attemptNumber() + 1}))
     return pairs
 
 
@@ -552,11 +552,11 @@ class SparkEngine:
         The store is internal to Spark: if it cannot be asked, each earlier attempt is named without its why.
         """
         try:
-            tasks = self.sc._jsc.sc().statusStore().taskList(attempt["stage"], attempt["stage_attempt"], 2**31 - 1)
+            # stage attempt 0: a job without shuffles runs its stage once, a failed task is retried inside it
+            tasks = self.sc._jsc.sc().statusStore().taskList(attempt["stage"], 0, 2**31 - 1).iterator()
             found = []
-            iterator = tasks.iterator()
-            while iterator.hasNext():
-                task = iterator.next()
+            while tasks.hasNext():
+                task = tasks.next()
                 if task.index() == attempt["partition"] and task.status() == "FAILED":
                     error = task.errorMessage()
                     found.append({"attempt": task.attempt() + 1, "host": task.host(), "executor": task.executorId(),
