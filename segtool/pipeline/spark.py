@@ -20,7 +20,12 @@ Start-up, done once per engine:
 - Executors' Python: ``spark.pyspark.python`` from ``--conf``, else
   ``PYSPARK_PYTHON``, else this very interpreter (``sys.executable``), which
   has segtool's dependencies; on a cluster it must exist at that path on every
-  node (or be given with ``--conf spark.pyspark.python=…``).
+  node (or be given with ``--conf spark.pyspark.python=…``).  On a local master
+  running this interpreter the Python daemon is ``spark_daemon``: PySpark
+  imported from its installed copy, not recompiled from Spark's zips.
+- Retries: a local master tries a failed task ``retries`` more times
+  (``local[N,F]``, ``retrying_master``), a cluster through ``spark.task.maxFailures``;
+  a task that succeeded on a later attempt is reported (``retried``).
 - On a local master, or a master on a loopback address, the driver binds to
   127.0.0.1 (``spark.driver.host``/``spark.driver.bindAddress``) so nothing
   listens on the network; ``--conf`` settings override any of ours.
@@ -397,6 +402,8 @@ class SparkEngine:
                 .set("spark.python.worker.reuse", "true"))
         if local:
             conf.set("spark.ui.enabled", "false")
+            if python == sys.executable:  # this interpreter, so the installed PySpark is the driver's
+                conf.set("spark.python.daemon.module", "segtool.pipeline.spark_daemon")
         else:
             conf.set("spark.task.maxFailures", str(self.retries + 1))
         if loopback:
