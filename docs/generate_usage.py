@@ -1,6 +1,6 @@
-"""Regenerate the example output in docs/usage.md from real runs of segtool.
+"""Regenerate the example output in docs/usage.md and docs/replicas.md from real runs of segtool.
 
-Every ```console block of docs/usage.md is a script: its ``$ `` lines (with any
+Every ```console block of each page is a script: its ``$ `` lines (with any
 here-document that follows) are run in order, in one bash session per block,
 from the repository root, and the text after each command is replaced by what
 it printed (stdout and stderr together, as a terminal shows them).  Prose and
@@ -12,8 +12,9 @@ the run (``SCRATCH``, printed back as ``/tmp/``; a fixed path, so names derived
 from a path are stable; segtool's cache lives there too), and the repository's
 absolute path is printed as ``.``.
 
-    python docs/generate_usage.py            # rewrite docs/usage.md
-    python docs/generate_usage.py --check    # exit 1 with a diff if it is stale
+    python docs/generate_usage.py                          # rewrite both pages
+    python docs/generate_usage.py --check                  # exit 1 with a diff if one is stale
+    python docs/generate_usage.py --check docs/replicas.md # one page
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ import shutil
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-USAGE = REPO / "docs" / "usage.md"
+PAGES = (REPO / "docs" / "usage.md", REPO / "docs" / "replicas.md")
 _FENCE = "```"
 _HEREDOC = re.compile(r"<<-?\s*'?\"?(\w+)'?\"?")
 _MARK = "\x1esegtool-docs-command-{}\x1e"
@@ -59,7 +60,10 @@ def _run_block(commands: list[str], scratch: str) -> list[str]:
         command = command.replace("/tmp/", scratch + "/")
         # `(exit $status)` hands the previous command's code to a following `echo $?`
         script.append(f"printf '{_MARK.format(number)}\\n'; (exit $status)\n{{ {command}\n}} 2>&1; status=$?")
+    # PYTHONPATH: this checkout's segtool (a git worktree's), not the one the environment was installed from
+    python_path = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))
     env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+               PYTHONPATH=python_path,
                COLUMNS="80", NO_COLOR="1", TERM="dumb", LC_ALL="C.UTF-8", TZ="UTC",
                XDG_CACHE_HOME=os.path.join(scratch, "cache"))
     done = subprocess.run(["bash", "-c", "\n".join(script)], cwd=REPO, env=env, stdin=subprocess.DEVNULL,
@@ -75,7 +79,7 @@ def _run_block(commands: list[str], scratch: str) -> list[str]:
 
 
 def render(source: str) -> str:
-    """docs/usage.md with every console block's output produced afresh."""
+    """A page with every console block's output produced afresh."""
     lines = source.split("\n")
     result: list[str] = []
     shutil.rmtree(SCRATCH, ignore_errors=True)
@@ -102,16 +106,20 @@ def render(source: str) -> str:
 
 
 def main(argv: list[str]) -> int:
-    current = USAGE.read_text()
-    fresh = render(current)
-    if "--check" in argv:
-        if fresh == current:
-            return 0
-        sys.stdout.writelines(difflib.unified_diff(current.splitlines(True), fresh.splitlines(True),
-                                                   "docs/usage.md (committed)", "docs/usage.md (fresh output)"))
-        return 1
-    USAGE.write_text(fresh)
-    return 0
+    check = "--check" in argv
+    pages = [Path(arg).resolve() for arg in argv if arg != "--check"] or PAGES
+    stale = 0
+    for page in pages:
+        current = page.read_text()
+        fresh = render(current)
+        name = page.relative_to(REPO)
+        if not check:
+            page.write_text(fresh)
+        elif fresh != current:
+            stale = 1
+            sys.stdout.writelines(difflib.unified_diff(current.splitlines(True), fresh.splitlines(True),
+                                                       f"{name} (committed)", f"{name} (fresh output)"))
+    return stale
 
 
 if __name__ == "__main__":

@@ -796,8 +796,11 @@ def rebuild_index(
     if out is not None and in_place:
         _fail("give either --out DIR or --in-place, not both")
     from segtool.engine.inventory import inventory, rocketmq_stores
+    from segtool.engine.uris import local_path
 
-    stores = rocketmq_stores(paths)
+    runner = _pipeline_engine(engine, master, conf)
+    # URIs left as given (on Spark, read by the tasks): their stores are found by the listing there
+    stores = rocketmq_stores(paths) if all(local_path(path) is not None for path in paths) else []
     from segtool.ops.rebuild_rocketmq import rebuild_rocketmq_stores
 
     # Kafka and RocketMQ data found together: each rebuilt to its own place below --out
@@ -813,13 +816,13 @@ def rebuild_index(
 
             _print_lines(rebuild_rocketmq_lines(reports))
         raise typer.Exit(EXIT_PROBLEMS if any(r["recovery_cut"] for r in reports) else EXIT_CLEAN)
-    runner = _pipeline_engine(engine, master, conf)
     if runner is not None:
         from segtool.pipeline.rebuild import rebuild_distributed
 
         with runner, _interruptible():
             report = rebuild_distributed(paths, runner, out_dir=out, in_place=in_place,
-                                         index_interval_bytes=index_interval_bytes, force=force)
+                                         index_interval_bytes=index_interval_bytes, force=force,
+                                         hash_inputs=not no_hash)
     else:
         with _Progress(enabled=not as_json, title="rebuild-index") as progress:
             report = run_rebuild(paths, out_dir=out, in_place=in_place, index_interval_bytes=index_interval_bytes, force=force,
@@ -876,14 +879,16 @@ class _interruptible:
 
 @app.command()
 def scan(
-    paths: List[str] = typer.Argument(..., help="Kafka log or partition directories, RocketMQ stores (or directories above them); paths or URIs (s3://, hdfs://).", metavar="PATH..."),
-    out: str = typer.Option(..., "--out", "-o", help="Output directory or URI: one Parquet dataset, OUT/topic=…/partition=…/part-….parquet, with OUT/_SUCCESS and the report OUT/_segtool_report.json.", metavar="DIR"),
+    paths: Optional[List[str]] = typer.Argument(None, help="Kafka log or partition directories, RocketMQ stores (or directories above them); paths or URIs (s3://, hdfs://).", metavar="PATH..."),
+    out: Optional[str] = typer.Option(None, "--out", "-o", help="Output directory or URI: one Parquet dataset, OUT/topic=…/partition=…/part-….parquet, with OUT/_SUCCESS (the manifest of the parts, written last) and the report OUT/_segtool_report.json.", metavar="DIR"),
     engine: Optional[str] = typer.Option(None, "--engine", help="local (a process pool; the default) or spark.", metavar="ENGINE"),
     master: Optional[str] = typer.Option(None, "--master", help="Spark master URL (implies --engine spark; default local[*]).", metavar="URL"),
     workers: Optional[int] = typer.Option(None, "--workers", help="local engine: worker processes (default: one per core).", metavar="N"),
     split_size: str = typer.Option("64MiB", "--split-size", help="Cut bigger segments and CommitLog files into tasks of about this size (0: never).", metavar="SIZE"),
     with_values: bool = typer.Option(False, "--with-values", help="Also store each record's value / message body."),
-    force: bool = typer.Option(False, "--force", help="Replace the dataset of an earlier scan in OUT (its report is backed up)."),
+    force: bool = typer.Option(False, "--force", help="Replace the dataset of an earlier scan in OUT (its _SUCCESS is removed first, its report backed up)."),
+    resume: bool = typer.Option(False, "--resume", help="Continue an interrupted scan into OUT with the same arguments: its finished tasks are kept."),
+    check: Optional[str] = typer.Option(None, "--check", help="Only check that the dataset in DIR is complete: _SUCCESS present and every part as its manifest says (exit 1 if not).", metavar="DIR"),
     no_hash: bool = typer.Option(False, "--no-hash", help="Skip the sha256 of each input file in the report (one pass less)."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
     conf: Optional[List[str]] = typer.Option(None, "--conf", help="A Spark setting, KEY=VALUE (repeatable; with --engine spark).", metavar="KEY=VALUE"),
@@ -902,9 +907,29 @@ def scan(
       segtool scan evidence/kafka-logs evidence/rocketmq/store --out scan --engine spark --master local[4]
 
       spark-submit segtool/spark_job.py scan hdfs://nn/evidence --out hdfs://nn/cases/42/scan
+
+      segtool scan --check /cases/42/scan
     """
     from segtool.pipeline.engines import engine_name, make_engine
     from segtool.pipeline.scan import exit_code as scan_exit_code, parse_size, scan as run_scan
+
+    if check is not None:
+        if paths or out:
+            _fail("--check DIR only checks a dataset: give no PATH and no --out with it")
+        from segtool.pipeline.commit import check_dataset
+
+        result = check_dataset(check)
+        if as_json:
+            _print_json(result)
+        else:
+            from segtool.ops.text import scan_check_lines
+
+            _print_lines(scan_check_lines(result))
+        raise typer.Exit(EXIT_CLEAN if result["complete"] else EXIT_PROBLEMS)
+    if not paths or out is None:
+        _fail("give PATH... and --out DIR (or --check DIR)")
+    if resume and force:
+        _fail("give either --resume (keep an interrupted scan's finished tasks) or --force (start over), not both")
 
     # Spark draws its own stage progress
     with _Progress(enabled=not as_json and engine_name(engine, master) == "local", title="scan") as progress:
@@ -912,7 +937,7 @@ def scan(
                              conf=conf, retries=retries)
         with runner, _interruptible():
             report = run_scan(paths, out, runner, split_bytes=parse_size(split_size), with_values=with_values,
-                              force=force, hash_inputs=not no_hash)
+                              force=force, hash_inputs=not no_hash, resume=resume)
     if as_json:
         _print_json(report)
     else:
@@ -930,12 +955,19 @@ def carve(
     force: bool = typer.Option(False, "--force", help="Replace the outputs of an earlier carve in DIR (each is backed up first)."),
     no_hash: bool = typer.Option(False, "--no-hash", help="Skip the sha256 of each input (faster on huge images)."),
     records: bool = typer.Option(False, "--records", help="Decode every Kafka record and copy every message body: finds.jsonl gets an item per batch, record and message (not per chain), kafka_records.parquet is written and rocketmq_messages.parquet holds the bodies."),
+    engine: Optional[str] = typer.Option(None, "--engine", help="local (a process pool; the default) or spark: the search of each byte range is a task.", metavar="ENGINE"),
+    master: Optional[str] = typer.Option(None, "--master", help="Spark master URL (implies --engine spark; default local[*]).", metavar="URL"),
+    workers: Optional[int] = typer.Option(None, "--workers", help="local engine: worker processes (default: 1, the search in this process; the driver decodes every find again, so more pay off only on sparse images).", metavar="N"),
+    conf: Optional[List[str]] = typer.Option(None, "--conf", help="A Spark setting, KEY=VALUE (repeatable; with --engine spark).", metavar="KEY=VALUE"),
+    split_size: str = typer.Option("64MiB", "--split-size", help="Search bigger files as byte ranges of about this size, one task each (0: a file is one task).", metavar="SIZE"),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
 ):
     """Find every checksum-valid Kafka batch and RocketMQ message at any byte of any file.
 
     Finds are grouped into runs (Kafka: continuing offsets or a producer's sequence; RocketMQ:
-    topic and queue) and written with their byte positions. Exit code 0 when something was found
+    topic and queue) and written with their byte positions.  Each file is searched as byte ranges,
+    each a task on a local process pool or on Spark; the finds, and so the outputs, are those of
+    one search of the whole file.  Exit code 0 when something was found
     and every find placed in a run, 1 when nothing was found or a find could not be placed
     (duplicates, offset conflicts, records that do not decode; see the report), 2 when an input
     is unreadable.
@@ -946,10 +978,21 @@ def carve(
 
       segtool carve --json core.1234 damaged-partition/ --out carved > carve-report.json
     """
-    from segtool.ops.carve import carve as run_carve, exit_code as carve_exit_code
+    from segtool.ops.carve import exit_code as carve_exit_code
+    from segtool.pipeline.carve import carve_on
+    from segtool.pipeline.engines import engine_name, make_engine
+    from segtool.pipeline.scan import parse_size
 
-    with _Progress(enabled=not as_json, title="carve") as progress:
-        report = run_carve(paths, out, force=force, hash_inputs=not no_hash, progress=progress, records=records)
+    split_bytes = parse_size(split_size)
+    # Spark draws its own stage progress
+    local = engine_name(engine, master) == "local"
+    # one process unless asked: a pool of 2 took 1.62x as long on a dense 1 GiB image (the driver re-reads finds)
+    with _Progress(enabled=not as_json and local, title="carve") as progress:
+        runner = make_engine(engine, master, 1 if local and workers is None else workers, quiet=_State.quiet,
+                             progress=progress and progress.task, conf=conf)
+        with runner, _interruptible():
+            report = carve_on(paths, out, runner, split_bytes=split_bytes, force=force, hash_inputs=not no_hash,
+                              records=records)
     if as_json:
         _print_json(report)
     else:
@@ -1000,12 +1043,18 @@ def salvage(
     out: str = typer.Option(..., "--out", "-o", help="Directory for the new partitions (OUT/<partition>/) or the new store.", metavar="DIR"),
     force: bool = typer.Option(False, "--force", help="Replace files already in --out (each is backed up first)."),
     index_interval_bytes: int = typer.Option(4096, "--index-interval-bytes", min=1, help="Kafka: the topic's index.interval.bytes.", metavar="BYTES"),
+    engine: Optional[str] = typer.Option(None, "--engine", help="local (a process pool; the default) or spark: one task per partition or store.", metavar="ENGINE"),
+    master: Optional[str] = typer.Option(None, "--master", help="Spark master URL (implies --engine spark; default local[*]).", metavar="URL"),
+    workers: Optional[int] = typer.Option(None, "--workers", help="local engine: worker processes (default: one per core; small inputs in-process).", metavar="N"),
+    conf: Optional[List[str]] = typer.Option(None, "--conf", help="A Spark setting, KEY=VALUE (repeatable; with --engine spark).", metavar="KEY=VALUE"),
     as_json: bool = typer.Option(False, "--json", help="One JSON report on stdout."),
 ):
     """Write back what survives damage: every valid Kafka batch into a new partition (offsets,
     timestamps and bytes unchanged, indexes as Kafka's recovery writes them), or every valid
     RocketMQ message at its physical offset into a new store (ConsumeQueues, IndexFiles and a
     Parquet list of the survivors rebuilt).  Reports every damaged byte range and what it lost.
+    Each partition and store is a task on a local process pool or on Spark; the files and the
+    report are the same on either.
 
     Exit code 0 when nothing was lost, 1 when damage was found or something could not be written
     back, 2 when an input is unreadable.
@@ -1016,10 +1065,16 @@ def salvage(
 
       segtool salvage evidence/rocketmq/store --out /cases/42/store --json > salvage.json
     """
-    from segtool.ops.salvage import exit_code as salvage_exit_code, salvage as run_salvage
+    from segtool.ops.salvage import exit_code as salvage_exit_code
+    from segtool.pipeline.engines import engine_name, make_engine
+    from segtool.pipeline.salvage import salvage_on
 
-    with _Progress(enabled=not as_json, title="salvage") as progress:
-        report = run_salvage(paths, out, index_interval_bytes=index_interval_bytes, force=force, progress=progress)
+    # Spark draws its own stage progress
+    with _Progress(enabled=not as_json and engine_name(engine, master) == "local", title="salvage") as progress:
+        runner = make_engine(engine, master, workers, quiet=_State.quiet, progress=progress and progress.task,
+                             conf=conf)
+        with runner, _interruptible():
+            report = salvage_on(paths, out, runner, index_interval_bytes=index_interval_bytes, force=force)
     _State.exit_if_output_closed = salvage_exit_code(report)
     if as_json:
         _print_json(report)
@@ -1128,17 +1183,180 @@ def main() -> None:
     startup.keep_freed_memory()
     try:
         _run_command()
+    except SystemExit as exc:
+        uris = sys.modules.get("segtool.engine.uris")
+        if uris is not None and uris.calls_in_flight():
+            # a store call still blocks in native code (Ctrl-C, SIGTERM, a deadline): pyarrow's exit
+            # handlers would wait for it, so end here, the line said and the output flushed
+            _say(lambda: None)
+            os._exit(exc.code if isinstance(exc.code, int) else EXIT_UNREADABLE)
+        raise
     finally:
         startup.freeze_what_is_alive()
+
+
+class _UriArguments:
+    """URI arguments of any command, through one storage layer (``segtool.engine.uris``).
+
+    ``--conf spark.hadoop.fs.…`` settings are taken out of the arguments and set for the run (and
+    shipped to its tasks).  For the commands that read through ``segtool.source`` (every one but
+    scan, which reads URIs itself, a byte range per task), a URI input is read from its read-only
+    mirror in the cache and a URI ``--out`` is written to a local staging folder, refused first when
+    it lies inside an input (compared as locations) or holds files and ``--force`` is not given, and
+    uploaded when the command ends.  Whatever the command prints names the URIs, not the local copies.
+    """
+
+    _OUT = ("--out", "-o")
+    _NOT_PATHS = ("--master", "--conf", "--engine")
+
+    def __init__(self, args: list[str]):
+        from segtool.engine import uris
+
+        self.uris = uris
+        self.places: dict[str, str] = {}  # local path -> the URI it stands for
+        self.outgoing: tuple[str, str] | None = None  # (local staging folder, URI)
+        end = args.index("--") if "--" in args else len(args)
+        words, settings = [], {}
+        pairs = iter(enumerate(args[:end]))
+        for i, word in pairs:
+            if word == "--conf" and i + 1 < end:
+                found, rest = uris.storage_conf([args[i + 1]])
+                if found:
+                    settings.update(found)
+                    next(pairs)
+                    continue
+            if word.startswith("--conf="):
+                found, _ = uris.storage_conf([word[len("--conf="):]])
+                if found:
+                    settings.update(found)
+                    continue
+            words.append(word)
+        uris.configure(settings)
+        self.args = words + args[end:]
+        self.command = next((w for w in words if not w.startswith("-")), None)
+
+    def _known(self, word: str) -> bool:
+        """A URI of a storage scheme; any other ``scheme://`` argument is refused by name."""
+        import re
+
+        if re.match(r"[A-Za-z][A-Za-z0-9+.-]*://", word) is None:
+            return False
+        if self.uris.scheme_of(word) not in self.uris.SCHEMES:
+            raise SegtoolError(f"unknown storage scheme {self.uris.scheme_of(word)}://: use a path, file://, s3://, "
+                               "s3a://, gs://, abfs://, abfss:// or hdfs://", word)
+        return True
+
+    # on an engine these read URI evidence on the executors (``segtool.pipeline.staged``), not from a mirror here
+    _READ_BY_TASKS = ("verify", "rebuild-index")
+
+    def _on_spark(self, words: list[str]) -> bool:
+        return any(word in ("--master", "--engine=spark") or word.startswith("--master=")
+                   or (word == "--engine" and after == "spark") for word, after in zip(words, words[1:] + [""]))
+
+    def stage(self) -> list[str]:
+        """The arguments with URI inputs as local paths (read from their mirror) and a URI --out as a
+        local staging folder; on Spark, verify's and rebuild-index's URIs stay as given (``file://`` aside)."""
+        if self.command == "scan":
+            return self.args
+        end = self.args.index("--") if "--" in self.args else len(self.args)
+        staged, inputs, out = list(self.args), [], None
+        for i, word in enumerate(self.args[:end]):
+            before = self.args[i - 1] if i else ""
+            if before in self._NOT_PATHS or not self._known(word.partition("=")[2] if word.startswith("--out=")
+                                                              else word):
+                continue
+            if before in self._OUT or word.startswith("--out="):
+                out = (i, word.partition("=")[2] if word.startswith("--out=") else word)
+            else:
+                inputs.append((i, word))
+        by_tasks = self.command in self._READ_BY_TASKS and self._on_spark(self.args[:end])
+        if out is not None:
+            i, uri = out
+            local = self._output(uri, [word for _, word in inputs], force="--force" in self.args[:end],
+                                 by_tasks=by_tasks)
+            staged[i] = f"--out={local}" if staged[i].startswith("--out=") else local
+        for i, uri in inputs:
+            if by_tasks and self.uris.local_path(uri) is None:
+                continue
+            local = self.uris.mirror(uri)
+            self.places[local] = uri
+            staged[i] = local
+        return staged
+
+    def _output(self, uri: str, inputs: list[str], force: bool, by_tasks: bool = False) -> str:
+        from segtool.engine.safe_write import refuse_inside_inputs
+
+        try:
+            refuse_inside_inputs([uri.rstrip("/") + "/-"], inputs)  # what goes below --out, whatever its name
+        except SegtoolError as exc:
+            raise SegtoolError(exc.message, uri) from None
+        local = self.uris.local_path(uri)
+        if local is not None:
+            self.places[local] = uri
+            return local
+        if self.uris.has_files(uri) and not force:
+            raise SegtoolError("already holds files: segtool never overwrites them; give --force to replace "
+                               "them (no backup is kept on object storage) or choose another --out", uri)
+        if by_tasks:  # the tasks write there themselves
+            return uri
+        import tempfile
+
+        os.makedirs(self.uris.cache_dir(), exist_ok=True)
+        local = tempfile.mkdtemp(prefix="outgoing-", dir=self.uris.cache_dir())
+        self.places[local] = uri
+        self.outgoing = (local, uri)
+        return local
+
+    def publish(self, code) -> None:
+        """Upload a URI --out's files when the command ran to its end (not interrupted), then drop the
+        local staging folder."""
+        if self.outgoing is None:
+            return
+        local, uri = self.outgoing
+        try:
+            if code in (EXIT_CLEAN, EXIT_PROBLEMS, EXIT_UNREADABLE, None):
+                self.uris.upload_tree(local, uri)
+        finally:
+            shutil.rmtree(local, ignore_errors=True)
+
+
+class _AsGiven:
+    """stdout or stderr naming every local copy (a URI's mirror, a URI --out's staging) as its URI."""
+
+    def __init__(self, stream, places: dict[str, str]):
+        self._stream = stream
+        self._places = sorted(places.items(), key=lambda pair: -len(pair[0]))
+
+    def write(self, text):
+        for local, uri in self._places:
+            text = text.replace(local, uri.rstrip("/"))
+        return self._stream.write(text)
+
+    def __getattr__(self, name):
+        if name == "buffer":  # bytes written past write() would name the local copies
+            raise AttributeError(name)
+        return getattr(self._stream, name)
 
 
 def _run_command() -> None:
     """The command named on the command line; every way it ends is an exit code (``SystemExit``)."""
     args = _hoist_global_flags(sys.argv[1:])
     _State.json_output = _asks_for_json(args)
+    streams = sys.stdout, sys.stderr
+    arguments = None
     try:
-        # without standalone mode the parser returns the command's exit code
-        sys.exit(app(args=args, prog_name="segtool", standalone_mode=False) or 0)
+        arguments = _UriArguments(args)
+        args = arguments.stage()
+        if arguments.places:
+            sys.stdout, sys.stderr = _AsGiven(sys.stdout, arguments.places), _AsGiven(sys.stderr, arguments.places)
+        try:
+            # without standalone mode the parser returns the command's exit code
+            code = app(args=args, prog_name="segtool", standalone_mode=False) or 0
+        except typer.Exit as exc:
+            arguments.publish(exc.exit_code)
+            raise
+        arguments.publish(code)
+        sys.exit(code)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
     except _OutputClosed:
@@ -1161,6 +1379,10 @@ def _run_command() -> None:
             _end_on_error("usage_error", exc.format_message(), shown=False)
         _show_traceback()
         _end_on_error("internal_error", f"internal error: {type(exc).__name__}: {exc} (run with --debug for details)")
+    finally:
+        if arguments is not None and arguments.outgoing is not None:
+            shutil.rmtree(arguments.outgoing[0], ignore_errors=True)
+        sys.stdout, sys.stderr = streams
 
 
 _EXIT_OF_ERROR = {"nothing_found": EXIT_PROBLEMS, "interrupted": EXIT_INTERRUPTED, "terminated": EXIT_TERMINATED}

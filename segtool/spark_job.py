@@ -1,7 +1,7 @@
 """segtool's pipeline as a Spark application, for spark-submit.
 
 Same arguments as the ``segtool`` command (``scan``, ``verify``,
-``rebuild-index``, ``replicas``); the engine is Spark, with the master and configuration
+``rebuild-index``, ``replicas``, ``carve``, ``salvage``); the engine is Spark, with the master and configuration
 spark-submit was given::
 
     spark-submit --master yarn --deploy-mode client \\
@@ -20,7 +20,7 @@ from __future__ import annotations
 import os
 import sys
 
-_COMMANDS = ("scan", "verify", "rebuild-index", "replicas")
+_COMMANDS = ("scan", "verify", "rebuild-index", "replicas", "carve", "salvage")
 
 
 def job_argv(argv: list[str]) -> list[str]:

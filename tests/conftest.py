@@ -167,10 +167,13 @@ def segtool(*args, env: dict | None = None, cwd=None, input: str | None = None,
 
 
 def comparable_scan_report(report: dict) -> dict:
-    """A scan report without what depends on the run: timing, engine, where the output went."""
+    """A scan report without what depends on the run: timing, engine, where the input was read and the
+    output went, its staging."""
     out = json.loads(json.dumps(report))
-    for name in ("timing", "engine", "master", "out"):
+    for name in ("timing", "engine", "master", "out", "commit"):
         out.pop(name)
     for name in ("path", "report"):
         out["dataset"].pop(name)
+    for task in out["task_results"]:  # a part's bytes hold source_dir: where the input was read
+        task["parts"] = [{"path": part["path"], "rows": part["rows"]} for part in task["parts"]]
     return out

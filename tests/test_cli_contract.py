@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO, corpus_path, segtool, segtool_process
+from tests.kafka_replica_sets import build as build_replica_set
 
 KAFKA = ("kafka",)
 
@@ -28,6 +29,8 @@ def _rows(tmp: Path) -> list[tuple[str, list, int]]:
     nothing = tmp / "nothing"
     nothing.mkdir()
     (nothing / "README.md").write_text("not a broker file\n")
+    in_sync, unclean = (build_replica_set(name, tmp / "replicas").brokers.values()
+                        for name in ("in_sync", "unclean_election"))
     return [
         ("dump clean", ["dump", _log("c01-multiseg-clean")], 0),
         ("dump crc flip", ["dump", _log("c11a-crc-byte-flip")], 1),
@@ -65,6 +68,10 @@ def _rows(tmp: Path) -> list[tuple[str, list, int]]:
         ("salvage no out", ["salvage", partition], 2),
         ("salvage missing", ["salvage", tmp / "absent", "--out", tmp / "v3"], 2),
         ("salvage nothing found", ["salvage", nothing, "--out", tmp / "v4"], 1),
+        ("replicas in sync", ["replicas", *in_sync], 0),
+        ("replicas unclean election", ["replicas", *unclean], 1),
+        ("replicas one copy each", ["replicas", clean], 1),
+        ("replicas missing", ["replicas", tmp / "absent"], 2),
         ("unknown command", ["frobnicate"], 2),
     ]
 
@@ -210,7 +217,7 @@ def test_a_copy_of_a_partition_answers_from_mtimes_with_a_note(tmp_path):
 
 
 def _every_command(path, out) -> dict[str, list]:
-    """The 13 commands on one input (writing ones to a fresh --out below ``out``)."""
+    """The 14 commands on one input (writing ones to a fresh --out below ``out``)."""
     return {
         "dump": ["dump", path], "verify": ["verify", path], "report": ["report", path],
         "lookup": ["lookup", path, "--offset", "0"], "groups": ["groups", path],
@@ -219,6 +226,7 @@ def _every_command(path, out) -> dict[str, list]:
         "index-keys": ["index-keys", path, "--out", out / "keys"],
         "scan": ["scan", path, "--out", out / "scan", "--workers", "1"],
         "carve": ["carve", path, "--out", out / "carved"], "salvage": ["salvage", path, "--out", out / "salvaged"],
+        "replicas": ["replicas", path],
     }
 
 

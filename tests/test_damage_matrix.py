@@ -1,6 +1,6 @@
 """Every command answers on damaged and messy evidence, and all commands agree about the same bytes.
 
-The matrix of issue 27: each of the 13 commands, as text and as --json, over each fixture of
+The matrix of issue 27: each of the 14 commands, as text and as --json, over each fixture of
 tests/damage_fixtures.py (the corpus's damaged cases, generated damage of every kind, replicas side
 by side, mixed brokers, links, foreign files).  Each (command, fixture, format) runs once, in process,
 and is kept for the session; the tests below only read what it printed.  For every cell: no
@@ -10,7 +10,8 @@ that parses even when the command fails, every file of the tree named by the com
 it, and the originals byte for byte as they were.  Then the figures of loss: the log end offset and
 the records Kafka's recovery drops, as lookup, verify, inspect, salvage and report give them, and
 the CommitLog cut and the messages RocketMQ's recovery drops, as verify, inspect, salvage and
-report give them, equal to one another and to the corpus goldens or the bytes the builder damaged.
+report give them, equal to one another and to the corpus goldens or the bytes the builder damaged;
+and replicas' figures for the torn copy among replicas side by side, equal to verify's and inspect's.
 
 The whole matrix is the full tier (slow); SMOKE, one row of c11a from sample_data/ and a few cells
 of a kill -9 RocketMQ store, runs in the fast tier.
@@ -31,12 +32,13 @@ from tests.conftest import segtool
 from tests.damage_fixtures import BUILDERS, Fixture
 
 COMMANDS = ("dump", "lookup", "index-keys", "verify", "report", "inspect", "groups", "transactions",
-            "rebuild-index", "trim", "carve", "salvage", "scan")
+            "rebuild-index", "trim", "carve", "salvage", "scan", "replicas")
 FORMATS = ("text", "json")
 # given --out; the originals must be byte-identical after them
 WRITING = frozenset({"index-keys", "rebuild-index", "trim", "carve", "salvage", "scan"})
 # commands given the whole tree; an unreadable entry anywhere in it is theirs to report
-TREE = frozenset({"dump", "verify", "report", "inspect", "rebuild-index", "trim", "carve", "salvage", "scan"})
+TREE = frozenset({"dump", "verify", "report", "inspect", "rebuild-index", "trim", "carve", "salvage", "scan",
+                  "replicas"})
 # commands that answer for every file they were given: each is named, processed or skipped with a
 # reason ("nothing skipped in silence"); the text of report, carve, salvage and scan is a summary,
 # so for them the --json document is where every file is named
@@ -131,6 +133,10 @@ def expected_exit(command: str, f: Fixture) -> int:
         return 1  # nothing of a broker's: nothing found
     if "unreadable" in damage and command in ("groups", "transactions"):
         return 2  # they walk the log dir too: an unreadable entry there is named and is 2, as in TREE
+    if command == "replicas":
+        # only what two or more brokers hold is compared: a tree of one copy is nothing found; of copies side
+        # by side, one the load cuts (a torn batch) is a damaged replica, and only whole copies are clean
+        return 1 if "duplicates" not in damage or damage & {"log", "commitlog"} else 0
     if command == "groups":
         return 0 if f.groups else 1  # no committed offsets: none found
     if command == "transactions":
@@ -410,3 +416,25 @@ def test_rocketmq_messages_gone_agree(matrix, name, command):
         assert before and figure - reference == sum(r["offsets_lost"] or 0 for r in before), command
         return
     assert figure == reference, command
+
+
+# --- replicas: the damaged copy's figures are everyone's ---------------------------------------------
+
+@pytest.mark.slow
+@pytest.mark.parametrize("command", ["verify", "inspect"])
+def test_replicas_figures_of_the_torn_copy_agree(matrix, command):
+    """Among replicas side by side, the torn copy's log end offset and the records beyond its recovery cut
+    are what verify and inspect say of the same directory (and the builder's cut); electing it drops exactly
+    those records from the whole copies, none of them committed (no high watermark checkpoint: the loaded
+    high watermark is the log start)."""
+    f = matrix.fixture("replicas_side_by_side")
+    (replica_set,) = _document(matrix, "replicas", f.name)["kafka"]
+    torn = [r for r in replica_set["replicas"] if _same(r["directory"], f.partition)]
+    assert len(torn) == 1, replica_set["replicas"]
+    log_end, dropped, gone = kafka_figures(matrix, command, f)
+    beyond = torn[0]["damage"]["beyond_recovery"]
+    assert (torn[0]["log_end_offset"], beyond["records"], beyond["gone"]) == (log_end, dropped, gone)
+    assert (log_end, dropped) == (f.kafka_loss.log_end_offset, f.kafka_loss.records_dropped)
+    elected = next(c for c in replica_set["candidates"] if c["broker"] == torn[0]["broker"])
+    assert (elected["records_lost"], elected["committed_records_lost"]) == (dropped, 0)
+    assert all(follower["truncate_to"] == log_end for follower in elected["followers"])

@@ -91,7 +91,53 @@ def _outputs(tmp_path) -> dict[str, list]:
     out["groups"] += _segtool("groups", "--json", store)
     out["lookup"] += _segtool("lookup", store, "--msg-id", "7F00000100002A9F0000000000000000", "--json")
     out["report"] += _segtool("report", "--json", "--no-hash", kafka / "c11a-crc-byte-flip" / "data", store)
+    out["replicas"] += _replicas_outputs(tmp_path / "replicas")
     return out
+
+
+# the built Kafka replica sets whose outputs hold the optional parts: rounds of the epoch exchange, producers and
+# a hanging transaction, a damaged replica, a re-created topic (single copies and notes)
+REPLICA_SCENARIOS = ("unclean_election", "hanging_transaction", "damaged_replica", "recreated_topic")
+
+
+def _replicas_outputs(root) -> list:
+    """replicas on built Kafka replica sets, on RocketMQ master/slave stores (a 4.x slave diverged after a
+    failover; a 5.x controller-mode pair with epoch files and confirm offsets), on a DLedger group, and on the
+    wild KRaft quorum's three voters."""
+    from tests import rocketmq_replica_sets as rocketmq_sets
+    from tests.kafka_replica_sets import build
+
+    documents = []
+    for name in REPLICA_SCENARIOS:
+        documents += _segtool("replicas", "--json", *build(name, root / "kafka").brokers.values())
+    clean, donor = corpus_path("rocketmq", "clean-multi"), corpus_path("rocketmq", "kill9-abort")
+    golden = rocketmq_sets.golden_messages(clean)
+    donors = rocketmq_sets.message_bytes(donor, rocketmq_sets.golden_messages(donor)[:5])
+    cut = golden[len(golden) // 2]["phyOffset"]
+    pairs = []
+    for layout in ("ha", "controller"):
+        master = rocketmq_sets.copy_store(clean / "store", root / layout / "master")
+        slave = rocketmq_sets.copy_store(clean / "store", root / layout / "slave")
+        rocketmq_sets.cut_commitlog(slave, cut)
+        rocketmq_sets.append_messages(slave, cut, donors)
+        if layout == "controller":  # the slave was elected for epoch 2 at the cut (AutoSwitchHAService.changeToMaster)
+            rocketmq_sets.write_epochs(master, [(1, 0)])
+            rocketmq_sets.write_epochs(slave, [(1, 0), (2, cut)])
+            rocketmq_sets.write_confirm_offset(master, golden[-1]["phyOffset"])
+            rocketmq_sets.write_confirm_offset(slave, cut)
+        pairs.append((master, slave))
+    for master, slave in pairs:
+        documents += _segtool("replicas", "--json", master, slave)
+    dledger = root / "dledger"
+    rocketmq_sets.dledger_node(dledger / "n0", "n0", [1, 1, 1, 2, 3, 3, 3], ["a"] * 7, committed_index=5)
+    rocketmq_sets.dledger_node(dledger / "n1", "n1", [1, 1, 1, 2, 2, 2], ["a"] * 4 + ["b"] * 2, committed_index=3)
+    documents += _segtool("replicas", "--json", dledger / "n0", dledger / "n1")
+    kraft = corpus_path("wild", "apache__kafka", "core", "data")
+    documents += _segtool("replicas", "--json", *(kraft / f"kafka-{node}" for node in (
+        "2167572160391180112", "7155829485418535035", "7498518511977031704")))
+    kinds = [bool(d["kafka"]) for d in documents], [d["rocketmq"][0]["replication"] for d in documents if d["rocketmq"]]
+    assert kinds == ([True] * len(REPLICA_SCENARIOS) + [False] * 3 + [True], ["ha", "controller", "dledger"]), kinds
+    return documents
 
 
 def _keys(value, where="$"):

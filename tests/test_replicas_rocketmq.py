@@ -4,6 +4,8 @@ the appended messages, the goldens of the corpus), never from segtool's output."
 
 from __future__ import annotations
 
+import shutil
+
 import jsonschema
 import pytest
 
@@ -11,10 +13,12 @@ from segtool.ops import output_schema
 from segtool.ops.replicas_rocketmq import rocketmq_replica_problems, rocketmq_replica_sets
 from segtool.ops.text import rocketmq_replicas_lines
 from segtool.rocketmq import replication as rep
+from segtool.rocketmq import store_files as rmq
 from tests import rocketmq_replica_sets as build
-from tests.conftest import corpus_path
+from tests.conftest import CORPUS, corpus_path
 
 CUT_AT, CONFIRMED_TO, DONORS = 4000, 4100, 5
+HEADER_SIZE = 4 + 4 + 4 + 4 + 4 + 8 + 8 + 4 + 8 + 8 + 8 + 8 + 4 + 8 + 4  # MessageDecoder: totalSize .. bodyLength, IPv4
 
 
 def _schema() -> dict:
@@ -231,3 +235,130 @@ def test_dledger_truncation_branches(tmp_path):
     assert truncation == rep.Truncation(later.begin_index, "below_leader_begin")
     assert [e["index"] for e in rep.dledger_dropped(later, full, truncation)] == list(range(later.begin_index, 12))
     assert rep.first_entries_agree(full, later) is False and rep.first_entries_agree(full, empty) is None
+
+
+def _damaged_copies(clean_case, root):
+    """clean-multi's CommitLog with one kind of damage each, as (name, commitlog directory)."""
+    golden = build.golden_messages(clean_case)
+    source = clean_case / "store" / "commitlog"
+    made = []
+
+    def copy(name, message, change):
+        target = root / name / "commitlog"
+        shutil.copytree(source, target)
+        path = target / message["file"]
+        data = bytearray(path.read_bytes())
+        change(data, message["fileOffset"], message)
+        path.write_bytes(bytes(data))
+        made.append((name, target))
+
+    def flip_body_byte(data, at, message):
+        data[at + HEADER_SIZE + message["bodyLength"] - 1] ^= 0xFF  # the body's last byte (IPv4 hosts)
+
+    def bad_delay_level(data, at, message):
+        record = bytes(data[at:at + message["totalSize"]])
+        level = record.index(b"DELAY\x01") + len(b"DELAY\x01")
+        data[at + level] = ord("x")  # Integer.parseInt throws: checkMessageAndReturnSize fails
+
+    def zeros_inside(data, at, message):
+        data[at + message["totalSize"] // 2:] = bytes(len(data) - at - message["totalSize"] // 2)
+
+    def bad_magic(data, at, message):
+        data[at + 4:at + 8] = b"\x00\x00\x00\x01"
+
+    last_file = [m for m in golden if m["file"] == golden[-1]["file"]]
+    scheduled = [m for m in golden if m["topic"] == "SCHEDULE_TOPIC_XXXX" and "DELAY" in m["properties"]]
+    copy("body-byte", golden[CUT_AT], flip_body_byte)
+    copy("delay-level", scheduled[-1], bad_delay_level)
+    copy("torn", last_file[len(last_file) // 2], zeros_inside)
+    copy("magic", golden[CUT_AT + 7], bad_magic)
+    return made
+
+
+def _mixed_layouts(root, bad_delay: bool):
+    """A CommitLog of 16 KiB files written as doAppend writes them: runs of v1 IPv4 messages (what
+    MessageColumns reads) between runs of v2 messages (a 2-byte topic length) and of IPv6 hosts, delayed
+    messages in SCHEDULE_TOPIC_XXXX, with ``bad_delay`` one whose DELAY level Integer.parseInt refuses, and
+    more messages after it."""
+    log = build.w.CommitLogWriter(root / "commitlog", 16 * 1024)
+    v6 = {"born_host": bytes(range(16)), "store_host": bytes(range(16, 32)),
+          "sys_flag": rmq.BORNHOST_V6_FLAG | rmq.STOREHOSTADDRESS_V6_FLAG}
+    runs = [({}, 40), ({"version": 2}, 15), (v6, 15), ({}, 30), (v6, 1), ({}, 1), ({"version": 2}, 1), ({}, 60)]
+    if bad_delay:
+        runs.append(({"topic": "SCHEDULE_TOPIC_XXXX", "properties": {"DELAY": "x"}}, 1))
+    runs.append(({}, 20))
+    number = 0
+    for fields, count in runs * 2:
+        for _ in range(count):
+            options = {"topic": "Mixed", "body": b"body %d " % number * (1 + number % 7),
+                       "properties": {"KEYS": f"k{number}", "UNIQ_KEY": f"u{number}"}, "queue_offset": number, **fields}
+            if number % 25 == 3:
+                options.update(topic="SCHEDULE_TOPIC_XXXX", properties={"DELAY": str(1 + number % 3)})
+            log.append(build.w.Message(**options))
+            number += 1
+    log.write()
+    return root / "commitlog"
+
+
+def test_recovery_counted_a_plain_run_at_a_time_stops_where_the_walk_stops(clean, tmp_path):
+    """replicas opens each copy through commitlog_recovery_plan, which counts plain runs of messages
+    (store.commitlog_recovery_feed, MessageColumns) instead of walking them one by one: on every CommitLog of
+    the corpus and on damage made from clean-multi (a body byte flipped: the CRC check fails; a
+    SCHEDULE_TOPIC_XXXX message whose DELAY level Integer.parseInt refuses; zeros from inside a message; a bad
+    magic code), and on CommitLogs mixing the layouts MessageColumns reads with v2 and IPv6 messages, it starts,
+    stops and counts as commitlog_recovery's walk does, in both recovery modes."""
+    from segtool.rocketmq import store as rs
+
+    case, _ = clean
+    commitlogs = [(str(p.parent), p) for p in sorted(CORPUS.rglob("commitlog")) if p.is_dir()]
+    commitlogs += _damaged_copies(case, tmp_path)
+    commitlogs += [("mixed", _mixed_layouts(tmp_path / "mixed", False)),
+                   ("mixed-bad-delay", _mixed_layouts(tmp_path / "mixed-bad-delay", True))]
+    stops = set()
+    for name, commitlog in commitlogs:
+        for abnormal in (False, True):
+            for check_crc in (True, False):
+                walked = rs.DispatchFeed("recover")
+                for _ in rs.commitlog_recovery(commitlog, None, abnormal=abnormal, check_crc=check_crc, feed=walked):
+                    pass
+                counted = rs.commitlog_recovery_feed(commitlog, None, abnormal=abnormal, check_crc=check_crc)
+                assert (counted.start_file, counted.dispatched, counted.stopped) == (
+                    walked.start_file, walked.dispatched, walked.stopped), (name, abnormal, check_crc)
+                stops.add((walked.stopped["kind"], walked.stopped["reason"]))
+    assert {kind for kind, _ in stops} >= {rs.FeedStop.FAILED, rs.FeedStop.ZERO_TAIL, rs.FeedStop.CORRUPT}
+    assert ("failed", "bad DELAY property") in stops and ("failed", "CRC check failed") in stops
+
+
+def test_copies_part_at_the_message_holding_the_first_differing_byte(clean, tmp_path):
+    """HA ships bytes, so copies are compared byte for byte: a slave whose first file differs in one body byte
+    (outside the three files recoverNormally reads, so its recovery keeps it) parts from the master at the
+    message holding that byte, with the messages before it agreed; a byte that differs in a BLANK record's
+    filler (after its totalSize and magic code: the broker never reads it) parts nothing."""
+    case, golden = clean
+    first_file = [m for m in golden if m["file"] == golden[0]["file"]]
+    master = build.copy_store(case / "store", tmp_path / "master")
+    body = build.copy_store(case / "store", tmp_path / "body")
+    filler = build.copy_store(case / "store", tmp_path / "filler")
+    changed = first_file[len(first_file) // 2]
+    first_path = "commitlog/" + changed["file"]
+    data = bytearray((body / first_path).read_bytes())
+    data[changed["fileOffset"] + HEADER_SIZE + changed["bodyLength"] // 2] ^= 0xFF
+    (body / first_path).write_bytes(bytes(data))
+    data = bytearray((filler / first_path).read_bytes())
+    blank_at = first_file[-1]["fileOffset"] + first_file[-1]["totalSize"]
+    assert len(data) - blank_at > 8 and data[-1] == 0
+    data[-1] = 0x5A
+    (filler / first_path).write_bytes(bytes(data))
+    (item,) = _sets([("master", master), ("body", body), ("filler", filler)])
+    assert item["reference"] == "master" and [s["max_offset"] for s in item["stores"]] == [_end(golden)] * 3
+    comparisons = {c["other"]: c for c in item["comparisons"]}
+    parted = comparisons["body"]
+    index = golden.index(changed)
+    assert (parted["agree_to"], parted["diverged_at"], parted["messages_agreed"]) == (
+        changed["phyOffset"], changed["phyOffset"], index)
+    assert parted["only_other"]["messages"] == parted["only_reference"]["messages"] == len(golden) - index
+    assert parted["only_other"]["listed"][0]["phy_offset"] == changed["phyOffset"]
+    same = comparisons["filler"]
+    assert (same["agree_to"], same["diverged_at"], same["messages_agreed"]) == (_end(golden), None, len(golden))
+    assert (same["lag_bytes"], same["lag_messages"]) == (0, 0)
+    assert item["diverged"] and any("body parts from master" in note for note in item["notes"])

@@ -15,6 +15,7 @@ import json
 import os
 import shutil
 from collections import Counter
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
@@ -22,6 +23,7 @@ import pytest
 pa = pytest.importorskip("pyarrow")
 duckdb = pytest.importorskip("duckdb")
 
+import pyarrow.dataset as pads  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 
 from segtool.kafka.log import BatchScan  # noqa: E402
@@ -45,9 +47,9 @@ def corpus_scan(tmp_path_factory) -> tuple[Path, dict]:
 
 
 @pytest.fixture(scope="module")
-def dumped(corpus_scan) -> Counter:
-    """Records and messages per (log dir or store root, topic, partition or queue id), from `dump --json` of
-    every segment and CommitLog directory the corpus holds (found by walking it, not from the scan)."""
+def dump_items() -> list[dict]:
+    """`dump --json` of every segment and CommitLog directory the corpus holds (found by walking it, not from
+    the scan): its batch, record and message items in order."""
     inputs = []
     for root in (corpus_path("kafka"), corpus_path("rocketmq")):
         for directory, _, files in os.walk(root):
@@ -57,9 +59,14 @@ def dumped(corpus_scan) -> Counter:
                 inputs.extend(os.path.join(directory, name) for name in files if is_log_file(name))
     run = segtool("dump", "--json", *sorted(inputs))
     assert run.returncode in (0, 1), run.stderr
+    return [item for item in map(json.loads, run.stdout.splitlines()) if item["kind"] in ("batch", "record", "message")]
+
+
+@pytest.fixture(scope="module")
+def dumped(dump_items) -> Counter:
+    """Records and messages per (log dir or store root, topic, partition or queue id), from `dump --json`."""
     counts: Counter = Counter()
-    for line in run.stdout.splitlines():
-        item = json.loads(line)
+    for item in dump_items:
         home = os.path.dirname(os.path.dirname(item.get("file", "")))
         if item["kind"] == "record":
             topic, partition = topic_partition(os.path.basename(os.path.dirname(item["file"])))
@@ -180,10 +187,9 @@ def test_parts_are_written_in_bounded_row_groups(tmp_path):
     assert groups > report["dataset"]["rows"] // 100  # written as they came, not as one table
     # the byte bound: about 8 KiB of keys and values per row group (plus the batch that crossed it)
     tasks, _ = plan_tasks(discover([str(partition)]), 0)
-    stats = run_scan_task(tasks[0], str(tmp_path / "bytes"), with_values=True, chunk_bytes=8 * 1024,
-                          staged=False)
-    (relative,) = stats["parts"]
-    part = pq.ParquetFile(tmp_path / "bytes" / relative)
+    stats = run_scan_task(tasks[0], str(tmp_path / "bytes"), with_values=True, chunk_bytes=8 * 1024)
+    (staged,) = stats["parts"]
+    part = pq.ParquetFile(tmp_path / "bytes" / (staged["path"] + ".staged"))
     assert part.metadata.num_row_groups > 1
     for i in range(part.metadata.num_row_groups):
         group = part.read_row_group(i, columns=["batch_position", "key_size", "value_size"]).to_pylist()
@@ -305,3 +311,254 @@ def test_a_real_kraft_clusters_log_dirs_give_one_broker_each(tmp_path):
                      "hive_partitioning = true) GROUP BY ALL").fetchall()
     assert sorted(got) == sorted((str(log_dir), node_ids[str(log_dir)], f"broker {node_ids[str(log_dir)]}",
                                   records[str(log_dir / "__cluster_metadata-0")]) for log_dir in log_dirs)
+
+
+# -- the columns of Spark's Kafka source, one event time -------------------------------------------
+
+# Spark's Kafka source schema (spark-sql-kafka-0-10, KafkaRecordToRowConverter.kafkaSchema(includeHeaders = true)):
+# the Parquet types Spark reads as its SQL types, and those SQL types
+SPARK_KAFKA_SOURCE = {
+    "key": (pa.binary(), "binary"), "value": (pa.binary(), "binary"), "topic": (pa.string(), "string"),
+    "partition": (pa.int32(), "int"), "offset": (pa.int64(), "bigint"),
+    "timestamp": (pa.timestamp("ms", tz="UTC"), "timestamp"), "timestampType": (pa.int32(), "int"),
+    "headers": (pa.list_(pa.struct([pa.field("key", pa.string()), pa.field("value", pa.binary())])),
+                "array<struct<key:string,value:binary>>"),
+}
+KAFKA_TIMESTAMP_TYPE_IDS = {"NoTimestampType": -1, "CreateTime": 0, "LogAppendTime": 1}  # Kafka's TimestampType.id
+LEGACY_MIXED = ("kafka", "c08-legacy-formats", "data", "c08-legacy-mixed-0")  # magic 0, 1 and 2 in one partition
+DOCS_MINUTE = ("2026-11-21 23:39:00", "2026-11-21 23:40:00")  # the window of docs/pipeline.md's timeline query
+
+
+def _epoch_ms(when) -> int | None:
+    return None if when is None else round(when.timestamp() * 1000)
+
+
+def _dumped_records(dump_items) -> Counter:
+    """(partition dir, segment, batch position, offset, timestamp as stored or None for magic 0, timestampType) of
+    every record `dump --json` lists, from the record and the batch item before it."""
+    records: Counter = Counter()
+    batch = None
+    for item in dump_items:
+        if item["kind"] == "batch":
+            batch = item
+        elif item["kind"] == "record":
+            stored = None if batch["magic"] == 0 else item["timestamp"]
+            records[(os.path.dirname(item["file"]), os.path.basename(item["file"]), item["batch_position"],
+                     item["offset"], stored, KAFKA_TIMESTAMP_TYPE_IDS[batch["timestamp_type"]])] += 1
+    return records
+
+
+def _docs_sql(marker: str) -> list[str]:
+    """The SQL statements of the docs/pipeline.md block whose first line starts with ``marker``."""
+    text = (Path(__file__).resolve().parents[1] / "docs" / "pipeline.md").read_text()
+    (block,) = [block.split("```", 1)[0] for block in text.split("```sql")[1:] if block.lstrip().startswith(marker)]
+    return [statement.strip() for statement in block.split(";") if "SELECT" in statement]
+
+
+def _spark_source_query(dialect: str, out: Path) -> list[str]:
+    """docs/pipeline.md's query written for Spark's Kafka source, on one real partition with its three formats."""
+    topic, partition = topic_partition(corpus_path(*LEGACY_MIXED).name)
+    return [statement.replace("/cases/42/scan", str(out)).replace("'orders'", f"'{topic}'")
+            .replace("partition = 3", f"partition = {partition}") for statement in _docs_sql(f"-- {dialect}")]
+
+
+def _dumped_partition(dump_items) -> list[tuple]:
+    """(key text, offset, timestamp ms or None, timestampType) of LEGACY_MIXED's records, in offset order."""
+    partition = str(corpus_path(*LEGACY_MIXED))
+    rows = []
+    batch = None
+    for item in dump_items:
+        if item["kind"] == "batch":
+            batch = item
+        elif item["kind"] == "record" and os.path.dirname(item["file"]) == partition:
+            stored = None if batch["magic"] == 0 or item["timestamp"] == -1 else item["timestamp"]
+            rows.append((item["key"], item["offset"], stored, KAFKA_TIMESTAMP_TYPE_IDS[batch["timestamp_type"]]))
+    return sorted(rows, key=lambda row: row[1])
+
+
+def _timeline_query(dump_items) -> tuple[str, Counter]:
+    """docs/pipeline.md's one-minute timeline query moved to the minute of the corpus's first RocketMQ message,
+    and the (broker, ms) of the records and messages `dump --json` lists in that minute."""
+    (query,) = _docs_sql("-- everything written in one minute")
+    first = min(item["born_timestamp"] for item in dump_items if item["kind"] == "message")
+    start = datetime.fromtimestamp(first // 60_000 * 60, timezone.utc)
+    for docs, moved in zip(DOCS_MINUTE, (start, start + timedelta(minutes=1))):
+        assert docs in query
+        query = query.replace(docs, moved.strftime("%Y-%m-%d %H:%M:%S"))
+    low, high = first // 60_000 * 60_000, first // 60_000 * 60_000 + 60_000
+    expected = Counter(("rocketmq", item["born_timestamp"]) for item in dump_items
+                       if item["kind"] == "message" and low <= item["born_timestamp"] < high)
+    for (_, _, _, _, stored, _), n in _dumped_records(dump_items).items():
+        if stored not in (None, -1) and low <= stored < high:
+            expected[("kafka", stored)] += n
+    assert expected[("rocketmq", first)] > 0
+    return query, expected
+
+
+def test_kafka_rows_have_the_columns_of_sparks_kafka_source(corpus_scan):
+    out, _ = corpus_scan
+    keys = pads.partitioning(pa.schema([("topic", pa.string()), ("partition", pa.int32())]), flavor="hive")
+    schema = pads.dataset(str(out), format="parquet", partitioning=keys).schema
+    assert {name: schema.field(name).type for name in SPARK_KAFKA_SOURCE} == {
+        name: arrow for name, (arrow, _) in SPARK_KAFKA_SOURCE.items()}
+
+
+def test_kafka_timestamps_are_dumps_and_absent_ones_are_null(corpus_scan, dump_items):
+    """Every Kafka row's timestamp is the one `dump --json` gives its record, as a TIMESTAMP; magic-0 records and
+    Kafka's NO_TIMESTAMP (-1) give null, `timestamp_ms` keeps what is stored, `timestampType` is Kafka's id."""
+    out, _ = corpus_scan
+    names = ["source_dir", "topic", "partition", "segment_base_offset", "batch_position", "offset", "timestamp",
+             "timestamp_ms", "timestampType", "magic"]
+    rows = pq.read_table(out, columns=names, filters=[("broker", "=", "kafka")]).to_pylist()
+    got: Counter = Counter()
+    for row in rows:
+        directory = os.path.join(row["source_dir"], f"{row['topic']}-{row['partition']}")
+        got[(directory, f"{row['segment_base_offset']:020d}.log", row["batch_position"], row["offset"],
+             row["timestamp_ms"], row["timestampType"])] += 1
+        assert _epoch_ms(row["timestamp"]) == (None if row["timestamp_ms"] in (None, -1) else row["timestamp_ms"])
+    assert got == _dumped_records(dump_items)
+    magic0 = [row for row in rows if row["magic"] == 0]
+    assert magic0 and all(row["timestamp"] is None and row["timestamp_ms"] is None and row["timestampType"] == -1
+                          for row in magic0)
+    assert {row["timestampType"] for row in rows} == {-1, 0, 1}  # c05-logappendtime's batches among them
+
+
+def test_magic_0_records_have_null_timestamps(corpus_scan, dump_items):
+    partition = str(corpus_path(*LEGACY_MIXED))
+    magic0 = sum(n for (directory, _, _, _, stored, kind), n in _dumped_records(dump_items).items()
+                 if directory == partition and kind == -1 and stored is None)
+    assert magic0 > 0
+    out, _ = corpus_scan
+    topic, number = topic_partition(os.path.basename(partition))
+    ((nulls,),) = duckdb.sql(f"SELECT count(*) FROM read_parquet('{out}/**/*.parquet', hive_partitioning = true) "
+                             f"WHERE topic = '{topic}' AND partition = {number} AND timestamp IS NULL").fetchall()
+    assert nulls == magic0
+
+
+def test_a_rocketmq_rows_event_time_is_its_born_timestamp(corpus_scan, dump_items):
+    out, _ = corpus_scan
+    rows = pq.read_table(out, columns=["source_dir", "physical_offset", "timestamp", "store_timestamp"],
+                         filters=[("broker", "=", "rocketmq")]).to_pylist()
+    got = Counter((row["source_dir"], row["physical_offset"], _epoch_ms(row["timestamp"])) for row in rows)
+    expected = Counter((os.path.dirname(os.path.dirname(item["file"])), item["phy_offset"], item["born_timestamp"])
+                       for item in dump_items if item["kind"] == "message")
+    assert got == expected and rows
+    # born and store times differ in the corpus, so the choice shows
+    assert any(_epoch_ms(row["timestamp"]) != row["store_timestamp"] for row in rows)
+
+
+def test_a_spark_kafka_source_query_runs_in_duckdb_with_offset_quoted(corpus_scan, dump_items):
+    (spark_query,) = _docs_sql("-- Spark SQL")
+    _, duckdb_query = _docs_sql("-- DuckDB")
+    spark_query = "\n".join(line for line in spark_query.splitlines() if not line.startswith("--"))
+    assert duckdb_query == spark_query.replace("offset", '"offset"')  # the same query, offset quoted
+    out, _ = corpus_scan
+    create, query = _spark_source_query("DuckDB", out)
+    connection = duckdb.connect()
+    connection.sql("SET TimeZone = 'America/New_York'")  # a TIMESTAMPTZ names one instant in any zone
+    connection.sql(create)
+    rows = [(key, offset, _epoch_ms(when), kind) for key, offset, when, kind in connection.sql(query).fetchall()]
+    assert rows == _dumped_partition(dump_items)
+    assert any(when is None for _, _, when, _ in rows) and any(when is not None for _, _, when, _ in rows)
+    timeline, expected = _timeline_query(dump_items)
+    got = Counter((broker, _epoch_ms(when)) for broker, _, _, _, when in connection.sql(timeline).fetchall())
+    assert got == expected
+
+
+def _set_batch_clock(log: Path, position: int, base_timestamp: int) -> int:
+    """Give the v2 batch at ``position`` a producer clock of ``base_timestamp`` (its records keep their deltas) and a
+    CRC that matches again, as a producer with a wild clock writes it; returns its record count."""
+    from segtool.formats.checksums import crc32c
+    from segtool.kafka.log import CRC_V2_START
+    from segtool.kafka.schemas import BATCH_HEADER_V2
+
+    data = bytearray(log.read_bytes())
+    header = BATCH_HEADER_V2.parse(bytes(data[position:position + BATCH_HEADER_V2.sizeof()]))
+    assert header.magic == 2 and not header.attributes & 0x08  # CreateTime: the records' times are base + delta
+    header.max_timestamp += base_timestamp - header.base_timestamp
+    header.base_timestamp = base_timestamp
+    data[position:position + BATCH_HEADER_V2.sizeof()] = BATCH_HEADER_V2.build(header)
+    end = position + 12 + header.batch_length
+    data[position + 17:position + 21] = crc32c(bytes(data[position + CRC_V2_START:end])).to_bytes(4, "big")
+    log.write_bytes(bytes(data))
+    return header.record_count
+
+
+@pytest.fixture(scope="module")
+def wild_clock_scan(tmp_path_factory) -> tuple[Path, dict]:
+    """A corpus segment whose first two batches a producer stamped past year 9999 and before year 1."""
+    source = corpus_path(*REPLICA_SOURCE)
+    root = tmp_path_factory.mktemp("wild-clock")
+    partition = root / "logs" / source.name
+    partition.mkdir(parents=True)
+    for name in ("00000000000000000000.log", "00000000000000000000.index", "00000000000000000000.timeindex"):
+        shutil.copy(source / name, partition)
+    log = partition / "00000000000000000000.log"
+    first, second = _batch_starts(log)[:2]
+    wild = {first: 2**62, second: -(2**62)}  # ms: year 146,140,482 and its mirror before the epoch
+    counts = {position: _set_batch_clock(log, position, clock) for position, clock in wild.items()}
+    run = segtool("dump", "--json", log)
+    assert run.returncode == 0, run.stderr  # the CRCs match: to Kafka these are sound batches
+    stored = {(item["batch_position"], item["offset"]): item["timestamp"]
+              for item in map(json.loads, run.stdout.splitlines()) if item["kind"] == "record"}
+    assert sum(1 for (position, _), ms in stored.items() if position in wild) == sum(counts.values())
+    report = scan([str(partition.parent)], str(root / "out"), LocalEngine(1), hash_inputs=False)
+    return root / "out", {"stored": stored, "wild": wild, "rows": report["dataset"]["rows"]}
+
+
+def test_a_wild_producer_clock_is_null_in_timestamp_and_kept_in_timestamp_ms(wild_clock_scan):
+    out, facts = wild_clock_scan
+    rows = pq.read_table(out, columns=["batch_position", "offset", "timestamp", "timestamp_ms"]).to_pylist()
+    assert len(rows) == len(facts["stored"]) == facts["rows"]
+    for row in rows:  # to_pylist makes Python datetimes: one past year 9999 would raise here
+        stored = facts["stored"][(row["batch_position"], row["offset"])]
+        assert row["timestamp_ms"] == stored
+        assert _epoch_ms(row["timestamp"]) == (None if row["batch_position"] in facts["wild"] else stored)
+    wild = sum(1 for row in rows if row["batch_position"] in facts["wild"])
+    ((nulls, kept),) = duckdb.sql(f"SELECT count(*) FILTER (WHERE timestamp IS NULL), count(timestamp_ms) FROM "
+                                  f"read_parquet('{out}/**/*.parquet', hive_partitioning = true)").fetchall()
+    assert (nulls, kept) == (wild, len(rows)) and wild > 0
+
+
+@pytest.fixture(scope="module")
+def spark_engine():
+    from segtool.errors import SegtoolError
+    from segtool.pipeline.spark import SparkEngine, find_java
+
+    try:
+        find_java()
+    except SegtoolError as exc:
+        pytest.skip(str(exc))
+    engine = SparkEngine("local[1]")
+    engine.start()
+    yield engine
+    engine.stop()
+
+
+def test_a_spark_kafka_source_query_runs_unchanged_in_spark_sql(corpus_scan, dump_items, spark_engine):
+    from pyspark.sql import SparkSession
+
+    out, _ = corpus_scan
+    spark = SparkSession(spark_engine.sc)
+    spark.read.parquet(str(out)).createOrReplaceTempView("records")
+    types = {field.name: field.dataType.simpleString() for field in spark.table("records").schema}
+    assert {name: types[name] for name in SPARK_KAFKA_SOURCE} == {
+        name: sql for name, (_, sql) in SPARK_KAFKA_SOURCE.items()}
+    (query,) = _spark_source_query("Spark SQL", out)
+    rows = [(r["key"], r["offset"], _epoch_ms(r["timestamp"]), r["timestampType"]) for r in spark.sql(query).collect()]
+    assert rows == _dumped_partition(dump_items)
+    timeline, expected = _timeline_query(dump_items)
+    spark.conf.set("spark.sql.session.timeZone", "America/New_York")  # the literals name their zone
+    got = Counter((r["broker"], _epoch_ms(r["timestamp"])) for r in spark.sql(timeline).collect())
+    assert got == expected
+
+
+def test_spark_reads_a_dataset_with_a_wild_producer_clock(wild_clock_scan, spark_engine):
+    from pyspark.sql import SparkSession
+
+    out, facts = wild_clock_scan
+    spark = SparkSession(spark_engine.sc)
+    rows = spark.read.parquet(str(out)).select("batch_position", "offset", "timestamp", "timestamp_ms").collect()
+    assert sorted((r["batch_position"], r["offset"], r["timestamp_ms"]) for r in rows) == sorted(
+        (position, offset, stored) for (position, offset), stored in facts["stored"].items())
+    assert all((r["timestamp"] is None) == (r["batch_position"] in facts["wild"]) for r in rows)

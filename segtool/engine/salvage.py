@@ -440,6 +440,8 @@ def store_recovery_loss(plan) -> StoreRecoveryLoss | None:
         name = path.name
         salvageable.setdefault(name, 0)
         with rmq.MappedFile(path) as mapped:
+            if _holds_nothing_from(mapped.buf, max(cut - start, 0)):
+                continue  # the walk would find nothing past the cut: no need to read up to it
             # the cut's file from its start: the messages before the cut are the neighbours that name what a
             # damaged stretch at the cut held, and where each queue stands
             for piece in commitlog_pieces(mapped.buf, file_from_offset=start, file=name, path=str(path),
@@ -486,6 +488,15 @@ def store_recovery_loss(plan) -> StoreRecoveryLoss | None:
                for name in sorted(set(salvageable) | set(gone))}
     return StoreRecoveryLoss(file, byte, cut, data_bytes, total_salvageable + total_gone, total_salvageable,
                              _offset_ranges(k for k in known if k not in held), plan.deleted_files, by_file)
+
+
+def _holds_nothing_from(buf, position: int) -> bool:
+    """Does a CommitLog file hold no data from ``position`` on: the BLANK record there (its file's end), or
+    zeros to the end?"""
+    blank = rmq.BLANK_RECORD_FAST
+    if position + blank.size <= len(buf) and blank.unpack_from(buf, position)[1] == rmq.BLANK_MAGIC_CODE:
+        return True
+    return rmq.first_nonzero(buf, position, len(buf)) is None
 
 
 def _queue_units_past(consumequeue: Path | None, cut: int) -> Iterator[tuple[tuple[str, int, int], int]]:

@@ -25,6 +25,7 @@ Inputs are only read; outputs follow ``engine.safe_write``'s rules.
 from __future__ import annotations
 
 import json
+import mmap
 import os
 from array import array
 from bisect import bisect_left
@@ -40,8 +41,10 @@ import pyarrow.parquet as pq
 
 from segtool.engine.inventory import inventory
 from segtool.engine.safe_write import plan_outputs, staged, write_atomically
-from segtool.errors import SegtoolError
-from segtool.engine.carving import KAFKA, ROCKETMQ, Chain, Find, SearchCounts, chains
+from segtool.errors import SegtoolError, UnreadableInput
+from segtool.engine.carving import (
+    KAFKA, ROCKETMQ, Chain, Find, RangeSearch, SearchCounts, chains, merged_chains, search_range,
+)
 from segtool.formats.record_shapes import arrow_fields
 from segtool.kafka.record_shape import BATCH_FIELDS, RECORD_FIELDS
 from segtool.rocketmq.message_shape import MESSAGE_FIELDS, message_json
@@ -78,6 +81,10 @@ _PLACE_MASK = (1 << _PLACE_BITS) - 1
 CHECKSUM_SPACE = 2 ** 32  # a random checksum matches one in 2^32 times
 _ROWS_PER_PARQUET_BATCH = 8192  # rows held before they go to the Parquet writer: bounds memory
 UNPLACED_LISTED = 1000  # unplaced finds the report lists (all are counted, and marked in the Parquet outputs)
+DEFAULT_SPLIT_BYTES = 64 * 1024 * 1024  # a range searched as one task: a few seconds of work
+
+# ``search_ranges(ranges)``: ``search_file_range`` of each (path, start, stop), in order, wherever it runs
+SearchRanges = Callable[[list[tuple[str, int, int]]], list[RangeSearch | None]]
 
 _FIND_COLUMNS = [("file", pa.string()), ("position", pa.int64()), ("size", pa.int64()), ("run_id", pa.int64()),
                  ("unplaced", pa.string())]
@@ -777,9 +784,47 @@ def search_totals(counts: SearchCounts) -> dict:
             "finds": counts.finds, "expected_false_finds": counts.checksums / CHECKSUM_SPACE}
 
 
+def search_file_range(item: tuple[str, int, int]) -> RangeSearch | None:
+    """Task: the search of one byte range (path, start, stop) of a file, each find read to the file's
+    end; None when the file cannot be read (the run names it, as it names any unreadable input)."""
+    path, start, stop = item
+    try:
+        buf = open_buffer(path)
+    except SegtoolError:
+        return None
+    try:
+        return search_range(buf, start, stop)
+    finally:
+        if isinstance(buf, mmap.mmap):
+            buf.close()
+
+
+def file_ranges(path: str, size: int, split_bytes: int) -> list[tuple[str, int, int]]:
+    """(path, start, stop) of each range of a file searched as one task (the whole file when
+    ``split_bytes`` is 0)."""
+    step = split_bytes if split_bytes > 0 else max(size, 1)
+    return [(path, start, min(start + step, size)) for start in range(0, max(size, 1), step)]
+
+
+def _split_searches(files, search_ranges: SearchRanges, split_bytes: int) -> dict[str, list[RangeSearch]]:
+    """Each file's ranges searched by ``search_ranges`` (all files' ranges at once, so that a pool or
+    cluster works on several files together)."""
+    ranges = [item for entry in files for item in file_ranges(entry.path, entry.size, split_bytes)]
+    searched: dict[str, list[RangeSearch]] = {}
+    for (path, _, _), search in zip(ranges, search_ranges(ranges)):
+        searched.setdefault(path, []).append(search)
+    return searched
+
+
 def carve(paths: list[str], out_dir: str, force: bool = False, hash_inputs: bool = True,
-          progress: RunProgress | None = None, records: bool = False) -> CarveReport:
+          progress: RunProgress | None = None, records: bool = False, search_ranges: SearchRanges | None = None,
+          split_bytes: int = DEFAULT_SPLIT_BYTES) -> CarveReport:
     """Carve every file named or found below ``paths`` into ``out_dir``; the report is also written there.
+
+    With ``search_ranges`` (the pipeline's tasks) each file is searched as byte ranges of
+    ``split_bytes`` there, and the ranges' finds are put together here (``merged_chains``) into
+    exactly the finds of one search; they are then decoded, placed and written here in file and
+    position order, as without it, so the outputs are the same bytes.
 
     Without ``records`` finds.jsonl holds a ``chain`` item per stretch of consecutive finds, Kafka
     records are not decoded (but a legacy wrapper's) and message bodies are not copied; with it,
@@ -797,6 +842,7 @@ def carve(paths: list[str], out_dir: str, force: bool = False, hash_inputs: bool
     placer = _Placer()
     total = SearchCounts()
     inputs = []
+    searched = _split_searches(found_files.files, search_ranges, split_bytes) if search_ranges is not None else None
     with ExitStack() as stack:
         outputs = _Outputs(stack, out_dir, force, names)
         for entry in found_files.files:
@@ -808,9 +854,14 @@ def carve(paths: list[str], out_dir: str, force: bool = False, hash_inputs: bool
             except SegtoolError as exc:
                 unreadable.append({"path": entry.path, "reason": exc.message})
                 continue
+            if searched is not None and None in searched[entry.path]:
+                raise UnreadableInput("this file could be read here but not by the task that searched it "
+                                      "(is it on a disk the workers see?)", entry.path)
             advance = progress.file(entry.path) if progress is not None else None
             line = None
-            for chain in chains(buf, counts=counts, progress=advance):
+            found_chains = chains(buf, counts=counts, progress=advance) if searched is None else \
+                merged_chains(buf, searched[entry.path], counts=counts, progress=advance)
+            for chain in found_chains:
                 if records:
                     for found in chain.finds():
                         _CARVERS[found.format](buf, found, entry.path, placer, outputs, tally, True, None)

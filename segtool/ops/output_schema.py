@@ -492,6 +492,15 @@ class ScanProblem(TypedDict):
     split: int
 
 
+class ScanCommit(TypedDict):
+    """How the dataset was published: the run's staging folder name (OUT/_temporary/<run>), the tasks kept
+    from an interrupted run (--resume), the staging folders of interrupted runs removed first, the manifest."""
+    run: str
+    resumed_tasks: int
+    removed_staging: list[str]
+    manifest: str
+
+
 class TaskRetry(TypedDict):
     """A task tried again because its worker died (the OOM killer's SIGKILL, a crash) or, on Spark, it failed."""
     task: str | None  # the task's file (and byte range of a split); null: the worker died between tasks
@@ -514,9 +523,21 @@ class ScanReport(TypedDict):
     stores: list[dict[str, Any]]
     problems: list[ScanProblem]
     notes: list[str]
+    commit: ScanCommit
     task_results: list[dict[str, Any]]
     retries: list[TaskRetry]  # each task tried again, in the order the retries were made
     timing: dict[str, float | int | None]
+
+
+class ScanCheck(TypedDict):
+    """`scan --check DIR`: complete when _SUCCESS holds a manifest and the parts a reader would read are exactly
+    its parts, each with its size, sha256 and rows; rows and files are the manifest's (null rows: none)."""
+    out: str
+    complete: bool
+    rows: int | None
+    files: int
+    problems: list[PathReason]
+    staging: list[str]
 
 
 # -- salvage --------------------------------------------------------------------------------
@@ -1623,9 +1644,9 @@ class SingleCopy(TypedDict):
 class ReplicasSummary(TypedDict):
     kafka_replica_sets: int
     rocketmq_replica_sets: int
-    diverged: int
-    damaged: int
-    committed_loss_at_best: int
+    diverged: int  # sets of either broker whose copies part
+    damaged: int  # replicas (Kafka copies, RocketMQ stores and DLedger nodes) whose recovery cuts data off
+    committed_loss_at_best: int  # committed records the best Kafka elections still lose
 
 
 class ReplicasReport(TypedDict):
@@ -1907,6 +1928,10 @@ class ReportPartition(TypedDict):
     producers: list[ProducerFigures]
     producer_count: int
     findings: ReportFindings
+    # this copy's replica set (its index in ReportFigures.replicas.kafka) and broker; None: held by one broker.
+    # A section is one broker's copy: sum a figure over the sections of one replica set and it counts it per copy
+    replica_set: int | None
+    broker: str | None
     notes: list[str]
 
 
@@ -1978,6 +2003,8 @@ class ReportStore(TypedDict):
     truncation: ReportTruncation | None
     consumer_progress: list[ConsumerProgress] | None  # None: no consumer offsets read (see notes)
     findings: ReportFindings
+    replica_set: int | None  # its index in ReportFigures.replicas.rocketmq; None: compared with no other store
+    broker: str | None
     notes: list[str]
 
 
@@ -1991,6 +2018,9 @@ class ReportFigures(TypedDict):
     partitions: list[ReportPartition]
     stores: list[ReportStore]
     other_findings: ReportFindings  # findings of files in no partition or store
+    # `segtool replicas --json` of the same paths, when they hold a partition in two or more directories or
+    # two or more stores (None: nothing to compare); lists beyond the page's caps are cut, said in notes
+    replicas: ReplicasReport | None
     notes: list[str]
 
 
@@ -2191,7 +2221,7 @@ COMMAND_OUTPUTS = {
     "rebuild-index": RebuildOutput,
     "trim": TrimReport,
     "index-keys": IndexKeysReport,
-    "scan": ScanReport,
+    "scan": Union[ScanReport, ScanCheck],
     "carve": CarveReport,
     "salvage": SalvageReport,
     "inspect": InspectOutput,

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import os
 
-from segtool.engine.inventory import inventory
+from segtool.engine.inventory import Inventory, inventory
 from segtool.kafka.partition import Segment
 from segtool.kafka.recovery import DEFAULT_INDEX_INTERVAL_BYTES, ProducerTxnState, recover_segment
 from segtool.engine.safe_write import partition_output, plan_outputs, tree_outputs, write_atomically
 from segtool.source import sha256_beside
 from segtool.errors import NothingFound, UnreadableInput
-from segtool.kafka.names import INDEX, PRODUCER_SNAPSHOT, TIME_INDEX, TXN_INDEX, file_name, is_log_file
+from segtool.kafka.names import (INDEX, PRODUCER_SNAPSHOT, TIME_INDEX, TXN_INDEX, file_name, is_log_file,
+                                 offset_from_file_name)
 from segtool.ops.output_schema import KafkaRebuildReport
 from segtool.ops.progress import RunProgress
 
@@ -36,12 +37,17 @@ def _partitions_of(paths: list[str], skipped: list[dict], unreadable: list[dict]
             raise UnreadableInput("no such file or directory", path)
         if not os.path.isdir(path) and not is_log_file(path):
             raise NothingFound("not a .log segment or a partition/log directory", path)
-    found = inventory(paths)
+    return partitions_in(inventory(paths), paths[0], skipped, unreadable)
+
+
+def partitions_in(found: Inventory, first: str, skipped: list[dict], unreadable: list[dict]) -> list[list[Segment]]:
+    """The segments of each partition of ``found`` (one list per partition directory); the rest to
+    ``skipped`` or ``unreadable``.  NothingFound, naming ``first``, when there is no segment at all."""
     unreadable.extend({"path": f.path, "reason": f.unreadable} for f in found.unreadable)
     logs = [partition.logs for partition in found.partitions if partition.logs]
     skipped.extend({"path": f.path, "reason": _NOT_A_SEGMENT} for f in found.outside(*logs))
     if not logs and not unreadable:
-        raise NothingFound("no Kafka segments in this directory", paths[0])
+        raise NothingFound("no Kafka segments in this directory", first)
     return [[Segment(f.path) for f in files] for files in logs]
 
 
@@ -81,17 +87,29 @@ def recover_partition(log_paths: list[str], snapshot: str, index_interval_bytes:
     return out
 
 
-def _partition_task(item: tuple) -> list[dict]:
-    return recover_partition(*item)
+INDEX_SUFFIXES = (INDEX, TIME_INDEX, TXN_INDEX)
 
 
-_SUFFIXES = (INDEX, TIME_INDEX, TXN_INDEX)
+def index_contents(result: dict) -> list[tuple[str, bytes]]:
+    """(suffix, bytes) of the indexes a segment's recovery writes: a .txnindex only when it aborted some."""
+    contents = [(INDEX, result["offset_index"]), (TIME_INDEX, result["time_index"])]
+    if result["txn_index"] is not None:
+        contents.append((TXN_INDEX, result["txn_index"]))
+    return contents
+
+
+def segment_entry(segment: Segment, result: dict, written: list[dict]) -> dict:
+    """A segment's item of the report: its recovery's figures (not the index bytes) and what was written."""
+    entry = {"log": segment.log_path, "base_offset": segment.base_offset}
+    entry.update({k: v for k, v in result.items() if k not in ("offset_index", "time_index", "txn_index")})
+    entry["written"] = written
+    return entry
 
 
 def rebuild_index(paths: list[str], out_dir: str | None = None, in_place: bool = False,
                   index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES, progress: RunProgress | None = None,
-                  engine=None, hash_inputs: bool = True, force: bool = False) -> KafkaRebuildReport:
-    """Rebuild every segment's indexes; partitions run as tasks on ``engine`` when one is given.
+                  hash_inputs: bool = True, force: bool = False) -> KafkaRebuildReport:
+    """Rebuild every segment's indexes, a partition at a time (``pipeline.rebuild`` runs them as tasks).
 
     Out of place each partition's indexes go to its path below the given path
     that holds it (``out_dir/<partition>/`` for a log dir, ``out_dir/broker1/<partition>/``
@@ -99,7 +117,6 @@ def rebuild_index(paths: list[str], out_dir: str | None = None, in_place: bool =
     hold partitions of one name, below ``out_dir/<n>-<log dir name>/``, numbered from 1
     as given (``safe_write.tree_outputs``); every output is checked before
     anything is computed or written (see ``safe_write.plan_outputs``).
-    Tasks only compute; the indexes are written here, through ``safe_write``.
     """
     skipped: list[dict] = []
     unreadable: list[dict] = []
@@ -107,35 +124,25 @@ def rebuild_index(paths: list[str], out_dir: str | None = None, in_place: bool =
     places = tree_outputs([os.path.dirname(segments[0].log_path) for segments in groups], paths, out_dir) \
         if out_dir is not None else None
     targets = [partition_output(segment.log_path, out_dir, in_place, file_name(segment.base_offset, suffix), places)
-               for segments in groups for segment in segments for suffix in _SUFFIXES]
+               for segments in groups for segment in segments for suffix in INDEX_SUFFIXES]
     plan_outputs(targets, paths, in_place, force)
-    items = []
-    for segments in groups:
-        first = segments[0]
-        snapshot = os.path.join(os.path.dirname(os.path.abspath(first.log_path)), file_name(first.base_offset, PRODUCER_SNAPSHOT))
-        # absolute paths: executors have their own working directory
-        items.append(([os.path.abspath(s.log_path) for s in segments], snapshot, index_interval_bytes, None,
-                      hash_inputs))
-    if engine is None:
-        # run here, a partition at a time: a helper process may take a share of the checksums
-        if progress is not None:
-            progress.plan((path, os.path.getsize(path)) for item in items for path in item[0])
-        results = [recover_partition(*item[:3], progress, hash_inputs, parallel=True) for item in items]
-    else:
-        costs = [sum(os.path.getsize(p) for p in item[0]) for item in items]
-        results = engine.map(_partition_task, items, costs, description="segtool rebuild-index")
+    logs = [[os.path.abspath(s.log_path) for s in segments] for segments in groups]  # as tasks read them
+    if progress is not None:
+        progress.plan((path, os.path.getsize(path)) for paths_of in logs for path in paths_of)
+    # everything computed before the first index is written (a helper process may take a share of the checksums)
+    results = [recover_partition(paths_of, producer_snapshot(paths_of[0]), index_interval_bytes, progress,
+                                 hash_inputs, parallel=True) for paths_of in logs]
     report = {"index_interval_bytes": index_interval_bytes, "segments": [], "skipped": skipped,
               "unreadable": unreadable}
     for segments, computed in zip(groups, results):
         for segment, result in zip(segments, computed):
-            contents = [(INDEX, result["offset_index"]), (TIME_INDEX, result["time_index"])]
-            if result["txn_index"] is not None:
-                contents.append((TXN_INDEX, result["txn_index"]))
             written = [write_atomically(partition_output(segment.log_path, out_dir, in_place,
                                                          file_name(segment.base_offset, suffix), places), data,
-                                        replace=in_place or force) for suffix, data in contents]
-            entry = {"log": segment.log_path, "base_offset": segment.base_offset}
-            entry.update({k: v for k, v in result.items() if k not in ("offset_index", "time_index", "txn_index")})
-            entry["written"] = written
-            report["segments"].append(entry)
+                                        replace=in_place or force) for suffix, data in index_contents(result)]
+            report["segments"].append(segment_entry(segment, result, written))
     return report
+
+
+def producer_snapshot(first_log: str) -> str:
+    """The producer snapshot a partition's state is seeded from: the one at its first segment's base offset."""
+    return os.path.join(os.path.dirname(first_log), file_name(offset_from_file_name(first_log), PRODUCER_SNAPSHOT))

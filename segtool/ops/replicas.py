@@ -507,9 +507,14 @@ def _first_per_producer(items: list[dict], widest: str) -> list[dict]:
 
 
 def _summary(kafka: list[dict], rocketmq: list[dict]) -> dict:
-    diverged = sum(1 for s in kafka if any(p["diverged"] for p in s["pairs"]))
+    """Sets whose copies part and damaged replicas, of both brokers; the committed records the best Kafka
+    elections still lose."""
+    diverged = sum(1 for s in kafka if any(p["diverged"] for p in s["pairs"])) + sum(1 for s in rocketmq
+                                                                                     if s["diverged"])
     damaged = sum(1 for s in kafka for r in s["replicas"]
                   if r["damage"]["recovery_cut"] is not None or r["damage"]["checksum_mismatches"])
+    damaged += sum(1 for s in rocketmq for store in s["stores"] if store["beyond_recovery"] is not None)
+    damaged += sum(1 for s in rocketmq for node in s["nodes"] if node["entries_beyond_recovery"])
     best = [next(c for c in s["candidates"] if c["broker"] == s["best_candidate"]) for s in kafka
             if s["best_candidate"] is not None]
     return {"kafka_replica_sets": len(kafka), "rocketmq_replica_sets": len(rocketmq), "diverged": diverged,

@@ -11,6 +11,12 @@ Big inputs stay small: a partition's batches are grouped into at most
 ``TIMELINE_POINTS`` buckets of consecutive batches (one bucket per batch when there
 are fewer), index entries and events are sampled or capped, and the page says so
 (``notes``).  ``report_html`` draws these figures; ``--json`` prints them.
+
+When the paths hold one partition in several brokers' directories (or two or more
+RocketMQ stores), ``replicas`` is ``ops.replicas.replicas`` of the same paths, as
+``segtool replicas --json`` gives it (its longest lists capped, said in ``notes``),
+and each partition or store section names its broker and replica set: a section is
+one broker's copy, and no figure is summed across sections.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from __future__ import annotations
 import bisect
 import os
 import time
+from collections import Counter
 from typing import Iterable
 
 import numpy as np
@@ -39,6 +46,7 @@ from segtool.kafka.startup import startup_plan
 from segtool.ops.output_schema import (
     ReportFigures,
     ReportFindings,
+    ReplicasReport,
     ReportPartition,
     ReportStore,
 )
@@ -65,14 +73,25 @@ STORE_TIME_BUCKETS = 200
 QUEUE_SERIES = 24  # queues drawn one by one per store; the others together
 PRODUCERS_SHOWN = 20
 SIZE_BIN_EDGES = [0] + [1 << k for k in range(6, 25)]  # 64 B .. 16 MiB, then larger
+# replica sets: the runs of dropped batches listed per page, shared by every follower of every election
+# (each run's records are counted in its follower's totals whatever is listed), producers and single copies
+REPLICA_RUNS_SHOWN = 600
+REPLICA_PRODUCERS_SHOWN = 100  # per replica set, those whose state the replicas disagree on first
+SINGLE_COPIES_SHOWN = 200
 
 _TRANSACTIONAL, _CONTROL, _LOG_APPEND_TIME = 0x10, 0x20, 0x08
 _NEVER = np.iinfo(np.int64).max
 
 
 def exit_code(figures: ReportFigures) -> int:
-    """verify's exit code: 2 unreadable input, 1 problems or nothing recognised, 0 clean."""
-    return verify_exit_code({"summary": figures["summary"]})
+    """verify's exit code (2 unreadable input, 1 problems or nothing recognised, 0 clean), and 1 when copies held
+    by several brokers part or an election would lose committed records (``segtool replicas``' verdict)."""
+    from segtool.ops.replicas import exit_code as replicas_exit_code
+
+    code = verify_exit_code({"summary": figures["summary"]})
+    if figures["replicas"] is not None and (figures["replicas"]["kafka"] or figures["replicas"]["rocketmq"]):
+        code = max(code, replicas_exit_code(figures["replicas"]))
+    return code
 
 
 class _Shares:
@@ -122,6 +141,8 @@ def _report(paths: list[str], deep: bool, hash_inputs: bool, now_ms: int, progre
                      for store, paths in zip(found.stores, store_files)]
     if len(partitions) > TIMELINE_POINTS // MIN_PARTITION_POINTS:
         notes.append(f"{len(partitions)} partitions: each timeline has at most {share} points")
+    compared = _replicas(paths, found, notes)
+    _name_copies(compared, partition_figures, store_figures)
     return {
         "generated_at": now_ms,
         "inputs": [str(p) for p in paths],
@@ -131,8 +152,85 @@ def _report(paths: list[str], deep: bool, hash_inputs: bool, now_ms: int, progre
         "partitions": partition_figures,
         "stores": store_figures,
         "other_findings": _findings(others, None, shares),
+        "replicas": compared,
         "notes": notes,
     }
+
+
+# -- replica sets: one partition or store held by several brokers ---------------------------------
+
+
+def _same_place(path: str) -> str:
+    return os.path.realpath(path)
+
+
+def _replicas(paths: list[str], found, notes: list[str]) -> ReplicasReport | None:
+    """``segtool replicas`` of the same paths when they hold a partition name in two or more directories
+    or two or more stores (DLedger nodes are stores to replicas, not to the inventory: a path that is a
+    store root counts); None otherwise: nothing to compare, nothing read twice."""
+    names = Counter(os.path.basename(os.path.normpath(p.directory)) for p in found.partitions)
+    stores = max(len(found.stores), sum(1 for path in paths if rocketmq_names.is_store_root(path)))
+    if max(names.values(), default=0) < 2 and stores < 2:
+        return None
+    from segtool.ops.replicas import replicas
+
+    try:
+        compared = replicas(paths)
+    except SegtoolError as exc:
+        notes.append(f"replicas: the copies are not compared ({exc.message})")
+        return None
+    in_sets = {os.path.basename(os.path.normpath(r["directory"])) for s in compared["kafka"]
+               for r in s["replicas"] + s["unreadable"]}
+    for name, count in sorted(names.items()):
+        if count > 1 and name not in in_sets:
+            notes.append(f"{name}: found in {count} directories but in no replica set: replicas compares the "
+                         "partitions of brokers' log dirs (give each broker's log dir, or the folder holding them)")
+    _bound_replicas(compared, notes)
+    return compared
+
+
+def _bound_replicas(compared: ReplicasReport, notes: list[str]) -> None:
+    """The lists of a replicas report that grow with the input, capped for the page (the totals beside
+    them stay whole; `segtool replicas --json` lists every item)."""
+    per_set = max(MIN_SHARE, REPLICA_RUNS_SHOWN // max(len(compared["kafka"]), 1))
+    for replica_set in compared["kafka"]:
+        name = f"{replica_set['topic']}-{replica_set['partition']}"
+        truncations = [f for c in replica_set["candidates"] for f in c["followers"]]
+        each = max(1, per_set // max(len(truncations), 1))
+        cut = [f for f in truncations if len(f["dropped"]) > each]
+        for follower in cut:
+            del follower["dropped"][each:]
+        if cut:
+            notes.append(f"{name}: each follower's dropped batches are listed as at most {each} runs (every "
+                         "dropped record is counted in its totals); `segtool replicas --json` lists every run")
+        producers = replica_set["producers"]
+        if len(producers) > REPLICA_PRODUCERS_SHOWN:
+            kept = sorted(range(len(producers)), key=lambda i: producers[i]["agree"])[:REPLICA_PRODUCERS_SHOWN]
+            replica_set["producers"] = [producers[i] for i in sorted(kept)]
+            notes.append(f"{name}: {REPLICA_PRODUCERS_SHOWN} of {len(producers)} producers across the replicas "
+                         "are listed (those the replicas disagree on first); `segtool replicas --json` lists every one")
+    singles = compared["single_copies"]
+    if len(singles) > SINGLE_COPIES_SHOWN:
+        del singles[SINGLE_COPIES_SHOWN:]
+        notes.append(f"replicas: {SINGLE_COPIES_SHOWN} of the partitions held by one broker only are listed; "
+                     "`segtool replicas --json` lists every one")
+
+
+def _name_copies(compared: ReplicasReport | None, partitions: list[ReportPartition], stores: list[ReportStore]) -> None:
+    """Each section's broker and replica set (its index in ``replicas``' lists), None when it is in none."""
+    copies: dict[str, tuple[int, str]] = {}
+    store_copies: dict[str, tuple[int, str]] = {}
+    if compared is not None:
+        for number, replica_set in enumerate(compared["kafka"]):
+            for replica in replica_set["replicas"] + replica_set["unreadable"]:
+                copies[_same_place(replica["directory"])] = (number, replica["broker"])
+        for number, replica_set in enumerate(compared["rocketmq"]):
+            for store in replica_set["stores"] + replica_set["nodes"]:
+                store_copies.setdefault(_same_place(store["store"]), (number, store["broker"]))
+    for partition in partitions:
+        partition["replica_set"], partition["broker"] = copies.get(_same_place(partition["directory"]), (None, None))
+    for store in stores:
+        store["replica_set"], store["broker"] = store_copies.get(_same_place(store["root"]), (None, None))
 
 
 def _files_figures(items: list[dict], notes: list[str]) -> list[dict]:
@@ -642,6 +740,8 @@ class _PartitionFigures:
             "producers": self._producers(),
             "producer_count": len(self.producers),
             "findings": self._findings(),
+            "replica_set": None,  # set by _name_copies once the replica sets are known
+            "broker": None,
             "notes": self.notes,
         }
         return figures
@@ -910,6 +1010,8 @@ def _store_figures(root: str, commitlogs: list[str], files: list[str], verified:
         "damaged": damaged[:shares.damaged], "damaged_count": len(damaged), "truncation": truncation,
         "consumer_progress": progress,
         "findings": _findings((verified[path] for path in files if path in verified), place, shares),
+        "replica_set": None,  # set by _name_copies once the replica sets are known
+        "broker": None,
         "notes": notes,
     }
 

@@ -20,12 +20,14 @@ from pathlib import Path
 from segtool.errors import SegtoolError
 from segtool.formats.ranges import bounds, span
 from segtool.formats.json_text import escape_line_ends
-from segtool.ops.output_schema import ReportFigures, ReportPartition, ReportStore
+from segtool.ops.output_schema import KafkaReplicaSet, ReportFigures, ReportPartition, ReportStore, RocketMQReplicaSet
 from segtool.ops.render import iso_time as iso
 
 _COLOURS = {"create": "#1f77b4", "append": "#2ca02c", "late": "#ff7f0e", "future": "#d62728", "index": "#9467bd",
             "commit": "#2ca02c", "abort": "#d62728", "open": "#ff7f0e", "gap": "#7f7f7f", "damage": "#d62728",
-            "segment": ("#4c78a8", "#9ecae9"), "error": "#d62728", "info": "#7f7f7f"}
+            "segment": ("#4c78a8", "#9ecae9"), "error": "#d62728", "info": "#7f7f7f",
+            "held": "#4c78a8", "held_uncommitted": "#9ecae9", "watermark": "#222222", "parting": "#9467bd",
+            "lost_committed": "#d62728", "lost": "#ff7f0e", "refetched": "#7f7f7f", "alone": "#bcbd22"}
 _PLOT_CONFIG = {"displaylogo": False, "responsive": True}
 # times on every date axis in ISO-8601, UTC (plotly draws epoch milliseconds as UTC)
 _ISO_TICKS = {"type": "date", "tickformat": "%Y-%m-%dT%H:%M:%S.%LZ", "hoverformat": "%Y-%m-%dT%H:%M:%S.%LZ"}
@@ -334,6 +336,356 @@ def _store_coverage(s: ReportStore) -> dict:
         "margin": {"t": 60}}}
 
 
+# -- replica sets: one partition or store held by several brokers ---------------------------------
+
+BEST = "★ best"  # marks the best candidate's lanes and row (Kafka)
+REFERENCE = "★ reference"  # marks the store or node a RocketMQ set is compared with (its reason beside it)
+
+
+class _Lanes:
+    """A figure of lanes along one axis (offsets, physical offsets or entry indexes): spans, marks and
+    vertical lines, each kind of span named once in the legend."""
+
+    def __init__(self):
+        self.lanes: list[str] = []
+        self.traces: list[dict] = []
+        self.shapes: list[dict] = []
+        self.notes: list[dict] = []
+        self.named: set[str] = set()
+
+    def lane(self, lane: str) -> str:
+        if lane not in self.lanes:
+            self.lanes.append(lane)
+        return lane
+
+    def spans(self, lane: str, spans: list[tuple[int, int]], name: str, colour: str, hover: list[str]) -> None:
+        """Inclusive (first, last) offsets, indexes or bytes, each drawn as one unit wide (so one offset shows,
+        and a span ends where the next begins), with a tick at its start that a few records on a long axis
+        keep visible."""
+        if not spans:
+            return
+        trace = _lane_segments([(first, last + 1) for first, last in spans], self.lane(lane), name, colour, hover, 12)
+        trace.update(yaxis="y", legendgroup=name, showlegend=name not in self.named)
+        self.named.add(name)
+        self.traces.append(trace)
+        self.traces.append({"type": "scatter", "mode": "markers", "x": [first for first, _ in spans],
+                            "y": [lane] * len(spans), "name": name, "legendgroup": name, "showlegend": False,
+                            "text": hover, "hoverinfo": "text",
+                            "marker": {"symbol": "line-ns-open", "size": 14, "color": colour,
+                                       "line": {"width": 3, "color": colour}}})
+
+    def mark(self, lane: str, x: int, name: str, hover: str, symbol: str = "line-ns-open",
+             colour: str = _COLOURS["watermark"]) -> None:
+        self.traces.append({"type": "scatter", "mode": "markers", "x": [x], "y": [self.lane(lane)], "name": name,
+                            "legendgroup": name, "showlegend": name not in self.named, "text": [hover],
+                            "hoverinfo": "text", "marker": {"symbol": symbol, "size": 16, "color": colour,
+                                                            "line": {"width": 2, "color": colour}}})
+        self.named.add(name)
+
+    def vertical(self, x: int, label: str) -> None:
+        shape, note = _vertical(x, _COLOURS["parting"], "dash", label)
+        self.shapes.append(shape)
+        self.notes.append(note)
+
+    def figure(self, title: str, axis: dict) -> dict:
+        height = 230 + 26 * max(len(self.lanes), 1)
+        return {"data": self.traces, "layout": {
+            "title": {"text": title}, "height": height, "hovermode": "closest", "shapes": self.shapes,
+            "annotations": self.notes, "xaxis": axis,
+            "yaxis": {"type": "category", "categoryorder": "array", "categoryarray": list(reversed(self.lanes)),
+                      "automargin": True},
+            # the legend below the axis title, whatever the number of lanes
+            "legend": {"orientation": "h", "y": -70 / (height - 190), "yanchor": "top"},
+            "margin": {"t": 70, "b": 120}}}
+
+
+def _parting_lines(figure: _Lanes, partings: list[tuple[int, str]]) -> None:
+    """One line per offset where copies part, naming every pair that parts there."""
+    at: dict[int, list[str]] = {}
+    for offset, pair in partings:
+        at.setdefault(offset, []).append(pair)
+    for offset, pairs in sorted(at.items()):
+        figure.vertical(offset, f"{', '.join(pairs)} part at {offset}")
+
+
+def _held(figure: _Lanes, lane: str, first: int, end: int, committed_to: int | None, what: str,
+          committed_word: str) -> None:
+    """What a copy holds from ``first`` to before ``end``: below ``committed_to`` (its high watermark, confirm
+    offset or committed index; None: not known) dark, the rest light."""
+    if end <= first:
+        figure.lane(lane)
+        return
+    cut = end if committed_to is None else max(first, min(committed_to, end))
+    if cut > first:
+        figure.spans(lane, [(first, cut - 1)], "held" if committed_to is None else f"held, below the {committed_word}",
+                     _COLOURS["held"], [f"{lane}: {what} {first}..{cut - 1}"])
+    if end > cut:
+        figure.spans(lane, [(cut, end - 1)], f"held, at or past the {committed_word}", _COLOURS["held_uncommitted"],
+                     [f"{lane}: {what} {cut}..{end - 1}, at or past the {committed_word} {committed_to}"])
+
+
+def _run_words(follower: dict, run: dict) -> str:
+    fate = "held by the new leader: fetched again" if run["on_new_leader"] else "lost"
+    sequences = "" if run["producer_id"] < 0 else (
+        f", producer {run['producer_id']} epoch {run['producer_epoch']} sequences {run['first_sequence']}.."
+        f"{run['last_sequence']}")
+    return (f"{follower['broker']} truncates to {follower['truncate_to']}: offsets {run['first_offset']}.."
+            f"{run['last_offset']}, {run['records']} records ({run['committed_records']} committed, {fate}); "
+            f"leader epoch {run['leader_epoch']}{sequences}; {iso(run['first_timestamp'])} .. "
+            f"{iso(run['max_timestamp'])}")
+
+
+def _candidate_lane(candidate: dict, best: str | None) -> str:
+    mark = f" {BEST}" if candidate["broker"] == best else ""
+    electable = " (a vote cannot elect it)" if candidate["electable"] is False else ""
+    return f"elect {candidate['broker']}{mark}{electable}"
+
+
+def _kafka_replicas_figure(s: KafkaReplicaSet) -> dict:
+    figure = _Lanes()
+    for r in s["replicas"]:
+        lane = f"{r['broker']} holds"
+        _held(figure, lane, r["log_start_offset"], r["log_end_offset"], r["high_watermark"], "offsets",
+              "high watermark")
+        if r["high_watermark"] is not None:
+            figure.mark(lane, r["high_watermark"], "high watermark", f"{r['broker']}: high watermark "
+                        f"{r['high_watermark']} (log {r['log_start_offset']}..{r['log_end_offset']})")
+        cut = r["damage"]["recovery_cut"]
+        if cut is not None:
+            figure.mark(lane, cut["offset"], "recovery cut", f"{r['broker']}: the broker's load cuts at offset "
+                        f"{cut['offset']} ({cut['segment'].rsplit('/', 1)[-1]} byte {cut['byte']})",
+                        "diamond-tall", _COLOURS["damage"])
+    for candidate in s["candidates"]:
+        lane = _candidate_lane(candidate, s["best_candidate"])
+        figure.mark(lane, candidate["new_epoch_start_offset"], "new epoch starts",
+                    f"{lane}: epoch {s['new_leader_epoch']} starts at {candidate['new_epoch_start_offset']}; the "
+                    f"partition loses {candidate['records_lost']} records ({candidate['committed_records_lost']} "
+                    "committed)", "triangle-right", _COLOURS["held"])
+        for follower in candidate["followers"]:
+            spans: dict[str, list[tuple[tuple[int, int], str]]] = {"committed": [], "never": [], "refetched": []}
+            for run in follower["dropped"]:
+                words = _run_words(follower, run)
+                first, last = run["first_offset"], run["last_offset"]
+                if run["on_new_leader"]:
+                    spans["refetched"].append(((first, last), words))
+                elif not run["committed_records"]:
+                    spans["never"].append(((first, last), words))
+                elif run["committed_records"] < run["records"] == last - first + 1:
+                    # dense offsets: the committed records are the run's first ones (below a high watermark)
+                    split = first + run["committed_records"]
+                    spans["committed"].append(((first, split - 1), words))
+                    spans["never"].append(((split, last), words))
+                else:
+                    spans["committed"].append(((first, last), words))
+            drops = f"{lane}: {follower['broker']} drops"
+            for kind, name, colour in (("committed", "dropped, committed", _COLOURS["lost_committed"]),
+                                       ("never", "dropped, never committed", _COLOURS["lost"]),
+                                       ("refetched", "dropped, fetched again from the new leader",
+                                        _COLOURS["refetched"])):
+                figure.spans(drops, [span for span, _ in spans[kind]], name, colour, [w for _, w in spans[kind]])
+    _parting_lines(figure, [(p["agreed_until"], f"{p['a']} | {p['b']}") for p in s["pairs"] if p["diverged"]])
+    return figure.figure(f"{s['topic']}-{s['partition']}: each broker's copy along the offsets, where the copies "
+                         "part, and what each election drops", {"title": {"text": "offset"}, "showspikes": True})
+
+
+def _kafka_replicas_section(page: "_Page", s: KafkaReplicaSet, number: int) -> None:
+    name = f"{s['topic']}-{s['partition']}"
+    page.add(f"<section class=replicas id=replica-set-{number}><h2>Replicas: Kafka partition {html.escape(name)} on "
+             f"{len(s['replicas']) + len(s['unreadable'])} brokers</h2>")
+    best = next((c for c in s["candidates"] if c["broker"] == s["best_candidate"]), None)
+    parted = sorted({p["agreed_until"] for p in s["pairs"] if p["diverged"]})
+    words = [f"topic id {s['topic_id']}" if s["topic_id"] else "no topic id (no partition.metadata)",
+             f"the copies part at offset {', '.join(map(str, parted))}" if parted else
+             "the copies do not part (each is a prefix of another)"]
+    if best is not None:
+        words.append(f"best candidate {best['broker']}: its election loses {best['records_lost']} records, "
+                     f"{best['committed_records_lost']} of them committed")
+    page.add(f"<p>{html.escape('; '.join(words))}.</p>")
+    page.add(_table(["broker", "directory", "log start", "log end", "high watermark", "leader epoch cache",
+                     "epochs agree", "batches", "records", "damage", "gaps"],
+                    [[r["broker"], r["directory"], r["log_start_offset"], r["log_end_offset"],
+                      "unknown" if r["high_watermark"] is None else r["high_watermark"],
+                      " ".join(f"{e['epoch']}@{e['start_offset']}" for e in r["leader_epoch_cache"]) or "-",
+                      "yes" if r["epochs_agree"] else "no", r["batches"], r["records"], _replica_damage(r),
+                      "; ".join(r["gaps"]) or "-"] for r in s["replicas"]]))
+    if s["unreadable"]:
+        page.add(_table(["broker", "directory", "unreadable"],
+                        [[u["broker"], u["directory"], u["problem"]] for u in s["unreadable"]]))
+    if s["candidates"]:
+        page.figure(_kafka_replicas_figure(s))
+        page.add("<h3>Each replica as leader</h3>" + _table(
+            ["candidate", "epoch starts at", "what each follower truncates", "records lost", "committed lost",
+             "never committed lost", "sequence gaps", "hanging transactions"],
+            [[c["broker"] + (f" {BEST}" if c["broker"] == s["best_candidate"] else "")
+              + (" (a vote cannot elect it)" if c["electable"] is False else ""),
+              c["new_epoch_start_offset"],
+              "; ".join(f"{f['broker']} to {f['truncate_to']}: drops {f['dropped_records']} "
+                        f"({f['dropped_committed_records']} committed, {f['refetched_records']} fetched again)"
+                        for f in c["followers"]),
+              c["records_lost"], c["committed_records_lost"], c["uncommitted_records_lost"],
+              len(c["sequence_gaps"]), len(c["hanging_transactions"])] for c in s["candidates"]], "elections"))
+        page.add("<details><summary>Pairs</summary>" + _table(
+            ["a", "b", "compared from", "agree until", "diverged", "a past it", "b past it"],
+            [[p["a"], p["b"], p["first_common_offset"], p["agreed_until"], "yes" if p["diverged"] else "no",
+              _past_words(p["a_past"]), _past_words(p["b_past"])] for p in s["pairs"]]) + "</details>")
+    page.add(_notes_html(s["notes"] + [f"{r['broker']}: {n}" for r in s["replicas"] for n in r["notes"]]))
+    page.add("</section>")
+
+
+def _replica_damage(r: dict) -> str:
+    damage = r["damage"]
+    words = []
+    if damage["recovery_cut"] is not None:
+        words.append(f"load cuts at offset {damage['recovery_cut']['offset']}")
+    if damage["checksum_mismatches"]:
+        words.append(f"{damage['checksum_mismatches']} CRC mismatches")
+    return "; ".join(words) or "-"
+
+
+def _past_words(past: dict) -> str:
+    if not past["batches"]:
+        return "nothing"
+    return f"{past['records']} records in {past['batches']} batches ({past['first_offset']}..{past['last_offset']})"
+
+
+def _dropped(figure: _Lanes, lane: str, first: int, last: int, committed_to: int | None, committed: str,
+             words: str) -> None:
+    """What a rejoining RocketMQ follower drops, from ``first`` to ``last``: below ``committed_to`` (its confirm
+    offset or committed index + 1; None: unknown, nothing counted committed) red, the rest orange."""
+    cut = first if committed_to is None else max(first, min(committed_to, last + 1))
+    if cut > first:
+        figure.spans(lane, [(first, cut - 1)], f"dropped, {committed}: lost", _COLOURS["lost_committed"], [words])
+    if last >= cut:
+        figure.spans(lane, [(cut, last)], f"dropped, never {committed}: lost", _COLOURS["lost"], [words])
+
+
+def _rocketmq_replicas_figure(s: RocketMQReplicaSet) -> dict:
+    figure = _Lanes()
+    if s["layout"] == "dledger":
+        committed_index = {node["broker"]: node["committed_index"] for node in s["nodes"]}
+        for node in s["nodes"]:
+            lane = f"{node['broker']} holds" + (f" {REFERENCE}" if node["broker"] == s["reference"] else "")
+            committed = None if node["committed_index"] is None else node["committed_index"] + 1
+            _held(figure, lane, node["begin_index"], node["end_index"] + 1, committed, "entries", "committed index")
+            if node["committed_index"] is not None:
+                # at the end of the committed entry's unit, where the held span turns light
+                figure.mark(lane, node["committed_index"] + 1, "committed index",
+                            f"{node['broker']}: committed index {node['committed_index']}")
+        for rejoin in s["dledger_rejoins"]:
+            if rejoin["dropped"] is None:
+                continue
+            leader = rejoin["leader"] + (f" {REFERENCE}" if rejoin["leader"] == s["reference"] else "") + (
+                "" if rejoin["leader_electable"] else " (a vote cannot elect it)")
+            lost = rejoin["committed_dropped"]
+            run = rejoin["dropped"]
+            committed = committed_index[rejoin["follower"]]
+            words = (f"{rejoin['follower']} is cut back to index {rejoin['truncate_index']} ({rejoin['rule']}): "
+                     f"entries {run['first_index']}..{run['last_index']}, {run['entries']} entries, {lost} committed")
+            # the committed ones are those at or below the follower's committed index
+            _dropped(figure, f"elect {leader}: {rejoin['follower']} drops", run["first_index"], run["last_index"],
+                     None if committed is None else committed + 1, "committed", words)
+        for missing in s["committed_missing"]:
+            run = missing["missing"]
+            figure.spans(f"{missing['lacker']} lacks what {missing['holder']} committed",
+                         [(run["first_index"], run["last_index"])], "committed elsewhere, missing here",
+                         _COLOURS["lost_committed"], [f"{run['entries']} entries {missing['holder']} committed (to "
+                                                      f"index {missing['committed_index']})"])
+        _parting_lines(figure, [(c["diverged_at_index"], f"{c['reference']} | {c['other']}")
+                                for c in s["dledger_comparisons"] if c["diverged_at_index"] is not None])
+        return figure.figure("DLedger nodes along the entry indexes: where they part, what each leader's "
+                             "followers drop", {"title": {"text": "entry index"}})
+    confirm_offset = {store["broker"]: store["confirm_offset"] for store in s["stores"]}
+    for store in s["stores"]:
+        lane = f"{store['broker']} holds" + (f" {REFERENCE}" if store["broker"] == s["reference"] else "")
+        _held(figure, lane, store["min_offset"], store["max_offset"], store["confirm_offset"], "physical offsets",
+              "confirm offset")
+        if store["confirm_offset"] is not None:
+            figure.mark(lane, store["confirm_offset"], "confirm offset",
+                        f"{store['broker']}: confirm offset {store['confirm_offset']}")
+    for comparison in s["comparisons"]:
+        for side, holder in (("only_reference", comparison["reference"]), ("only_other", comparison["other"])):
+            run = comparison[side]
+            if run is not None:
+                figure.spans(f"only {holder} (against {comparison['other'] if side == 'only_reference' else comparison['reference']})",
+                             [(run["first_offset"], run["end_offset"] - 1)], "held by one copy only", _COLOURS["alone"],
+                             [f"{run['messages']} messages, {run['bytes']} bytes only {holder} holds"])
+    for rejoin in s["rejoins"]:
+        run = rejoin["dropped"]
+        if run is None:
+            continue
+        leader = rejoin["leader"] + (f" {REFERENCE}" if rejoin["leader"] == s["reference"] else "")
+        words = (f"{rejoin['follower']} truncates to {rejoin['truncate_to']} ({rejoin['rule']}): {run['messages']} "
+                 f"messages, {run['bytes']} bytes, {rejoin['confirmed_dropped']} confirmed")
+        # the confirmed ones lie below the follower's confirm offset
+        _dropped(figure, f"elect {leader}: {rejoin['follower']} drops", run["first_offset"], run["end_offset"] - 1,
+                 confirm_offset[rejoin["follower"]], "confirmed", words)
+    _parting_lines(figure, [(c["diverged_at"], f"{c['reference']} | {c['other']}")
+                            for c in s["comparisons"] if c["diverged_at"] is not None])
+    return figure.figure("CommitLog copies along the physical offsets: where they part, what each holds alone and "
+                         "what each rejoin drops", {"title": {"text": "CommitLog physical offset (bytes)"},
+                                                    **_BYTE_TICKS})
+
+
+def _rocketmq_replicas_section(page: "_Page", s: RocketMQReplicaSet, number: int) -> None:
+    dledger = s["layout"] == "dledger"
+    members = s["nodes"] if dledger else s["stores"]
+    page.add(f"<section class=replicas id=rocketmq-replica-set-{number}><h2>Replicas: RocketMQ "
+             f"{'DLedger group' if dledger else 'master/slave copies'} ({s['replication']}), {len(members)} "
+             f"{'nodes' if dledger else 'stores'}</h2>")
+    state = [word for flag, word in ((s["diverged"], "copies part"), (s["damaged"], "a copy is damaged"),
+                                     (s["loses_messages"], "an election or a lost disk loses committed data"))
+             if flag]
+    page.add(f"<p>{html.escape(REFERENCE)}: {html.escape(s['reference'])} ({html.escape(s['reference_reason'])}); "
+             f"{html.escape(', '.join(state) or 'the copies agree on what they share')}.</p>")
+    if dledger:
+        page.add(_table(["node", "store", "entries", "begin index", "end index", "end term", "committed index",
+                         "electable", "recovery cut"],
+                        [[n["broker"], n["store"], n["entries"], n["begin_index"], n["end_index"], n["end_term"],
+                          "-" if n["committed_index"] is None else n["committed_index"],
+                          "yes" if n["electable"] else "no",
+                          "-" if n["recovery_cut"] is None else f"pos {n['recovery_cut']['pos']} "
+                          f"({n['entries_beyond_recovery']} entries beyond)"] for n in s["nodes"]]))
+    else:
+        page.add(_table(["store", "path", "min offset", "max offset", "confirm offset", "epochs", "beyond recovery"],
+                        [[c["broker"], c["store"], c["min_offset"], c["max_offset"],
+                          "-" if c["confirm_offset"] is None else c["confirm_offset"],
+                          "-" if c["epochs"] is None else " ".join(f"{e['epoch']}@{e['start_offset']}"
+                                                                   for e in c["epochs"]),
+                          "-" if c["beyond_recovery"] is None else f"{c['beyond_recovery']['messages']} messages"]
+                         for c in s["stores"]]))
+    page.figure(_rocketmq_replicas_figure(s))
+    if dledger:
+        rows = [[r["leader"] + (f" {REFERENCE}" if r["leader"] == s["reference"] else ""),
+                 "yes" if r["leader_electable"] else "no", r["follower"], r["rule"],
+                 "-" if r["truncate_index"] is None else r["truncate_index"],
+                 0 if r["dropped"] is None else r["dropped"]["entries"], r["committed_dropped"]]
+                for r in s["dledger_rejoins"]]
+        page.add("<h3>Each node as leader</h3>" + _table(
+            ["leader", "electable", "follower", "rule", "cut back to index", "entries dropped", "committed dropped"],
+            rows, "elections"))
+    elif s["rejoins"]:
+        rows = [[r["leader"] + (f" {REFERENCE}" if r["leader"] == s["reference"] else ""), r["follower"], r["rule"],
+                 "-" if r["truncate_to"] is None else r["truncate_to"],
+                 0 if r["dropped"] is None else r["dropped"]["messages"], r["confirmed_dropped"]]
+                for r in s["rejoins"]]
+        page.add("<h3>Each store as master</h3>" + _table(
+            ["master", "follower", "rule", "truncates to", "messages dropped", "confirmed dropped"], rows, "elections"))
+    if not dledger:
+        page.add(_table(["reference", "other", "agree to", "parts at", "other lags (bytes, messages)",
+                         "only the reference holds", "only the other holds"],
+                        [[c["reference"], c["other"], "-" if c["agree_to"] is None else c["agree_to"],
+                          "-" if c["diverged_at"] is None else c["diverged_at"],
+                          "-" if c["lag_bytes"] is None else f"{c['lag_bytes']}, {c['lag_messages']}",
+                          _run_messages(c["only_reference"]), _run_messages(c["only_other"])]
+                         for c in s["comparisons"]]))
+    page.add(_notes_html(s["notes"] + [f"{m['broker']}: {n}" for m in members for n in m["notes"]]))
+    page.add("</section>")
+
+
+def _run_messages(run: dict | None) -> str:
+    return "nothing" if run is None else f"{run['messages']} messages ({run['first_offset']}..{run['end_offset']})"
+
+
 # -- the page ---------------------------------------------------------------------------------
 
 
@@ -451,7 +803,7 @@ def _startup_html(p: ReportPartition) -> str:
 def _partition_section(page: _Page, p: ReportPartition) -> None:
     name = p["directory"]
     truncation = p["truncation"]
-    page.add(f"<section class=partition><h2>Kafka partition {html.escape(name)}</h2>")
+    page.add(f"<section class=partition><h2>Kafka partition {html.escape(name)}{html.escape(_copy_of(p))}</h2>")
     page.add(_table(["segments", "batches", "records", "bytes", "offsets", "first timestamp", "last timestamp",
                      "records/s", "bytes/s", "log-append-time batches", "transactions (commit/abort/open)",
                      "recovery"],
@@ -498,7 +850,7 @@ def _store_recovery_text(s: ReportStore) -> str:
 
 
 def _store_section(page: _Page, s: ReportStore) -> None:
-    page.add(f"<section class=store><h2>RocketMQ store {html.escape(s['root'])}</h2>")
+    page.add(f"<section class=store><h2>RocketMQ store {html.escape(s['root'])}{html.escape(_copy_of(s))}</h2>")
     page.add(_table(["messages", "bytes", "queues", "CommitLog files", "IndexFiles", "first store time",
                      "last store time", "messages/s", "recovery"],
                     [[s["messages"], s["bytes"], len(s["queues"]), len(s["commitlog"]), len(s["index_files"]),
@@ -545,6 +897,29 @@ def write_report(paths: list[str], out: str, force: bool = False, **options) -> 
     return figures
 
 
+def _copies_note(figures: ReportFigures) -> str:
+    """How many sections below are copies of one partition or store: each is one broker's, none summed."""
+    copies = [p for p in figures["partitions"] if p["replica_set"] is not None]
+    stores = [s for s in figures["stores"] if s["replica_set"] is not None]
+    if not copies and not stores:
+        return ""
+    words = []
+    if copies:
+        words.append(f"{len(copies)} of the {len(figures['partitions'])} partition sections below are copies of "
+                     f"{len({p['replica_set'] for p in copies})} partitions held by several brokers")
+    if stores:
+        words.append(f"{len(stores)} of the {len(figures['stores'])} store sections are copies in "
+                     f"{len({s['replica_set'] for s in stores})} replica sets")
+    return (f"<p class=note>{html.escape('; '.join(words))}: each section is one broker's copy, named in its "
+            "heading, and no figure is summed across sections; the replicas sections compare the copies.</p>")
+
+
+def _copy_of(section: dict) -> str:
+    if section["replica_set"] is None:
+        return ""
+    return f" ({section['broker']}'s copy)"
+
+
 def report_html(figures: ReportFigures) -> str:
     """The whole page: every partition and store with its figures and findings, the figures as JSON."""
     page = _Page()
@@ -559,6 +934,14 @@ def report_html(figures: ReportFigures) -> str:
                  "findings beyond the listed ones are drawn in bins along the offsets. Each section says where it "
                  "aggregated.</p>")
     page.add(_notes_html(figures["notes"]))
+    replicas = figures["replicas"]
+    if replicas is not None:
+        page.add(_copies_note(figures))
+        for number, replica_set in enumerate(replicas["kafka"]):
+            _kafka_replicas_section(page, replica_set, number)
+        for number, replica_set in enumerate(replicas["rocketmq"]):
+            _rocketmq_replicas_section(page, replica_set, number)
+        page.add(_notes_html(replicas["notes"] + [f"{s['path']}: {s['reason']}" for s in replicas["skipped"]]))
     for partition in figures["partitions"]:
         _partition_section(page, partition)
     for store in figures["stores"]:

@@ -27,6 +27,7 @@ from __future__ import annotations
 import bisect
 import os
 from collections import Counter, defaultdict
+from functools import partial
 from pathlib import Path
 from typing import NamedTuple
 
@@ -50,6 +51,7 @@ from segtool.formats.ranges import span
 from segtool.ops.file_formats import file_format
 from segtool.ops.output_schema import SalvageReport
 from segtool.ops.progress import RunProgress
+from segtool.ops.task_map import MapTasks, bytes_in, in_process
 from segtool.ops.rebuild_rocketmq import index_geometry
 from segtool.ops.verify_rocketmq.store import DISPATCHED_TRAN_TYPES
 from segtool.source import open_buffer, sha256_of
@@ -79,8 +81,13 @@ class _Found(NamedTuple):
 
 
 def salvage(paths: list[str], out_dir: str, *, index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES,
-            force: bool = False, progress: RunProgress | None = None) -> SalvageReport:
+            force: bool = False, progress: RunProgress | None = None,
+            map_tasks: MapTasks = in_process) -> SalvageReport:
     """Salvage the Kafka partitions or the RocketMQ stores below ``paths`` into ``out_dir``.
+
+    Each partition and each store is one unit of work handed to ``map_tasks`` (in this process, or
+    the pipeline's tasks: ``progress`` is then None); it reads its input and writes its output
+    itself, and the report is put together here in the inputs' order, whoever ran them.
 
     One store alone goes to ``out_dir``; otherwise each partition and store keeps its path below
     the given path that holds it (``out_dir/<partition>/`` for a log dir, ``out_dir/broker1/<partition>/``
@@ -108,9 +115,9 @@ def salvage(paths: list[str], out_dir: str, *, index_interval_bytes: int = DEFAU
         read = [log for partition in partitions for log in partition.logs] + [f for store in stores for f in store.commitlog]
         progress.plan((f.path, f.size) for f in read)
     if partitions:
-        _salvage_partitions(partitions, paths, places, index_interval_bytes, force, progress, report)
+        _salvage_partitions(partitions, paths, places, index_interval_bytes, force, progress, report, map_tasks)
     if stores:
-        _salvage_stores(stores, paths, places, force, progress, report)
+        _salvage_stores(stores, paths, places, force, progress, report, map_tasks)
     taken = [partition.files for partition in partitions] + [store.files for store in stores]
     report["skipped"].extend({"path": f.path, "reason": _NOT_TAKEN} for f in found.outside(*taken))
     report["summary"] = _summary(report)
@@ -191,7 +198,7 @@ def _out_partition(partition: Partition, places: dict[str, str]) -> str:
 
 
 def _salvage_partitions(partitions: list[Partition], paths, places, interval, force, progress,
-                        report: dict) -> None:
+                        report: dict, map_tasks: MapTasks) -> None:
     copies: dict[str, list[str]] = {}  # partition directory -> state files that parse
     targets = []
     for partition in partitions:
@@ -216,14 +223,19 @@ def _salvage_partitions(partitions: list[Partition], paths, places, interval, fo
             else:
                 report["skipped"].append({"path": entry.path, "reason": file_format(entry.kind).salvage_note or _NOT_READ})
     plan_outputs(targets, paths, False, force)
-    for partition in partitions:
-        report["partitions"].append(_salvage_partition(partition, _out_partition(partition, places), interval,
-                                                       force, progress, copies[partition.directory],
-                                                       report["inputs"]))
+    items = [(partition, _out_partition(partition, places), copies[partition.directory]) for partition in partitions]
+    done = map_tasks(partial(_salvage_partition, interval=interval, force=force, progress=progress), items,
+                     [sum(log.size for log in partition.logs) for partition in partitions])
+    for salvaged, inputs in done:
+        report["partitions"].append(salvaged)
+        report["inputs"].extend(inputs)
 
 
-def _salvage_partition(partition: Partition, out: str, interval: int, force: bool, progress,
-                       copies: list[str], inputs: list[dict]) -> dict:
+def _salvage_partition(item: tuple[Partition, str, list[str]], interval: int, force: bool,
+                       progress) -> tuple[dict, list[dict]]:
+    """A unit of work: one partition salvaged into its output directory; its report and its inputs."""
+    partition, out, copies = item
+    inputs: list[dict] = []
     segments = [Segment(log.path) for log in partition.logs]
     bases = [segment.base_offset for segment in segments]
     found: list[_Found] = []
@@ -277,7 +289,7 @@ def _salvage_partition(partition: Partition, out: str, interval: int, force: boo
         "offset_ranges_lost": [{"first_offset": first, "last_offset": None if last == UNKNOWN_END else last}
                                for first, last in lost_ranges],
         "copied": copied,
-    }
+    }, inputs
 
 
 def _first_offset(record_batch: RecordBatch, path: str) -> int:
@@ -363,28 +375,46 @@ def _out_store(store: Store, places: dict[str, str]) -> str:
     return places[os.path.abspath(store.root)]
 
 
-def _salvage_stores(stores: list[Store], paths, places, force, progress, report: dict) -> None:
-    read = [_read_store(store, progress, report) for store in stores]
-    targets = []
-    for store, survivors in zip(stores, read):
+def _salvage_stores(stores: list[Store], paths, places, force, progress, report: dict, map_tasks: MapTasks) -> None:
+    # what is known before a store is read is checked for every store before any is: a store's other
+    # outputs (its queues' and index files' names) when it has been read, by its own unit of work
+    known = []
+    for store in stores:
         out = Path(_out_store(store, places))
-        targets += [str(out / rocketmq_names.COMMITLOG_DIR / name) for name in survivors["commitlog_sizes"]]
+        known += [str(out / rocketmq_names.COMMITLOG_DIR / os.path.basename(f.path)) for f in store.commitlog]
+        known.append(str(out / MESSAGES_PARQUET))
+    plan_outputs(known, paths, False, force)
+    for store in stores:
+        report["skipped"].extend({"path": f.path, "reason": file_format(f.kind).salvage_note or _NOT_TAKEN}
+                                 for f in store.files if f.kind != FileKind.ROCKETMQ_COMMITLOG)
+    items = [(store, _out_store(store, places), paths) for store in stores]
+    for salvaged, inputs in map_tasks(partial(_salvage_store, force=force, progress=progress), items,
+                                      [bytes_in(store.root) for store in stores]):
+        report["stores"].append(salvaged)
+        report["inputs"].extend(inputs)
+
+
+def _salvage_store(item: tuple[Store, str, list[str]], force: bool, progress) -> tuple[dict, list[dict]]:
+    """A unit of work: one store read, its outputs checked (``plan_outputs``) and written; its report and
+    its inputs."""
+    store, out_dir, paths = item
+    inputs: list[dict] = []
+    survivors = _read_store(store, progress, inputs)
+    out = Path(out_dir)
+    try:
+        targets = [str(out / rocketmq_names.COMMITLOG_DIR / name) for name in survivors["commitlog_sizes"]]
         targets += [str(out / rocketmq_names.CONSUMEQUEUE_DIR / topic / str(queue) / name)
                     for (topic, queue), files in survivors["queues"].items() for name in files]
         targets += [str(out / rocketmq_names.INDEX_DIR / view.name) for view in survivors["index"].created]
         targets.append(str(out / MESSAGES_PARQUET))
-        report["skipped"].extend({"path": f.path, "reason": file_format(f.kind).salvage_note or _NOT_TAKEN}
-                                 for f in store.files if f.kind != FileKind.ROCKETMQ_COMMITLOG)
-    plan_outputs(targets, paths, False, force)
-    for store, survivors in zip(stores, read):
-        try:
-            report["stores"].append(_write_store(store, Path(_out_store(store, places)), survivors, force))
-        finally:
-            for view in survivors["index"].created:
-                view.close()
+        plan_outputs(targets, paths, False, force)
+        return _write_store(store, out, survivors, force), inputs
+    finally:
+        for view in survivors["index"].created:
+            view.close()
 
 
-def _read_store(store: Store, progress, report: dict) -> dict:
+def _read_store(store: Store, progress, inputs: list[dict]) -> dict:
     """Everything a store's output needs, computed before anything is written."""
     files = [(int(os.path.basename(f.path)), f.path) for f in store.commitlog]
     starts = [start for start, _ in files]
@@ -393,7 +423,7 @@ def _read_store(store: Store, progress, report: dict) -> dict:
     messages, damaged, blanks = [], [], {}
     failed_crc = 0
     for start, path in files:
-        report["inputs"].append(_input(path))
+        inputs.append(_input(path))
         name = os.path.basename(path)
         advance = progress.file(path) if progress is not None else None
         with rmq.MappedFile(path) as mapped:

@@ -189,6 +189,8 @@ def replicas_lines(report: dict) -> Iterator[Styled]:
     for note in report["notes"]:
         yield f"note: {note}", "yellow"
     summary = report["summary"]
+    if not report["kafka"] and not report["rocketmq"]:
+        yield "nothing here is held by two or more brokers: no copies to compare", "yellow"
     yield (f"{summary['kafka_replica_sets']} Kafka replica sets, {summary['rocketmq_replica_sets']} RocketMQ groups: "
            f"{summary['diverged']} diverged, {summary['damaged']} damaged replicas, "
            f"{summary['committed_loss_at_best']} committed records lost by the best elections"), "bold"
@@ -444,12 +446,33 @@ def report_lines(figures: dict, width: int = 80) -> Iterator[Styled]:
     if figures["other_findings"]["total"]:
         yield "Other files", "bold"
         yield from _findings_lines(figures["other_findings"], width)
+    if figures["replicas"] is not None:
+        yield from _replicas_summary_lines(figures["replicas"], width)
     summary = figures["summary"]
     yield from _fitted(f"{_plural(summary['files'], 'file')}: {summary['ok']} ok, {summary['problems']} with problems, "
                        f"{summary['unreadable']} unreadable, {summary['skipped']} skipped", width, "bold", "")
     for item in figures["files"]:  # each by its whole path, never cut: what could not be read is evidence too
         if item["status"] == "unreadable":
             yield f"  unreadable: {item['path']}", "red"
+
+
+def _replicas_summary_lines(replicas: dict, width: int) -> Iterator[Styled]:
+    """``report``'s word on copies held by several brokers (``segtool replicas`` gives the whole comparison)."""
+    for replica_set in replicas["kafka"]:
+        name = f"{replica_set['topic']}-{replica_set['partition']}"
+        parted = [p for p in replica_set["pairs"] if p["diverged"]]
+        best = next((c for c in replica_set["candidates"] if c["broker"] == replica_set["best_candidate"]), None)
+        yield from _fitted(f"Replicas of {name}: {len(replica_set['replicas'])} copies"
+                           + (f", parting at offset {min(p['agreed_until'] for p in parted)}" if parted else ", agreeing")
+                           + (f"; best election {best['broker']} loses {best['records_lost']} records "
+                              f"({best['committed_records_lost']} committed)" if best else ""),
+                           width, "red" if parted or (best and best["committed_records_lost"]) else None)
+    for group in replicas["rocketmq"]:
+        members = [s["broker"] for s in group["stores"]] or [n["broker"] for n in group["nodes"]]
+        yield from _fitted(f"RocketMQ {group['layout'].replace('_', '/')} group of {len(members)}: "
+                           + ("copies part" if group["diverged"] else "copies agree")
+                           + ("; messages would be lost" if group["loses_messages"] else ""),
+                           width, "red" if group["diverged"] or group["loses_messages"] else None)
 
 
 def report_written_lines(figures: dict, out: str) -> Iterator[Styled]:
@@ -736,6 +759,24 @@ def scan_lines(report: dict) -> Iterator[str]:
     if report["inputs"]["skipped"]:
         yield (f"{len(report['inputs']['skipped'])} other files not scanned (neither segments nor "
                f"CommitLog files), each named in {dataset['report']}")
+    committed = report["commit"]
+    for removed in committed["removed_staging"]:
+        yield f"removed {removed}: the staging folder of an interrupted scan"
+    if committed["resumed_tasks"]:
+        yield (f"resumed {committed['run']}: {committed['resumed_tasks']} of {report['tasks']} tasks kept from "
+               "the interrupted scan")
+
+
+def scan_check_lines(check: dict) -> Iterator[str]:
+    """Whether a scan dataset is complete, and each way it is not."""
+    if check["complete"]:
+        yield f"complete: {check['out']} holds the {check['files']} parts and {check['rows']} rows its manifest lists"
+    else:
+        yield f"NOT complete: {check['out']}"
+    for problem in check["problems"]:
+        yield f"  {problem['path']}: {problem['reason']}"
+    for run in check["staging"]:
+        yield f"  {run}: the staging folder of a scan that is running or was interrupted"
 
 
 def carve_lines(report: dict, out: str) -> Iterator[str]:

@@ -24,13 +24,14 @@ import pyarrow as pa
 from segtool.errors import CorruptData
 from segtool.findings import FindingKind, finding
 from segtool.engine.salvage import DamagedRange, commitlog_pieces, kafka_pieces
-from segtool.kafka.log import DEFAULT_CAP, RecordBatch
+from segtool.kafka.log import DEFAULT_CAP, NO_TIMESTAMP, RecordBatch
 from segtool.kafka.record_columns import batch_columns
 from segtool.kafka.records import base_offset_of, batch_records, control_record_type
 from segtool.formats.outcomes import WalkEnd
 from segtool.pipeline import storage
 from segtool.ops.render import damaged_range_text
-from segtool.pipeline.schema import COLUMNS, FILE_SCHEMA, HEADER_TYPE, KAFKA, ROCKETMQ
+from segtool.pipeline.schema import (COLUMNS, FILE_SCHEMA, HEADER_TYPE, KAFKA, ROCKETMQ, TIMESTAMP, TIMESTAMP_MAX_MS,
+                                     TIMESTAMP_MIN_MS)
 from segtool.rocketmq.message_shape import MESSAGE_COLUMNS
 
 DEFAULT_CHUNK_ROWS = 65536
@@ -57,6 +58,12 @@ def new_stats(task: dict) -> dict:
     }
 
 
+def _event_times(ms: np.ndarray, absent: np.ndarray | bool = False) -> pa.Array:
+    """The ``timestamp`` column from timestamps as stored (ms): null where ``absent`` and beyond the range
+    every reader holds."""
+    return pa.array(ms, TIMESTAMP, mask=absent | (ms < TIMESTAMP_MIN_MS) | (ms > TIMESTAMP_MAX_MS))
+
+
 def _file_batch(columns: dict, n: int) -> pa.RecordBatch:
     """A record batch of the part files' schema: the other broker's columns are nulls."""
     arrays = [columns[field.name] if field.name in columns else pa.nulls(n, field.type) for field in FILE_SCHEMA]
@@ -65,6 +72,8 @@ def _file_batch(columns: dict, n: int) -> pa.RecordBatch:
 
 # -- Kafka ------------------------------------------------------------------
 
+# Kafka's TimestampType ids (``TimestampType.id``), the ``timestampType`` Spark's Kafka source gives
+_TIMESTAMP_TYPE_IDS = {"NoTimestampType": -1, "CreateTime": 0, "LogAppendTime": 1}
 
 
 def _control_json(record) -> str | None:
@@ -220,11 +229,15 @@ class _KafkaBuilder:
             return pa.DictionaryArray.from_arrays(np.repeat(codes, counts), labels).cast(pa.string())
 
         wrapper_offsets = per_batch(self.b_wrapper, np.int64)
+        header_offsets = np.asarray(self.h_offsets, dtype=np.int32)
         headers = pa.ListArray.from_arrays(
-            pa.array(self.h_offsets, pa.int32()),
+            pa.array(header_offsets),
             pa.StructArray.from_arrays([pa.array(self.h_keys, pa.string()), pa.array(self.h_values, pa.binary())],
                                        fields=list(HEADER_TYPE)),
+            mask=pa.array(header_offsets[1:] == header_offsets[:-1]),  # no headers: null, as Spark's source
         )
+        magic = per_batch(self.b_magic, np.int8)
+        stored_times = np.asarray(self.timestamp, dtype=np.int64)
         columns = {
             "broker": pa.array([KAFKA] * n, pa.string()),
             "source_dir": pa.array([task["source_dir"]] * n, pa.string()),
@@ -237,10 +250,13 @@ class _KafkaBuilder:
             "batch_base_offset": pa.array(per_batch(self.b_base, np.int64)),
             "batch_last_offset": pa.array(per_batch(self.b_last, np.int64)),
             "batch_wrapper_offset": pa.array(wrapper_offsets, mask=wrapper_offsets < 0),
-            "magic": pa.array(per_batch(self.b_magic, np.int8)),
+            "magic": pa.array(magic),
             "partition_leader_epoch": pa.array(per_batch(self.b_epoch, np.int32)),
-            "timestamp": pa.array(self.timestamp, pa.int64()),
+            # RecordBatch.NO_TIMESTAMP: what a magic-0 record reads as, and Kafka's "none" in any format
+            "timestamp": _event_times(stored_times, stored_times == NO_TIMESTAMP),
+            "timestampType": pa.array(per_batch([_TIMESTAMP_TYPE_IDS[t] for t in self.b_ts_type], np.int32)),
             "timestamp_type": per_batch_text(self.b_ts_type),
+            "timestamp_ms": pa.array(stored_times, mask=magic == 0),  # magic 0 stores no timestamp
             "key": pa.array(self.key, pa.binary()),
             "key_utf8": pa.array(self.key_utf8, pa.string()),
             "key_size": pa.array(self.key_size, pa.int32()),
@@ -322,6 +338,7 @@ def _rocketmq_batch(task: dict, messages: list[dict], with_values: bool) -> pa.R
     data = {name: [m[source] for m in messages] if required else [m.get(source) for m in messages]
             for name, source, required in _TAKEN}
     data["offset"] = [m["queueOffset"] for m in messages]
+    data["timestamp"] = _event_times(np.asarray(data["born_timestamp"], dtype=np.int64))
     data["broker"] = [ROCKETMQ] * n
     data["source_dir"] = [task["source_dir"]] * n
     data["broker_id"] = [task["broker_id"]] * n
@@ -330,7 +347,8 @@ def _rocketmq_batch(task: dict, messages: list[dict], with_values: bool) -> pa.R
     data["properties"] = [list(m["properties"].items()) for m in messages]
     data["body_crc_valid"] = [m["bodyLength"] <= 0 or m["bodyCRC"] == m["bodyCRCComputed"] for m in messages]
     data["compression"] = [m.get("compression") for m in messages]
-    return _file_batch({name: pa.array(values, _FILE_TYPES[name]) for name, values in data.items()}, n)
+    return _file_batch({name: values if isinstance(values, pa.Array) else pa.array(values, _FILE_TYPES[name])
+                        for name, values in data.items()}, n)
 
 
 def _by_queue(task: dict, messages: list[dict], with_values: bool):

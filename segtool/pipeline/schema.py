@@ -13,12 +13,21 @@ gives them back as columns.  A RocketMQ message's partition is its queue id and
 its ``offset`` its ConsumeQueue offset: (topic, partition, offset) names a
 message as it names a Kafka record.
 
-Conventions: offsets, positions and timestamps are int64 (timestamps in ms
-since the epoch, as stored; Spark SQL's ``timestamp_millis(timestamp)`` makes a
-TIMESTAMP of one); digests are lowercase hex strings, so ``WHERE value_sha256 =
-'…'`` works as typed; null means "absent in the data" (a null key, a v2
-record's legacy CRC, a column of the other broker), never "not computed",
-except ``value``/``body`` which are filled only with ``--with-values``.
+Kafka rows carry the columns of Spark's own Kafka source under its names and types
+(spark-sql-kafka-0-10, ``KafkaRecordToRowConverter.kafkaSchema`` with ``includeHeaders``: key
+binary, value binary, topic string, partition int, offset bigint, timestamp TIMESTAMP,
+timestampType int, headers array<struct<key: string, value: binary>>, null when a record has
+none), so a query written for a stream of the topic runs on the evidence as it is; segtool's
+forensic columns stand beside them.  ``timestamp`` is the one event-time column of both brokers:
+a RocketMQ row's is its born timestamp, the producer's clock, as Kafka's default CreateTime is
+(and what RocketMQ's Flink connector takes as event time, ``MessageViewExt``).
+
+Conventions: offsets and positions are int64; ``timestamp`` is a TIMESTAMP (Parquet
+TIMESTAMP(MILLIS, UTC)), null where the record has none; the other timestamps are int64 ms since
+the epoch, as stored; digests are lowercase hex strings, so ``WHERE value_sha256 = '…'`` works as
+typed; null means "absent in the data" (a null key, a v2 record's legacy CRC, a column of the
+other broker), never "not computed", except ``value``/``body`` which are filled only with
+``--with-values``.
 """
 
 from __future__ import annotations
@@ -29,6 +38,12 @@ from segtool.formats.record_shapes import arrow_type
 from segtool.rocketmq.message_shape import MESSAGE_COLUMNS
 
 HEADER_TYPE = pa.struct([pa.field("key", pa.string()), pa.field("value", pa.binary())])
+TIMESTAMP = pa.timestamp("ms", tz="UTC")  # what Spark reads as TIMESTAMP, DuckDB as TIMESTAMPTZ
+# the ms a TIMESTAMP holds for every reader: 0001-01-01 to 9999-12-31 UTC (Spark's documented range, and
+# Python's datetime, which PySpark's collect() and pyarrow's to_pylist() make); beyond it a producer's clock
+# gone wrong would make the whole dataset unreadable (Spark overflows turning ms into µs), so it is null there
+TIMESTAMP_MIN_MS = -62_135_596_800_000
+TIMESTAMP_MAX_MS = 253_402_300_799_999
 
 KAFKA = "kafka"
 ROCKETMQ = "rocketmq"
@@ -61,6 +76,11 @@ COLUMNS = [
                                     "queue id; a partition key, in the directory name `partition=<n>`"),
     ("offset", pa.int64(), BOTH,
      "Kafka: the record's offset; RocketMQ: the message's offset in its ConsumeQueue"),
+    ("timestamp", TIMESTAMP, BOTH,
+     "the event time, UTC. Kafka: the record's timestamp as a consumer gets it (LogAppendTime: the batch's "
+     "append time); RocketMQ: the born timestamp (the producer's clock, like Kafka's CreateTime); null where "
+     "the record has none (magic 0, or Kafka's NO_TIMESTAMP -1 stored) or it lies outside 0001-01-01..9999-12-31 "
+     "(`timestamp_ms`, `born_timestamp` keep it as stored)"),
     ("compression", pa.string(), BOTH, "Kafka: codec of the batch (none, gzip, snappy, lz4, zstd); RocketMQ: zlib, "
                                        "lz4 or zstd for compressed bodies, else null"),
     # Kafka
@@ -73,15 +93,19 @@ COLUMNS = [
                                                 "its last inner offset); null for v2 batches"),
     ("magic", pa.int8(), KAFKA, "batch format: 2 (record batch), 1 or 0 (legacy message sets)"),
     ("partition_leader_epoch", pa.int32(), KAFKA, "leader epoch stamped on the batch (-1 for legacy)"),
-    ("timestamp", pa.int64(), KAFKA, "the record's timestamp, ms (LogAppendTime: the batch's append time; -1 for v0)"),
+    ("timestampType", pa.int32(), KAFKA, "Kafka's TimestampType id, as Spark's Kafka source gives it: 0 CreateTime, "
+                                         "1 LogAppendTime, -1 NoTimestampType (magic 0)"),
     ("timestamp_type", pa.string(), KAFKA, "CreateTime, LogAppendTime or NoTimestampType (magic 0)"),
+    ("timestamp_ms", pa.int64(), KAFKA, "the record's timestamp as stored, ms since the epoch (LogAppendTime: the "
+                                        "batch's append time); null for magic 0, which stores none"),
     ("key", pa.binary(), KAFKA, "the key's bytes (null key: null)"),
     ("key_utf8", pa.string(), KAFKA, "the key as text when it is valid UTF-8, else null"),
     ("key_size", pa.int32(), KAFKA, "key length, -1 for a null key"),
     ("value_size", pa.int32(), KAFKA, "value length, -1 for a null value (a tombstone)"),
     ("value_sha256", pa.string(), KAFKA, "sha256 of the value, hex (null for a null value)"),
     ("value", pa.binary(), KAFKA, "the value's bytes; filled only with --with-values"),
-    ("headers", pa.list_(HEADER_TYPE), KAFKA, "record headers in order: array<struct<key: string, value: binary>>"),
+    ("headers", pa.list_(HEADER_TYPE), KAFKA, "record headers in order: array<struct<key: string, value: binary>>; "
+                                              "null when the record has none (as Spark's Kafka source gives them)"),
     ("producer_id", pa.int64(), KAFKA, "producer id (-1 when none)"),
     ("producer_epoch", pa.int16(), KAFKA, "producer epoch (-1 when none)"),
     ("sequence", pa.int32(), KAFKA, "the record's sequence number (base sequence + offset delta; -1 when none)"),

@@ -46,6 +46,7 @@ import time
 from collections import deque
 from functools import partial
 
+from segtool.engine import uris
 from segtool.errors import SegtoolError
 from segtool.pipeline.tasks import DEFAULT_TASK_RETRIES, order_by_cost, say_retry, task_label
 
@@ -222,17 +223,105 @@ class _StderrFilter:
 RETRIED = -1  # the item number of the pair a retried task adds to its results
 
 
-def _run_chunk(fn, chunk):
+def _run_chunk(fn, storage_settings, chunk):
     from pyspark import TaskContext
 
+    from segtool.engine import uris
     from segtool.pipeline.tasks import guarded
 
-    pairs = [(i, guarded(fn, item)) for i, item in chunk]
+    uris.configure(storage_settings)  # the driver's --conf spark.hadoop.fs.* settings, for URI inputs and outputs
+    pairs = [(i, _where(guarded(fn, item))) for i, item in chunk]
     context = TaskContext.get()
     if context is not None and context.attemptNumber() > 0:
         pairs.append((RETRIED, {"stage": context.stageId(), "partition": context.partitionId(),
                                 "attempt": context.attemptNumber() + 1}))
     return pairs
+
+
+def _where(outcome):
+    """A task's error about a local input this executor cannot see says so, with the executor's host:
+    on a cluster the inputs must be on a mount every node shares."""
+    if outcome[0] != "error":
+        return outcome
+    _, name, message, path, offset = outcome
+    if path and "://" not in path and not os.path.exists(path):
+        import socket
+
+        message = f"not visible on executor {socket.gethostname()}: {message}"
+    return ("error", name, message, path, offset)
+
+
+# the modules a task imports: an executor's Python without one of them cannot run segtool
+_TASK_MODULES = ("segtool", "pyarrow", "numpy", "construct", "crc32c", "cramjam", "zstandard", "lz4")
+
+
+def _probe(out_dir, _):
+    """On an executor: its host and Python, the first task module it lacks, and (for a local ``out_dir``)
+    the marker it wrote there, which the driver must then see."""
+    import importlib
+    import socket
+
+    host = socket.gethostname()
+    missing = None
+    for module in _TASK_MODULES:
+        try:
+            importlib.import_module(module)
+        except ImportError as exc:
+            missing = f"{module} ({exc})"
+            break
+    marker = error = None
+    if out_dir is not None:
+        marker = os.path.join(out_dir, f"executor-probe-{host}-{os.getpid()}")
+        try:
+            os.makedirs(out_dir, exist_ok=True)
+            with open(marker, "w") as handle:
+                handle.write(host)
+        except OSError as exc:
+            error = exc.strerror or str(exc)
+    return [{"host": host, "python": "%d.%d" % sys.version_info[:2], "missing": missing, "marker": marker,
+             "error": error}]
+
+
+def judge_probe(found: dict, python: str, out_dir: str | None) -> None:
+    """Raise the one-line cause when an executor cannot run segtool's tasks or cannot write where the driver
+    reads; remove the probe's marker otherwise."""
+    driver = "%d.%d" % sys.version_info[:2]
+    if found["python"] != driver:
+        raise SegtoolError(f"the executors' Python ({python}) is Python {found['python']} on executor "
+                           f"{found['host']}, the driver's is {driver}: set --conf spark.pyspark.python to a "
+                           f"Python {driver} with segtool's dependencies on every node")
+    if found["missing"]:
+        raise SegtoolError(f"the executors' Python ({python}) on executor {found['host']} lacks {found['missing']}: "
+                           "install segtool's dependencies there or ship a packed environment (docs/pipeline.md)")
+    if out_dir is None:
+        return
+    if found["error"]:
+        raise SegtoolError(f"--out is not writable from executor {found['host']}: {found['error']}; give --out a "
+                           "URI (hdfs://, s3://) or a directory on a mount every node shares", out_dir)
+    if not os.path.exists(found["marker"]):
+        raise SegtoolError(f"--out is not shared with the executors: executor {found['host']} wrote "
+                           f"{os.path.basename(found['marker'])} there and the driver does not see it; give --out a "
+                           "URI (hdfs://, s3://) or a directory on a mount every node shares", out_dir)
+    os.unlink(found["marker"])
+
+
+def _executor_cause(text: str, python: str) -> str | None:
+    """The cause of a job that failed before segtool's code ran, in the executors' Python."""
+    mismatch = re.search(r"Python in worker has different version:? ?\(?(\d+, ?\d+|\d+\.\d+)", text)
+    if mismatch:
+        worker = mismatch.group(1).replace(", ", ".").replace(",", ".")
+        driver = "%d.%d" % sys.version_info[:2]
+        return (f"the executors' Python ({python}) is Python {worker}, the driver's is {driver}: set --conf "
+                f"spark.pyspark.python to a Python {driver} with segtool's dependencies on every node")
+    missing = re.search(r"No module named '([\w.]+)'", text)
+    if missing:
+        return (f"the executors' Python ({python}) lacks {missing.group(1)} (No module named "
+                f"'{missing.group(1)}'): install segtool's dependencies there or ship a packed environment "
+                "(docs/pipeline.md)")
+    cannot = re.search(r'Cannot run program "([^"]+)"[^\n]*', text)
+    if cannot:
+        return f"the executors' Python cannot be started: {cannot.group(0).strip()}"
+    return None
 
 
 def _segtool_zip(directory: str) -> str:
@@ -341,6 +430,7 @@ class SparkEngine:
         self.owned = False
         self.startup_seconds = 0.0
         self.java: dict | None = None
+        self._environ_before = dict(os.environ)  # whether the user chose the executors' Python
         self._tmp: str | None = None
         self._stderr: _StderrFilter | None = None
 
@@ -488,6 +578,30 @@ class SparkEngine:
         self.start()
         return self.sc.defaultParallelism
 
+    @property
+    def python(self) -> str:
+        """The executors' Python, as Spark was told."""
+        return self.sc.getConf().get("spark.pyspark.python", None) or os.environ.get("PYSPARK_PYTHON", "python3")
+
+    def check_executors(self, out_dir: str | None) -> None:
+        """Before any work, on a cluster or with a Python of the user's choosing: one executor task says what
+        its Python lacks and writes a marker in ``out_dir`` (a local path) that the driver must then see."""
+        self.start()
+        chosen = "spark.pyspark.python" in self.conf or "PYSPARK_PYTHON" in self._environ_before
+        if _is_local(self.master or "local[*]") and not chosen:
+            return
+        local_out = None if out_dir is None or "://" in out_dir else out_dir
+        self.sc.setJobDescription("segtool: check the executors")
+        self.sc.setLogLevel("OFF")  # a failed probe is said in one line, not in Spark's task traces
+        try:
+            (found,) = self.sc.parallelize([0], 1).mapPartitions(partial(_probe, local_out)).collect()
+        except Exception as exc:
+            cause = _executor_cause(str(exc), self.python)
+            raise SegtoolError(cause or f"Spark job failed: {_last_error(str(exc))}") from None
+        finally:
+            self.sc.setLogLevel("ERROR")
+        judge_probe(found, self.python, local_out)
+
     # -- work -----------------------------------------------------------------
 
     def _chunks(self, items: list, costs) -> list[list]:
@@ -527,7 +641,7 @@ class SparkEngine:
         if description:
             self.sc.setJobDescription(description)
         try:
-            pairs = self.sc.parallelize(chunks, len(chunks)).flatMap(partial(_run_chunk, fn)).collect()
+            pairs = self.sc.parallelize(chunks, len(chunks)).flatMap(partial(_run_chunk, fn, uris.current_settings())).collect()
         except KeyboardInterrupt:
             self._cancel()
             raise
@@ -535,7 +649,8 @@ class SparkEngine:
             if self.interrupted:  # the interrupted call failed on its way out
                 self._cancel()
                 raise KeyboardInterrupt from None
-            raise SegtoolError(f"Spark job failed: {_last_error(str(exc))}") from None
+            cause = _executor_cause(str(exc), self.python)
+            raise SegtoolError(cause or f"Spark job failed: {_last_error(str(exc))}") from None
         results: list = [None] * n
         for i, outcome in pairs:
             if i == RETRIED:

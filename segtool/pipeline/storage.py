@@ -3,8 +3,9 @@
 A plain path is read through ``segtool.source`` (read-only mmap) and
 written through ``segtool.engine.safe_write`` (temp file, fsync, rename).  A URI
 (``s3://bucket/kafka-logs``, ``hdfs://nn/evidence``, ``gs://…``, ``file:///…``)
-goes through pyarrow's filesystems, so executors of a cluster can read inputs
-that no single machine holds: a task reads only the byte range of its split.
+goes through ``segtool.engine.uris`` (schemes, s3a settings, timeouts, one-line
+errors), so executors of a cluster can read inputs that no single machine
+holds: a task reads only the byte range of its split.
 Inputs are only ever opened for reading (``open_input_file``).
 """
 
@@ -12,37 +13,15 @@ from __future__ import annotations
 
 import os
 import posixpath
-from functools import lru_cache
 
+from segtool.engine import uris
+from segtool.engine.uris import bounded, is_uri
 from segtool.errors import SegtoolError, UnreadableInput
 
 
-def is_uri(path: str) -> bool:
-    return "://" in path
-
-
-@lru_cache(maxsize=32)
-def _filesystem(root: str):
-    from pyarrow import fs
-
-    try:
-        filesystem, _ = fs.FileSystem.from_uri(root)
-    except Exception as exc:  # an unknown scheme, a missing native library (libhdfs), bad credentials
-        raise UnreadableInput(f"cannot open filesystem: {exc}", root) from None
-    return filesystem
-
-
 def _split_uri(uri: str):
-    """(filesystem, path inside it) for a URI."""
-    scheme, _, rest = uri.partition("://")
-    if scheme == "file":
-        return _filesystem("file:///"), "/" + rest.lstrip("/")
-    authority, _, _ = rest.partition("/")
-    filesystem = _filesystem(f"{scheme}://{authority}")
-    from pyarrow import fs
-
-    _, inner = fs.FileSystem.from_uri(uri)
-    return filesystem, inner
+    """(filesystem, path inside it) for a URI: ``segtool.engine.uris`` (schemes, settings, timeouts)."""
+    return uris.split(uri)
 
 
 def join(base: str, name: str) -> str:
@@ -74,7 +53,7 @@ def exists(path: str) -> bool:
     from pyarrow import fs
 
     filesystem, inner = _split_uri(path)
-    return filesystem.get_file_info(inner).type != fs.FileType.NotFound
+    return bounded(path, "read", filesystem.get_file_info, inner).type != fs.FileType.NotFound
 
 
 def isdir(path: str) -> bool:
@@ -83,7 +62,7 @@ def isdir(path: str) -> bool:
     from pyarrow import fs
 
     filesystem, inner = _split_uri(path)
-    return filesystem.get_file_info(inner).type == fs.FileType.Directory
+    return bounded(path, "read", filesystem.get_file_info, inner).type == fs.FileType.Directory
 
 
 def listdir(path: str) -> list[tuple[str, bool, int]]:
@@ -102,10 +81,7 @@ def listdir(path: str) -> list[tuple[str, bool, int]]:
     from pyarrow import fs
 
     filesystem, inner = _split_uri(path)
-    try:
-        infos = filesystem.get_file_info(fs.FileSelector(inner, allow_not_found=False))
-    except Exception as exc:
-        raise UnreadableInput(f"cannot list: {exc}", path) from None
+    infos = bounded(path, "list", filesystem.get_file_info, fs.FileSelector(inner, allow_not_found=False))
     return sorted((info.base_name, info.type == fs.FileType.Directory, info.size or 0) for info in infos)
 
 
@@ -118,10 +94,8 @@ def walk_files(path: str) -> list[tuple[str, int]]:
     from pyarrow import fs
 
     filesystem, inner = _split_uri(path)
-    try:
-        infos = filesystem.get_file_info(fs.FileSelector(inner, recursive=True, allow_not_found=False))
-    except Exception as exc:
-        raise UnreadableInput(f"cannot list: {exc}", path) from None
+    infos = bounded(path, "list", filesystem.get_file_info,
+                    fs.FileSelector(inner, recursive=True, allow_not_found=False))
     base = path.rstrip("/")
     prefix = inner.rstrip("/")
     out = []
@@ -138,7 +112,7 @@ def size(path: str) -> int:
         except OSError as exc:
             raise UnreadableInput(exc.strerror or str(exc), path) from None
     filesystem, inner = _split_uri(path)
-    return filesystem.get_file_info(inner).size or 0
+    return bounded(path, "read", filesystem.get_file_info, inner).size or 0
 
 
 def read_range(path: str, start: int = 0, end: int | None = None):
@@ -152,16 +126,15 @@ def read_range(path: str, start: int = 0, end: int | None = None):
 
         return open_buffer(path), 0
     filesystem, inner = _split_uri(path)
-    try:
+
+    def read():
         with filesystem.open_input_file(inner) as handle:
             total = handle.size()
             stop = total if end is None else min(end, total)
-            data = handle.read_at(stop - start, start) if stop > start else b""
-        if not isinstance(data, bytes):
-            data = data.to_pybytes()
-    except Exception as exc:
-        raise UnreadableInput(f"cannot read: {exc}", path) from None
-    return data, start
+            return handle.read_at(stop - start, start) if stop > start else b""
+
+    data = bounded(path, "read", read)
+    return (data if isinstance(data, bytes) else data.to_pybytes()), start
 
 
 def sha256(path: str) -> str:
@@ -176,12 +149,9 @@ def sha256(path: str) -> str:
 
     digest = hashlib.sha256()
     filesystem, inner = _split_uri(path)
-    try:
-        with filesystem.open_input_file(inner) as handle:
-            while chunk := handle.read(HASH_CHUNK):
-                digest.update(chunk)
-    except Exception as exc:
-        raise UnreadableInput(f"cannot read: {exc}", path) from None
+    with bounded(path, "read", filesystem.open_input_stream, inner) as handle:
+        while chunk := bounded(path, "read", handle.read, HASH_CHUNK):
+            digest.update(chunk)
     return digest.hexdigest()
 
 
@@ -204,24 +174,26 @@ def write_file(path: str, data: bytes, replace: bool = False, backup: bool = Tru
     import hashlib
 
     filesystem, inner = _split_uri(path)
-    try:
+
+    def write():
         filesystem.create_dir(posixpath.dirname(inner), recursive=True)
         # object stores publish an object only when the upload completes: no torn file is ever visible
         with filesystem.open_output_stream(inner) as out:
             out.write(data)
-    except Exception as exc:
-        raise SegtoolError(f"cannot write: {exc}", path) from None
+
+    bounded(path, "write", write)
     return {"path": path, "size": len(data), "sha256": hashlib.sha256(data).hexdigest(), "backup": None}
 
 
 def open_output(path: str):
     """A stream writing a whole new file at a URI (object stores publish the object when it is closed)."""
     filesystem, inner = _split_uri(path)
-    try:
+
+    def open_stream():
         filesystem.create_dir(posixpath.dirname(inner), recursive=True)
         return filesystem.open_output_stream(inner)
-    except Exception as exc:
-        raise SegtoolError(f"cannot write: {exc}", path) from None
+
+    return bounded(path, "write", open_stream)
 
 
 def _hidden(relative: str) -> bool:
@@ -264,7 +236,7 @@ def check_own_parts(root: str, found: list[str]) -> None:
 def remove_file(path: str) -> None:
     if is_uri(path):
         filesystem, inner = _split_uri(path)
-        filesystem.delete_file(inner)
+        bounded(path, "remove", filesystem.delete_file, inner)
     else:
         os.unlink(path)
 
@@ -283,3 +255,42 @@ def remove_dataset_files(root: str, keep: set[str]) -> None:
                     os.rmdir(directory)  # only when empty: a partition directory of this run stays
                 except OSError:
                     pass
+
+
+def publish(source: str, target: str) -> None:
+    """Move a finished file to its final place: a rename on a local disk or HDFS (atomic, replacing what is
+    there); object stores have no rename, so a copy, then the source is deleted."""
+    if not is_uri(source):
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        os.replace(source, target)
+        return
+    filesystem, inner = _split_uri(source)
+    _, destination = _split_uri(target)
+
+    def move():
+        if filesystem.type_name in ("local", "hdfs"):
+            filesystem.create_dir(posixpath.dirname(destination), recursive=True)
+            filesystem.move(inner, destination)
+        else:
+            filesystem.copy_file(inner, destination)
+            filesystem.delete_file(inner)
+
+    bounded(target, "publish", move)
+
+
+def remove_tree(path: str) -> None:
+    """Remove a directory and everything below it (a run's staging folder); nothing when it is gone."""
+    if not is_uri(path):
+        import shutil
+
+        shutil.rmtree(path, ignore_errors=True)
+        return
+    filesystem, inner = _split_uri(path)
+
+    def remove():
+        try:
+            filesystem.delete_dir(inner)
+        except FileNotFoundError:
+            pass
+
+    bounded(path, "remove", remove)

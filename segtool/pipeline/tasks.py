@@ -53,6 +53,22 @@ def order_by_cost(costs: Sequence[int] | None, n: int) -> list[int]:
     return sorted(range(n), key=lambda i: -costs[i])
 
 
+def in_directory(directory: str, fn: Callable, item):
+    """``fn(item)`` run from ``directory`` (the driver's working directory): the paths of an op's units
+    of work are as the user gave them, relative ones included, and its report names them so; a Spark
+    executor's Python starts elsewhere."""
+    import os
+
+    here = os.getcwd()
+    if here == directory or not os.path.isdir(directory):
+        return fn(item)
+    os.chdir(directory)
+    try:
+        return fn(item)
+    finally:
+        os.chdir(here)
+
+
 def _kill_once(marker: str) -> None:
     try:
         os.close(os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY))

@@ -18,10 +18,11 @@ DLedger (openmessaging/dledger 0.3.1.2, ``dledger-<selfId>/``): entries are comp
 ``DLedgerEntryPusher.EntryDispatcher.doCompare`` decides, and a node can be elected only with the
 votes ``DLedgerLeaderElector.handleVote`` grants.
 
-Copies are compared by their records' fixed headers (the body CRC included) and their topic and
-properties bytes, framed in step from the first offset both hold; bodies are read only where the
-copies differ, to list the messages.  What a copy holds is what the broker's own recovery keeps
-(``rocketmq.startup.commitlog_recovery_plan``, ``rocketmq.startup5.recover_dledger``).
+Copies are compared by their bytes from the first offset both hold (HA ships bytes, so equal bytes
+need no framing); the reference copy is framed once by its records' headers, to name the record where
+the bytes part and to count messages (agreed, lagging); past that point each copy's own records are
+framed and the first few decoded to list them.  What a copy holds is what the broker's own recovery
+keeps (``rocketmq.startup.commitlog_recovery_plan``, ``rocketmq.startup5.recover_dledger``).
 
 Which copies form a group (``group_copies``): copies given together replicate each other unless their
 data say otherwise, that is unless the first record both hold (at the first offset or raft index
@@ -31,10 +32,12 @@ with them, and the report says so.
 
 from __future__ import annotations
 
+import mmap
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
+
+import numpy as np
 
 from segtool.errors import CorruptData, SegtoolError
 from segtool.rocketmq import names as rocketmq_names
@@ -42,6 +45,7 @@ from segtool.rocketmq import store_files as rmq
 from segtool.rocketmq import v5 as r5
 from segtool.rocketmq.startup import CommitLogRecoveryPlan, commitlog_recovery_plan
 from segtool.rocketmq.startup5 import recover_dledger
+from segtool.source import release_pages
 
 LONG_MAX = 2**63 - 1  # EpochEntry's endOffset until a later entry or the log end sets it
 EPOCH_FILE = "epochFileCheckpoint"  # MessageStoreConfig.getStorePathEpochFile: <storePathRootDir>/epochFileCheckpoint
@@ -177,6 +181,7 @@ class CommitLogCopy:
     confirm_offset: int | None
     notes: list[str] = field(default_factory=list)
     unframed: list[str] = field(default_factory=list)  # where header framing stopped before ``end``
+    framings: list[Framing] = field(default_factory=list)  # made by ``framing``, kept for later questions
 
     @property
     def min_offset(self) -> int:
@@ -233,39 +238,172 @@ def open_commitlog_copy(root) -> CommitLogCopy:
     return CommitLogCopy(root, plan.files, plan, checkpoint, epochs, confirm, notes)
 
 
-# (physical offset, bytes, key): a message's key is its fixed header (body CRC included) with its topic and
-# properties bytes; a BLANK record's key is None and its bytes run to the end of its file
-Head = tuple[int, int, tuple | None]
+@dataclass(frozen=True)
+class Framing:
+    """The records of a copy framed from ``first`` (a record's first byte) by their headers alone, bodies
+    unread: each record's physical ``starts`` and ``ends``, which are ``messages`` (the rest are BLANK records,
+    running to their file's end), and ``end``, where framing stopped: the copy's end, or the first record that
+    does not frame (noted in ``CommitLogCopy.unframed``)."""
+
+    first: int
+    starts: np.ndarray
+    ends: np.ndarray
+    messages: np.ndarray
+    end: int
+
+    def holds_boundary(self, offset: int) -> bool:
+        """Is ``offset`` where one of these records starts, or where the framing ends?"""
+        if offset == self.end:
+            return True
+        at = int(np.searchsorted(self.starts, offset))
+        return at < len(self.starts) and int(self.starts[at]) == offset
+
+    def rows(self, start: int, stop: int) -> slice:
+        """The records that start in [start, stop)."""
+        return slice(int(np.searchsorted(self.starts, start)), int(np.searchsorted(self.starts, stop)))
+
+    def count(self, start: int, stop: int) -> int:
+        """How many messages start in [start, stop)."""
+        return int(np.count_nonzero(self.messages[self.rows(start, stop)]))
 
 
-def record_heads(copy: CommitLogCopy, start: int, stop: int) -> Iterator[Head]:
-    """The records of ``copy`` from ``start`` (a record's first byte) to ``stop``, framed by their headers
-    alone (bodies are not read).  Framing that fails before ``stop`` (a file recovery did not read) ends
-    the run and is noted in ``copy.unframed``."""
+_HEADER = rmq.MESSAGE_HEADER_FAST[0]  # the IPv4 layout; the rare IPv6 headers are read one by one
+_HEADER_DTYPE = _HEADER.numpy_dtype()
+_HOSTS_V6 = rmq.BORNHOST_V6_FLAG | rmq.STOREHOSTADDRESS_V6_FLAG
+_MESSAGE_MAGIC_CODES = frozenset(rmq.MESSAGE_VERSIONS)
+
+
+def _frame_file(buf, pos: int, stop: int) -> tuple[list[int], int, bool, str | None]:
+    """Record positions in one file from ``pos`` while they start before ``stop``, by totalSize and magic
+    alone: (positions, where framing stopped, whether the last is the BLANK record (the file's last record),
+    what is wrong where framing stopped short (None: nothing))."""
+    size = len(buf)
+    unpack_head = rmq.BLANK_RECORD_FAST.unpack_from
+    positions: list[int] = []
+    framed = positions.append
+    while pos < stop:
+        if pos + rmq.BLANK_RECORD_FAST.size > size:
+            return positions, pos, False, "no message header"
+        total, magic = unpack_head(buf, pos)
+        if magic == rmq.BLANK_MAGIC_CODE:
+            framed(pos)
+            return positions, size, True, None
+        if magic not in _MESSAGE_MAGIC_CODES:
+            return positions, pos, False, "no message header"
+        if total < rmq.MIN_MESSAGE_SIZE or pos + total > size:
+            return positions, pos, False, f"totalSize {total} does not frame a message"
+        framed(pos)
+        pos += total
+    return positions, pos, False, None
+
+
+def _misframed(buf, positions: np.ndarray) -> int:
+    """The index of the first message at ``positions`` whose header and body do not fit in its totalSize
+    (``len(positions)`` when all fit)."""
+    data = np.frombuffer(buf, dtype=np.uint8)
+    within = positions + _HEADER.size <= len(data)
+    if not within.all():
+        return int(np.argmin(within))
+    header = np.lib.stride_tricks.sliding_window_view(data, _HEADER.size)[positions].view(_HEADER_DTYPE).reshape(-1)
+    fits = positions + _HEADER.size + header["bodyLength"] <= positions + header["totalSize"]
+    for i in np.flatnonzero(header["sysFlag"] & _HOSTS_V6).tolist():  # another layout: its own header
+        at = int(positions[i])
+        head = rmq.message_header(buf, at)
+        fits[i] = head is not None and (at + rmq.MESSAGE_HEADER_FAST[(head["sysFlag"] >> 4) & 3].size
+                                        + head["bodyLength"] <= at + head["totalSize"])
+    return int(np.argmin(fits)) if not fits.all() else len(positions)
+
+
+def framing(copy: CommitLogCopy, start: int) -> Framing:
+    """The copy's records from ``start`` to its end: a ``Framing`` made once and kept on the copy, which
+    answers any later start at one of its record boundaries."""
+    for known in copy.framings:
+        if known.first <= start <= known.end and known.holds_boundary(start):
+            return known
+    starts: list[np.ndarray] = []
+    ends: list[np.ndarray] = []
+    blanks: list[np.ndarray] = []
+    end = start
     for file_start, path, size in copy.files:
-        if file_start + size <= start:
+        if file_start + size <= end:
             continue
-        if file_start >= stop:
-            return
+        if file_start >= copy.end:
+            break
         with rmq.MappedFile(path) as mapped:
-            buf = mapped.buf
-            pos = max(start - file_start, 0)
-            while file_start + pos < stop and pos < size:
-                header = rmq.message_header(buf, pos)
-                if header is None:
-                    if pos + rmq.BLANK_RECORD_FAST.size <= size and \
-                            rmq.BLANK_RECORD_FAST.unpack_from(buf, pos)[1] == rmq.BLANK_MAGIC_CODE:
-                        yield file_start + pos, size - pos, None
-                        break  # the file's end: on to the next file
-                    copy.unframed.append(f"{path.name} byte {pos}: no message header")
-                    return
-                total = header["totalSize"]
-                tail = pos + rmq.MESSAGE_HEADER_FAST[(header["sysFlag"] >> 4) & 3].size + header["bodyLength"]
-                if total < rmq.MIN_MESSAGE_SIZE or pos + total > size or tail > pos + total:
-                    copy.unframed.append(f"{path.name} byte {pos}: totalSize {total} does not frame a message")
-                    return
-                yield file_start + pos, total, (tuple(header.values()), bytes(buf[tail:pos + total]))
-                pos += total
+            found, stopped, blank_last, problem = _frame_file(mapped.buf, max(end - file_start, 0),
+                                                              copy.end - file_start)
+            at = np.array(found, dtype=np.int64)
+            blank = np.zeros(len(at), dtype=bool)
+            blank[-1:] = blank_last
+            bad = _misframed(mapped.buf, at[:len(at) - blank_last])
+            if bad < len(at) - blank_last:
+                stopped, problem = int(at[bad]), "its header and body do not fit in its totalSize"
+                at, blank = at[:bad], blank[:bad]
+        # records run back to back: each ends where the next starts, the last where framing stopped
+        starts.append(at + file_start)
+        ends.append(np.append(at[1:], stopped)[:len(at)] + file_start)
+        blanks.append(blank)
+        end = file_start + stopped
+        if problem is not None:
+            copy.unframed.append(f"{path.name} byte {stopped}: {problem}")
+            break
+    made = Framing(start, _joined(starts, np.int64), _joined(ends, np.int64), ~_joined(blanks, bool), end)
+    copy.framings.append(made)
+    return made
+
+
+def _joined(parts: list[np.ndarray], dtype) -> np.ndarray:
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=dtype)
+
+
+COMPARED_AT_ONCE = 16 << 20  # bytes of two copies compared in one numpy pass (and then released)
+
+
+def _file_at(copy: CommitLogCopy, offset: int) -> tuple[int, Path, int] | None:
+    for entry in copy.files:
+        if entry[0] <= offset < entry[0] + entry[2]:
+            return entry
+    return None
+
+
+def first_difference(a: CommitLogCopy, b: CommitLogCopy, start: int, stop: int) -> int | None:
+    """The first physical offset in [start, stop) where the two copies' CommitLog bytes differ (an offset
+    that only one copy has a file for differs), or None: a slave's bytes are the master's, so equal bytes
+    need no framing."""
+    pos = start
+    while pos < stop:
+        file_a, file_b = _file_at(a, pos), _file_at(b, pos)
+        if file_a is None or file_b is None:
+            if file_a is not file_b:
+                return pos
+            later = [s for s, _, _ in (*a.files, *b.files) if s > pos]  # neither holds a file here
+            pos = min(later, default=stop)
+            continue
+        upto = min(stop, file_a[0] + file_a[2], file_b[0] + file_b[2])
+        with rmq.MappedFile(file_a[1]) as mapped_a, rmq.MappedFile(file_b[1]) as mapped_b:
+            differs = _first_difference_in(mapped_a.buf, pos - file_a[0], mapped_b.buf, pos - file_b[0], upto - pos)
+        if differs is not None:
+            return pos + differs
+        pos = upto
+    return None
+
+
+def _first_difference_in(buf_a, at_a: int, buf_b, at_b: int, length: int) -> int | None:
+    """The first byte where ``buf_a[at_a:at_a + length]`` and ``buf_b[at_b:at_b + length]`` differ (None: they
+    are equal), compared ``COMPARED_AT_ONCE`` bytes at a time, each pass's pages then released."""
+    data_a, data_b = np.frombuffer(buf_a, dtype=np.uint8), np.frombuffer(buf_b, dtype=np.uint8)
+    done = 0
+    while done < length:
+        chunk = min(COMPARED_AT_ONCE, length - done)
+        words = chunk - chunk % 8  # compared eight bytes at a time, the rest byte by byte
+        a, b = data_a[at_a + done:at_a + done + chunk], data_b[at_b + done:at_b + done + chunk]
+        if not (np.array_equal(a[:words].view(np.uint64), b[:words].view(np.uint64))
+                and np.array_equal(a[words:], b[words:])):
+            return done + int(np.flatnonzero(a != b)[0])
+        for buf, at in ((buf_a, at_a + done), (buf_b, at_b + done)):
+            release_pages(buf, at - at % mmap.PAGESIZE, at + chunk)
+        done += chunk
+    return None
 
 
 @dataclass(frozen=True)
@@ -281,17 +419,25 @@ class CopyComparison:
 
 
 def compare_copies(a: CommitLogCopy, b: CommitLogCopy) -> CopyComparison:
-    """The common prefix of two copies, framed in step (HA ships bytes: equal copies frame alike)."""
+    """The common prefix of two copies: their bytes compared from the first offset both hold to the first
+    that differs (HA ships bytes: a slave holds the master's), and ``a`` framed to name the record that
+    holds it and to count the messages before it.  The BLANK record's filler is no record's content: bytes
+    that differ there do not part the copies."""
     start = max(a.min_offset, b.min_offset)
     if start > min(a.end, b.end):
         return CopyComparison(None, None, 0, None)
-    agree_to, agreed = start, 0
-    for head_a, head_b in zip(record_heads(a, start, a.end), record_heads(b, start, b.end)):
-        if head_a != head_b:
-            return CopyComparison(start, agree_to, agreed, agree_to)
-        agree_to = head_a[0] + head_a[1]
-        agreed += head_a[2] is not None
-    return CopyComparison(start, agree_to, agreed, None)
+    records = framing(a, start)
+    stop = min(a.end, b.end, records.end)
+    pos = start
+    while (differs := first_difference(a, b, pos, stop)) is not None:
+        row = int(np.searchsorted(records.starts, differs, side="right")) - 1
+        if row < 0:  # before ``a``'s first record: no file of ``a`` holds it
+            return CopyComparison(start, differs, 0, differs)
+        record = int(records.starts[row])
+        if records.messages[row] or differs < record + rmq.BLANK_RECORD_FAST.size:
+            return CopyComparison(start, record, records.count(start, record), record)
+        pos = int(records.ends[row])
+    return CopyComparison(start, stop, records.count(start, stop), None)
 
 
 @dataclass(frozen=True)
@@ -307,7 +453,7 @@ class MessageRun:
 def message_run(copy: CommitLogCopy, start: int, stop: int, limit: int) -> MessageRun:
     """The messages from ``start`` to ``stop``: counted by their headers, the first ``limit`` decoded
     (bodies read here only: this is where copies differ)."""
-    count = sum(1 for _, _, key in record_heads(copy, start, stop) if key is not None)
+    count = framing(copy, start).count(start, stop)
     listed: list[dict] = []
     for file_start, path, size in copy.files:
         if len(listed) >= min(limit, count) or file_start >= stop:
@@ -327,8 +473,9 @@ def messages_below(copy: CommitLogCopy, start: int, stop: int, bound: int | None
     """How many messages in [start, stop) end at or below ``bound`` (a confirm offset)."""
     if bound is None:
         return 0
-    return sum(1 for offset, size, key in record_heads(copy, start, min(stop, bound))
-               if key is not None and offset + size <= bound)
+    records = framing(copy, start)
+    rows = records.rows(start, min(stop, bound))
+    return int(np.count_nonzero(records.messages[rows] & (records.ends[rows] <= bound)))
 
 
 # --------------------------------------------------------------------------
@@ -484,15 +631,29 @@ def dledger_agreement(a: DLedgerNode, b: DLedgerNode) -> tuple[int | None, int |
     return first, agree, None
 
 
+def _first_record(copy: CommitLogCopy, offset: int) -> tuple[int, bytes | None] | None:
+    """(size, bytes) of the record at ``offset``; a BLANK record's bytes are None (its extent is all it
+    says); None where no record frames there."""
+    entry = _file_at(copy, offset)
+    if entry is None:
+        return None
+    with rmq.MappedFile(entry[1]) as mapped:
+        pos = offset - entry[0]
+        found, stopped, blank, problem = _frame_file(mapped.buf, pos, pos + 1)
+        if not found or problem is not None or (not blank and _misframed(mapped.buf, np.array(found)) == 0):
+            return None
+        return stopped - pos, None if blank else bytes(mapped.buf[pos:stopped])
+
+
 def first_records_agree(a: CommitLogCopy, b: CommitLogCopy) -> bool | None:
     """Do the first records both copies hold (at the first offset both hold) agree?  None: they share none."""
     start = max(a.min_offset, b.min_offset)
     if start >= min(a.end, b.end):
         return None
-    head_a, head_b = next(record_heads(a, start, a.end), None), next(record_heads(b, start, b.end), None)
-    if head_a is None or head_b is None:
+    first_a, first_b = _first_record(a, start), _first_record(b, start)
+    if first_a is None or first_b is None:
         return None
-    return head_a == head_b
+    return first_a == first_b
 
 
 def first_entries_agree(a: DLedgerNode, b: DLedgerNode) -> bool | None:

@@ -32,7 +32,7 @@ from typing import Iterable, Iterator
 
 import numpy as np
 
-from segtool.rocketmq.store import DispatchFeed, DispatchRequest, commitlog_recovery
+from segtool.rocketmq.store import DispatchRequest, commitlog_recovery_feed
 from segtool.rocketmq import store_files as rmq
 
 UNIT = rmq.CQ_UNIT_SIZE
@@ -79,9 +79,7 @@ def commitlog_recovery_plan(commitlog_dir: Path | None, checkpoint: dict | None,
         consumequeue = None
     if not files:
         return CommitLogRecoveryPlan(files, abnormal, None, None, 0, (), wrong, consumequeue)
-    feed = DispatchFeed("recover")
-    for _ in commitlog_recovery(commitlog_dir, checkpoint, abnormal=abnormal, feed=feed):
-        pass
+    feed = commitlog_recovery_feed(commitlog_dir, checkpoint, abnormal=abnormal)
     cut = feed.stopped["phyOffset"]
     return CommitLogRecoveryPlan(files, abnormal, feed.start_file, feed.stopped, cut,
                                  tuple(p.name for start, p, _ in files if start > cut), wrong, consumequeue)

@@ -38,6 +38,7 @@ import numpy as np
 from segtool.errors import SegtoolError
 from segtool.rocketmq import store_files as rmq
 from segtool.rocketmq.message_shape import message_json
+from segtool.source import release_pages
 from segtool.formats.outcomes import WalkEnd
 from segtool.rocketmq import names as rocketmq_names
 
@@ -108,10 +109,10 @@ _FEED_END_KINDS = {WalkEnd.END_OF_FILE: FeedStop.END_OF_FILE, WalkEnd.SHORT_TAIL
                    WalkEnd.BLANK: FeedStop.BLANK, WalkEnd.ZERO_TAIL: FeedStop.ZERO_TAIL}
 
 
-def _file_dispatches(buf, start: int, name: str, path: str, check_crc: bool) -> Iterator[tuple]:
-    """("msg", DispatchRequest) per message of one CommitLog file, then one
+def _file_dispatches(buf, start: int, name: str, path: str, check_crc: bool, position: int = 0) -> Iterator[tuple]:
+    """("msg", DispatchRequest) per message of one CommitLog file from byte ``position``, then one
     ("end", FeedStop, pos, reason): the walk's end, or FAILED at a message the dispatcher refuses."""
-    for step in rmq.walk_commitlog(buf, file_from_offset=start, file=name, path=path, digests=False,
+    for step in rmq.walk_commitlog(buf, file_from_offset=start, file=name, path=path, start=position, digests=False,
                                    decompress=False):
         if isinstance(step, rmq.CommitLogEnd):
             kind = _FEED_END_KINDS.get(step.kind, FeedStop.CORRUPT)
@@ -126,20 +127,67 @@ def _file_dispatches(buf, start: int, name: str, path: str, check_crc: bool) -> 
         yield ("msg", request)
 
 
-def commitlog_recovery(commitlog, checkpoint: dict | None, *, abnormal: bool = True, check_crc: bool = True,
-                       feed: DispatchFeed | None = None) -> Iterator[DispatchRequest]:
-    """The messages RocketMQ 4.9's CommitLog recovery dispatches, in order.
+_SCHEDULE_TOPIC_BYTES = rmq.SCHEDULE_TOPIC.encode()
 
-    ``recoverAbnormally`` starts at the last file whose first message's
-    storeTimestamp is <= ``StoreCheckpoint.getMinTimestamp()`` (min(physic,
-    logics) - 3 s), or the first file; ``recoverNormally`` at the third file
-    from the end.  A BLANK record moves to the next file; anything else that is
-    not a dispatchable message (zeros, bad magic, CRC mismatch with
-    checkCRCOnRecover, bad sizes) ends the recovery.  ``feed.stopped`` says
-    where (its ``phyOffset`` is the cut, ``maxPhyOffset``), ``feed.start_file``
-    where it began.
-    """
-    feed = feed if feed is not None else DispatchFeed("recover")
+
+def _scheduled(columns: rmq.MessageColumns) -> list[int]:
+    """The indexes of the columns' SCHEDULE_TOPIC_XXXX messages."""
+    width = len(_SCHEDULE_TOPIC_BYTES)
+    return [i for i in np.flatnonzero(columns.topic_length == width).tolist()
+            if columns.buf[int(columns.topic_at[i]):int(columns.topic_at[i]) + width] == _SCHEDULE_TOPIC_BYTES]
+
+
+_SYSFLAG_AT = rmq.MESSAGE_PREFIX_FAST.field_offset("sysFlag")
+_SYSFLAG = rmq.MESSAGE_PREFIX_FAST.field("sysFlag")
+_HOSTS_V6 = rmq.BORNHOST_V6_FLAG | rmq.STOREHOSTADDRESS_V6_FLAG
+
+
+def _columns_layout_at(buf, pos: int) -> bool:
+    """Is the record at ``pos`` in the layout ``MessageColumns`` reads (the v1 magic code, IPv4 hosts)?"""
+    if pos + rmq.MESSAGE_PREFIX_FAST.size > len(buf) or \
+            rmq.BLANK_RECORD_FAST.unpack_from(buf, pos)[1] != rmq.MESSAGE_MAGIC_CODE:
+        return False
+    return not _SYSFLAG.unpack_from(buf, pos + _SYSFLAG_AT)[0] & _HOSTS_V6
+
+
+def _file_dispatch_counts(buf, start: int, name: str, path: str, check_crc: bool) -> Iterator[tuple]:
+    """``_file_dispatches`` counted instead of built: ("msgs", n) per run of messages the dispatcher takes, then
+    the same ("end", ...).  A plain message (``MessageColumns``: body CRC holds, fields add up) is dispatched
+    unless checkMessageAndReturnSize's parse of its DELAY level throws, which only a SCHEDULE_TOPIC_XXXX
+    message's can: plain runs are counted a span at a time, those messages and anything that is not plain
+    go through ``_file_dispatches``, which walks on until a record in the columns' layout comes again."""
+    pos = released = 0
+    while True:
+        if pos - released > _RELEASE_EVERY:
+            released = release_pages(buf, released, pos)
+        columns = rmq.MessageColumns(buf, pos)
+        for i in _scheduled(columns):
+            step = next(_file_dispatches(buf, start, name, path, check_crc, int(columns.positions[i])))
+            if step[0] == "end":
+                if i:
+                    yield ("msgs", i)
+                yield step
+                return
+        if columns.count:
+            yield ("msgs", columns.count)
+        pos = columns.stop
+        for step in _file_dispatches(buf, start, name, path, check_crc, pos):
+            if step[0] == "end":
+                yield step
+                return
+            yield ("msgs", 1)
+            pos += step[1].msg_size
+            if _columns_layout_at(buf, pos):
+                break
+
+
+_RELEASE_EVERY = 16 * 1024 * 1024
+
+
+def _recovery_items(commitlog, checkpoint: dict | None, abnormal: bool, feed: DispatchFeed,
+                    file_items: Callable[..., Iterator[tuple]]) -> Iterator[tuple]:
+    """The CommitLog recovery's walk (``commitlog_recovery``) over each file's ``file_items(buf, start, name,
+    path)``: yields their message items and sets ``feed.start_file`` and ``feed.stopped``."""
     files = rmq.list_mapped_files(commitlog) if Path(commitlog).exists() else []
     if not files:
         feed.stopped = {"kind": FeedStop.NO_COMMITLOG, "phyOffset": None, "file": None, "fileOffset": None,
@@ -159,10 +207,9 @@ def commitlog_recovery(commitlog, checkpoint: dict | None, *, abnormal: bool = T
     cut = files[index][0]
     for start, file_path in files[index:]:
         with rmq.MappedFile(file_path) as mf:
-            for item in _file_dispatches(mf.buf, start, file_path.name, str(file_path), check_crc):
-                if item[0] == "msg":
-                    feed.dispatched += 1
-                    yield item[1]
+            for item in file_items(mf.buf, start, file_path.name, str(file_path)):
+                if item[0] != "end":
+                    yield item
                     continue
                 _, kind, pos, reason = item
                 cut = start + pos
@@ -174,6 +221,37 @@ def commitlog_recovery(commitlog, checkpoint: dict | None, *, abnormal: bool = T
     # a BLANK record in the last file: recovery ends there
     feed.stopped = {"kind": FeedStop.LAST_FILE, "phyOffset": cut, "file": files[-1][1].name,
                     "fileOffset": cut - files[-1][0], "reason": None}
+
+
+def commitlog_recovery(commitlog, checkpoint: dict | None, *, abnormal: bool = True, check_crc: bool = True,
+                       feed: DispatchFeed | None = None) -> Iterator[DispatchRequest]:
+    """The messages RocketMQ 4.9's CommitLog recovery dispatches, in order.
+
+    ``recoverAbnormally`` starts at the last file whose first message's
+    storeTimestamp is <= ``StoreCheckpoint.getMinTimestamp()`` (min(physic,
+    logics) - 3 s), or the first file; ``recoverNormally`` at the third file
+    from the end.  A BLANK record moves to the next file; anything else that is
+    not a dispatchable message (zeros, bad magic, CRC mismatch with
+    checkCRCOnRecover, bad sizes) ends the recovery.  ``feed.stopped`` says
+    where (its ``phyOffset`` is the cut, ``maxPhyOffset``), ``feed.start_file``
+    where it began.
+    """
+    feed = feed if feed is not None else DispatchFeed("recover")
+    for _, request in _recovery_items(commitlog, checkpoint, abnormal, feed, lambda buf, start, name, path:
+                                      _file_dispatches(buf, start, name, path, check_crc)):
+        feed.dispatched += 1
+        yield request
+
+
+def commitlog_recovery_feed(commitlog, checkpoint: dict | None, *, abnormal: bool = True,
+                            check_crc: bool = True) -> DispatchFeed:
+    """The ``DispatchFeed`` ``commitlog_recovery`` leaves (where it starts and stops, how many messages it
+    dispatches) without building its requests: for where recovery cuts, at the pace of the bulk reader."""
+    feed = DispatchFeed("recover")
+    for _, count in _recovery_items(commitlog, checkpoint, abnormal, feed, lambda buf, start, name, path:
+                                    _file_dispatch_counts(buf, start, name, path, check_crc)):
+        feed.dispatched += count
+    return feed
 
 
 def _matched_recover(path: Path, min_ts: int) -> bool:
