@@ -19,6 +19,7 @@ from segtool import startup
 from segtool.errors import NothingFound, SegtoolError
 from segtool.findings import json_default
 from segtool.formats.json_text import to_json
+from segtool.pipeline.tasks import DEFAULT_TASK_RETRIES
 
 app = typer.Typer(
     add_completion=True,
@@ -464,6 +465,7 @@ def replicas(
     master: Optional[str] = typer.Option(None, "--master", help="Spark master URL (implies --engine spark; default local[*]).", metavar="URL"),
     workers: Optional[int] = typer.Option(None, "--workers", help="local engine: worker processes (default: one per core; small inputs in-process).", metavar="N"),
     conf: Optional[List[str]] = typer.Option(None, "--conf", help="A Spark setting, KEY=VALUE (repeatable; with --engine spark).", metavar="KEY=VALUE"),
+    retries: int = typer.Option(DEFAULT_TASK_RETRIES, "--retries", help="Try a task whose worker dies (the OOM killer, a crash) this many more times; Spark: a failed task.", metavar="N"),
     as_json: bool = typer.Option(False, "--json", help="One JSON report on stdout."),
 ):
     """Replicas: what each broker holds of a partition, where the copies part, what an election loses.
@@ -497,7 +499,7 @@ def replicas(
     # Spark draws its own stage progress
     with _Progress(enabled=not as_json and engine_name(engine, master) == "local", title="replicas") as progress:
         runner = make_engine(engine, master, workers, quiet=_State.quiet, progress=progress and progress.task,
-                             conf=conf)
+                             conf=conf, retries=retries)
         with runner, _interruptible():
             report = replicas_on(paths, runner, notify=_notice)
     _State.exit_if_output_closed = exit_code(report)
@@ -895,6 +897,7 @@ def scan(
     no_hash: bool = typer.Option(False, "--no-hash", help="Skip the sha256 of each input file in the report (one pass less)."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
     conf: Optional[List[str]] = typer.Option(None, "--conf", help="A Spark setting, KEY=VALUE (repeatable; with --engine spark).", metavar="KEY=VALUE"),
+    retries: int = typer.Option(DEFAULT_TASK_RETRIES, "--retries", help="Try a task whose worker dies (the OOM killer, a crash) this many more times; Spark: a failed task.", metavar="N"),
 ):
     """Every Kafka record and RocketMQ message into Parquet, one row each, on this machine or on Spark.
 
@@ -936,7 +939,7 @@ def scan(
     # Spark draws its own stage progress
     with _Progress(enabled=not as_json and engine_name(engine, master) == "local", title="scan") as progress:
         runner = make_engine(engine, master, workers, quiet=_State.quiet, progress=progress and progress.task,
-                             conf=conf)
+                             conf=conf, retries=retries)
         with runner, _interruptible():
             report = run_scan(paths, out, runner, split_bytes=parse_size(split_size), with_values=with_values,
                               force=force, hash_inputs=not no_hash, resume=resume)

@@ -501,6 +501,16 @@ class ScanCommit(TypedDict):
     manifest: str
 
 
+class TaskRetry(TypedDict):
+    """A task tried again because its worker died (the OOM killer's SIGKILL, a crash) or, on Spark, it failed."""
+    task: str | None  # the task's file (and byte range of a split); null: the worker died between tasks
+    attempt: int  # the attempt this retry makes: 2 for the first retry
+    host: str
+    pid: int | None  # the local pool's worker that died; null on Spark
+    executor: NotRequired[str]  # Spark: the executor the failed attempt ran on
+    reason: str  # how the worker ended, or Spark's error of the failed attempt
+
+
 class ScanReport(TypedDict):
     out: str
     engine: str
@@ -515,6 +525,7 @@ class ScanReport(TypedDict):
     notes: list[str]
     commit: ScanCommit
     task_results: list[dict[str, Any]]
+    retries: list[TaskRetry]  # each task tried again, in the order the retries were made
     timing: dict[str, float | int | None]
 
 

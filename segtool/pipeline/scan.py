@@ -288,6 +288,7 @@ def scan(paths: list[str], out: str, engine, split_bytes: int = DEFAULT_SPLIT_BY
 def _scan_staged(inputs, out: str, engine, staging: Staging, split_bytes: int, with_values: bool,
                  replace_report: bool, chunk_rows: int, hash_inputs: bool, began: float) -> ScanReport:
     startup = engine.start()
+    retries_before = len(engine.retried)
     check_executors = getattr(engine, "check_executors", None)
     if check_executors is not None:
         check_executors(staging.root)
@@ -357,6 +358,7 @@ def _scan_staged(inputs, out: str, engine, staging: Staging, split_bytes: int, w
         "commit": {"run": staging.run, "resumed_tasks": len(kept),
                    "removed_staging": staging.removed, "manifest": storage.join(out, SUCCESS_NAME)},
         "task_results": [_task_result(stats) for stats in results],
+        "retries": engine.retried[retries_before:],
         "timing": {
             "startup_seconds": round(startup, 3),
             "plan_seconds": round(scanning - planned, 3),

@@ -20,7 +20,12 @@ Start-up, done once per engine:
 - Executors' Python: ``spark.pyspark.python`` from ``--conf``, else
   ``PYSPARK_PYTHON``, else this very interpreter (``sys.executable``), which
   has segtool's dependencies; on a cluster it must exist at that path on every
-  node (or be given with ``--conf spark.pyspark.python=…``).
+  node (or be given with ``--conf spark.pyspark.python=…``).  On a local master
+  running this interpreter the Python daemon is ``spark_daemon``: PySpark
+  imported from its installed copy, not recompiled from Spark's zips.
+- Retries: a local master tries a failed task ``retries`` more times
+  (``local[N,F]``, ``retrying_master``), a cluster through ``spark.task.maxFailures``;
+  a task that succeeded on a later attempt is reported (``retried``).
 - On a local master, or a master on a loopback address, the driver binds to
   127.0.0.1 (``spark.driver.host``/``spark.driver.bindAddress``) so nothing
   listens on the network; ``--conf`` settings override any of ours.
@@ -43,7 +48,7 @@ from functools import partial
 
 from segtool.engine import uris
 from segtool.errors import SegtoolError
-from segtool.pipeline.tasks import order_by_cost
+from segtool.pipeline.tasks import DEFAULT_TASK_RETRIES, order_by_cost, say_retry, task_label
 
 MAX_SLICES = 20000
 MIN_TASK_BYTES = 8 * 1024 * 1024  # smaller items share a Spark task
@@ -59,6 +64,11 @@ appender.console.layout.type = PatternLayout
 appender.console.layout.pattern = spark: %p %c{1}: %m%n%ex
 logger.repl.name = org.apache.spark.repl.Main
 logger.repl.level = error
+# a failed task's error reaches the command through its job: a retry is one line, a failed job one line
+logger.executor.name = org.apache.spark.executor.Executor
+logger.executor.level = off
+logger.tasks.name = org.apache.spark.scheduler.TaskSetManager
+logger.tasks.level = off
 """
 # lines the JVM and Spark print at start-up whatever the log level
 _NOISE = (
@@ -164,10 +174,13 @@ class _StderrFilter:
     def __init__(self):
         self.read_fd, self.write_fd = os.pipe()
         self.tail: deque[str] = deque(maxlen=40)
+        self.silenced = False  # after Ctrl-C: what a stopping JVM says is not the user's concern
         self.thread = threading.Thread(target=self._pump, name="segtool-spark-stderr", daemon=True)
         self.thread.start()
 
     def _emit(self, data: bytes) -> None:
+        if self.silenced:
+            return
         try:
             sys.stderr.flush()
             os.write(2, data)
@@ -207,12 +220,22 @@ class _StderrFilter:
 # -- worker side --------------------------------------------------------------
 
 
+RETRIED = -1  # the item number of the pair a retried task adds to its results
+
+
 def _run_chunk(fn, storage_settings, chunk):
+    from pyspark import TaskContext
+
     from segtool.engine import uris
     from segtool.pipeline.tasks import guarded
 
     uris.configure(storage_settings)  # the driver's --conf spark.hadoop.fs.* settings, for URI inputs and outputs
-    return [(i, _where(guarded(fn, item))) for i, item in chunk]
+    pairs = [(i, _where(guarded(fn, item))) for i, item in chunk]
+    context = TaskContext.get()
+    if context is not None and context.attemptNumber() > 0:
+        pairs.append((RETRIED, {"stage": context.stageId(), "partition": context.partitionId(),
+                                "attempt": context.attemptNumber() + 1}))
+    return pairs
 
 
 def _where(outcome):
@@ -323,6 +346,19 @@ def _is_local(master: str) -> bool:
     return master.startswith("local")
 
 
+def retrying_master(master: str, retries: int) -> str:
+    """A local master that tries a failed task ``retries`` more times: ``local[N,F]``.
+
+    Local mode takes its number of tries from the master (``local[N]`` tries a task
+    once; ``spark.task.maxFailures`` counts on clusters only); a master that says
+    its tries already is kept.
+    """
+    match = re.fullmatch(r"local(?:\[\s*(\d+|\*)\s*\])?", master.strip())
+    if match is None:
+        return master
+    return f"local[{match.group(1) or 1},{retries + 1}]"
+
+
 def _on_loopback(master: str) -> bool:
     """A local master, or a ``spark://`` master whose every host is a loopback address."""
     if _is_local(master):
@@ -382,8 +418,10 @@ class SparkEngine:
     name = "spark"
 
     def __init__(self, master: str | None = None, app_name: str = "segtool", quiet: bool = False,
-                 conf: dict[str, str] | None = None):
+                 conf: dict[str, str] | None = None, retries: int = DEFAULT_TASK_RETRIES):
         self.master = master
+        self.retries = retries
+        self.retried: list[dict] = []  # the retries of this engine's jobs, as the report lists them
         self.app_name = app_name
         self.quiet = quiet
         self.conf = dict(conf or {})  # --conf settings: they win over ours
@@ -420,7 +458,8 @@ class SparkEngine:
     def _launch(self, SparkConf, SparkContext) -> None:
         from pyspark.java_gateway import launch_gateway
 
-        master = self.master or "local[*]"
+        master = retrying_master(self.master or "local[*]", self.retries)
+        self.master = master
         local = _is_local(master)
         self.java = find_java()
         self._tmp = tempfile.mkdtemp(prefix="segtool-spark-")
@@ -453,6 +492,10 @@ class SparkEngine:
                 .set("spark.python.worker.reuse", "true"))
         if local:
             conf.set("spark.ui.enabled", "false")
+            if python == sys.executable:  # this interpreter, so the installed PySpark is the driver's
+                conf.set("spark.python.daemon.module", "segtool.pipeline.spark_daemon")
+        else:
+            conf.set("spark.task.maxFailures", str(self.retries + 1))
         if loopback:
             conf.set("spark.driver.host", "127.0.0.1").set("spark.driver.bindAddress", "127.0.0.1")
         for key, value in self.conf.items():
@@ -477,6 +520,7 @@ class SparkEngine:
                 self.sc.addPyFile(_segtool_zip(self._tmp))
         self._handle_interrupts()
         if interrupt.received:
+            self._silence()
             self.stop()
             raise KeyboardInterrupt
 
@@ -492,13 +536,21 @@ class SparkEngine:
 
         def interrupted(signum, frame):
             self.interrupted = True
+            self._silence()
             raise KeyboardInterrupt
 
         _quiet_root_logger()
         if threading.current_thread() is threading.main_thread():
             signal.signal(signal.SIGINT, interrupted)
 
+    def _silence(self) -> None:
+        """After Ctrl-C the JVM's last words (tasks failing as the context stops: "Block broadcast_0 does
+        not exist", Py4J's closed connection) are not for the user: the command's one line is."""
+        if self._stderr is not None:
+            self._stderr.silenced = True
+
     def _cancel(self) -> None:
+        self._silence()
         try:
             self.sc.cancelAllJobs()  # on a new Py4J connection: the interrupted one is closed
         except Exception:
@@ -601,8 +653,49 @@ class SparkEngine:
             raise SegtoolError(cause or f"Spark job failed: {_last_error(str(exc))}") from None
         results: list = [None] * n
         for i, outcome in pairs:
-            results[i] = unwrap(outcome)
+            if i == RETRIED:
+                self._note_retry(outcome, chunks[outcome["partition"]])
+            else:
+                results[i] = unwrap(outcome)
         return results
+
+    def _note_retry(self, attempt: dict, chunk: list) -> None:
+        """A task that succeeded on a later attempt: its earlier attempts' failures, as Spark recorded them."""
+        label = task_label(chunk[0][1]) + (f" and {len(chunk) - 1} more" if len(chunk) > 1 else "")
+        for failed in self._failed_attempts(attempt):
+            retry = {"task": label, "attempt": failed["attempt"] + 1, "host": failed["host"], "pid": None,
+                     "executor": failed["executor"], "reason": failed["reason"]}
+            self.retried.append(retry)
+            say_retry(retry)
+
+    def _failed_attempts(self, attempt: dict) -> list[dict]:
+        """The failed attempts of one Spark task, from the context's status store (the data of its UI).
+
+        The store is internal to Spark: if it cannot be asked, each earlier attempt is named without its why.
+        """
+        try:
+            # stage attempt 0: a job without shuffles runs its stage once, a failed task is retried inside it
+            tasks = self.sc._jsc.sc().statusStore().taskList(attempt["stage"], 0, 2**31 - 1).iterator()
+            found = []
+            while tasks.hasNext():
+                task = tasks.next()
+                if task.index() == attempt["partition"] and task.status() == "FAILED":
+                    error = task.errorMessage()
+                    found.append({"attempt": task.attempt() + 1, "host": task.host(), "executor": task.executorId(),
+                                  "reason": _first_sentence(error.get()) if error.isDefined() else "failed"})
+            if found:
+                return sorted(found, key=lambda failed: failed["attempt"])
+        except Exception:
+            pass
+        return [{"attempt": n, "host": "?", "executor": "?", "reason": "failed"} for n in range(1, attempt["attempt"])]
+
+
+def _first_sentence(error: str) -> str:
+    """``org.apache.spark.SparkException: Python worker exited unexpectedly (crashed). Consider ...`` ->
+    ``Python worker exited unexpectedly (crashed)``."""
+    line = error.strip().splitlines()[0] if error.strip() else "failed"
+    line = re.sub(r"^[\w.$]+(?:Exception|Error): ", "", line)
+    return line.split(". ")[0].rstrip(".")
 
 
 def _last_error(text: str) -> str:

@@ -9,9 +9,14 @@ into them, CRC recomputed), and the .index/.timeindex Kafka's recovery writes
 for them.  Each segment is cut into 64 MiB splits, so both engines
 have 16 tasks for their 2 cores.
 
-Reported: session start-up of Spark (separately), then the scan's steady-state
-throughput, MB/s and records/s, of each engine (best of 2 runs, warm page
-cache); target: Spark >= 0.7x local.
+Reported: session start-up of Spark (separately), then each engine's
+throughput, MB/s and records/s, over planning and scanning (warm page cache,
+no sha256 of the inputs): the local pool's best of 2 runs; Spark's first run on
+a fresh session, which includes its Python workers' warm-up (the Python daemon
+and its workers start at the first job, as in any one-off command), and its
+steady state (best of the 2 runs after it).  Target: Spark with the warm-up
+>= 0.9x local.  The machine is shared: absolute figures move with its load,
+and the ratios less so.
 """
 
 from __future__ import annotations
@@ -20,7 +25,6 @@ import json
 import os
 import random
 import shutil
-import time
 
 import pytest
 from crc32c import crc32c
@@ -118,22 +122,25 @@ def kafka_logs(bench_dir):
     return root / "logs", records
 
 
-def _best_scan(paths, out, engine, runs=2) -> dict:
+def _run_seconds(report: dict) -> float:
+    """Planning and scanning: what a run costs after the engine has started."""
+    return report["timing"]["plan_seconds"] + report["timing"]["scan_seconds"]
+
+
+def _scans(paths, out, engine, runs: int) -> list[dict]:
     from segtool.pipeline.scan import scan
 
-    best = None
+    reports = []
     for _ in range(runs):
         shutil.rmtree(out, ignore_errors=True)
-        report = scan(paths, str(out), engine)
-        if best is None or report["timing"]["scan_seconds"] < best["timing"]["scan_seconds"]:
-            best = report
-    return best
+        reports.append(scan(paths, str(out), engine, hash_inputs=False))
+    return reports
 
 
 def _line(name: str, report: dict, input_bytes: int) -> str:
-    seconds = report["timing"]["scan_seconds"]
+    seconds = _run_seconds(report)
     rows = report["dataset"]["rows"]
-    return (f"[bench] scan {name}: {input_bytes / 1e6:.0f} MB, {rows} records, {report['tasks']} tasks in "
+    return (f"[bench] scan {name}: {input_bytes / 1e6:.0f} MB, {rows} records, {report['tasks']} tasks, plan + scan "
             f"{seconds:.2f} s = {input_bytes / 1e6 / seconds:.1f} MB/s, {rows / seconds:,.0f} records/s")
 
 
@@ -149,32 +156,30 @@ def test_scan_throughput_local_vs_spark(kafka_logs, tmp_path):
             while handle.read(64 * MIB):
                 pass
 
-    local = _best_scan([str(logs)], tmp_path / "local", LocalEngine(2))
+    local = min(_scans([str(logs)], tmp_path / "local", LocalEngine(2), runs=2), key=_run_seconds)
     assert local["dataset"]["rows_by_broker"]["kafka"] == records
 
-    began = time.perf_counter()
     engine = SparkEngine("local[2]")
     startup = engine.start()
     try:
-        warm = time.perf_counter()
-        engine.map(abs, [-1, -2], [1, 1])  # Python workers started once, as in any long-running job
-        warmup = time.perf_counter() - warm
-        spark = _best_scan([str(logs)], tmp_path / "spark", engine)
+        first, *later = _scans([str(logs)], tmp_path / "spark", engine, runs=3)
     finally:
         engine.stop()
-    total = time.perf_counter() - began
-    assert spark["dataset"]["rows_by_broker"]["kafka"] == records
+    steady = min(later, key=_run_seconds)
+    for report in (first, steady):
+        assert report["dataset"]["rows_by_broker"]["kafka"] == records
     parquet = sum(f.stat().st_size for f in (tmp_path / "spark").rglob("*.parquet"))
 
-    local_mbps = input_bytes / local["timing"]["scan_seconds"]
-    spark_mbps = input_bytes / spark["timing"]["scan_seconds"]
-    ratio = spark_mbps / local_mbps
+    with_warmup = _run_seconds(local) / _run_seconds(first)
+    steady_ratio = _run_seconds(local) / _run_seconds(steady)
     print()
     print(f"[bench] input: {PARTITIONS} partitions x 1 segment of {SEGMENT_BYTES // MIB} MiB, "
           f"{records} records; Parquet out: {parquet / 1e6:.0f} MB ({parquet / input_bytes:.1%} of the input)")
     print(_line("--engine local (2 processes)", local, input_bytes))
-    print(_line("--engine spark (local[2], steady state)", spark, input_bytes))
-    print(f"[bench] Spark session start-up {startup:.2f} s, Python worker warm-up {warmup:.2f} s "
-          f"(whole Spark run incl. 2 scans {total:.1f} s)")
-    print(f"[bench] Spark / local throughput: {ratio:.2f}x (target >= 0.70x: {'met' if ratio >= 0.7 else 'NOT met'})")
-    assert ratio >= 0.7
+    print(_line(f"--engine spark ({engine.master}, first run: Python workers' warm-up included)", first, input_bytes))
+    print(_line(f"--engine spark ({engine.master}, steady state)", steady, input_bytes))
+    print(f"[bench] Spark session start-up {startup:.2f} s (not in the figures above); warm-up cost of the first "
+          f"run {_run_seconds(first) - _run_seconds(steady):.2f} s")
+    print(f"[bench] Spark / local throughput: {with_warmup:.2f}x with the warm-up (target >= 0.90x: "
+          f"{'met' if with_warmup >= 0.9 else 'NOT met'}), {steady_ratio:.2f}x steady state")
+    assert with_warmup >= 0.9
