@@ -1248,8 +1248,10 @@ class _UriArguments:
                                "s3a://, gs://, abfs://, abfss:// or hdfs://", word)
         return True
 
-    # on an engine these read URI evidence on the executors (``segtool.pipeline.staged``), not from a mirror here
-    _READ_BY_TASKS = ("verify", "rebuild-index", "replicas")
+    # on Spark these read URI evidence on the executors (``segtool.pipeline.staged``), not from a mirror here
+    _READ_BY_TASKS = ("verify", "rebuild-index", "replicas", "salvage")
+    # ... and of those, these write a URI --out from the executors too (the others' is staged here)
+    _WRITTEN_BY_TASKS = ("rebuild-index",)
 
     def _on_spark(self, words: list[str]) -> bool:
         return any(word in ("--master", "--engine=spark") or word.startswith("--master=")
@@ -1257,7 +1259,7 @@ class _UriArguments:
 
     def stage(self) -> list[str]:
         """The arguments with URI inputs as local paths (read from their mirror) and a URI --out as a
-        local staging folder; on Spark, the URIs of verify, rebuild-index and replicas stay as given
+        local staging folder; on Spark, the input URIs of the commands in ``_READ_BY_TASKS`` stay as given
         (``file://`` aside)."""
         if self.command == "scan":
             return self.args
@@ -1276,7 +1278,7 @@ class _UriArguments:
         if out is not None:
             i, uri = out
             local = self._output(uri, [word for _, word in inputs], force="--force" in self.args[:end],
-                                 by_tasks=by_tasks)
+                                 by_tasks=by_tasks and self.command in self._WRITTEN_BY_TASKS)
             staged[i] = f"--out={local}" if staged[i].startswith("--out=") else local
         for i, uri in inputs:
             if by_tasks and self.uris.local_path(uri) is None:

@@ -276,3 +276,33 @@ def test_carve_and_salvage_of_s3_evidence_into_s3(s3_server, bucket, salvage_evi
     # what was written differs by the names of the copies read, compared above
     assert [item["path"] for item in report.pop("written")] == [item["path"] for item in expected.pop("written")]
     assert report == expected and report["summary"]["finds"] > 0
+
+
+def _driver_mirror() -> Path:
+    from segtool.engine import uris
+
+    return Path(uris.cache_dir()) / "mirror"
+
+
+@pytest.mark.spark
+def test_salvage_on_spark_reads_s3_evidence_on_the_executors(s3_server, bucket, salvage_evidence, tmp_path,
+                                                               helpers_in_process):  # noqa: F811
+    """Each task stages its partition's or store's files itself: the driver's mirror stays empty, and the
+    report and files are the in-process run's over the same URIs (which reads through that mirror)."""
+    pytest.importorskip("pyspark")
+    source, _ = salvage_evidence
+    s3_server.upload_tree(source / "evidence", bucket, "evidence")
+    evidence = f"s3a://{bucket}/evidence"
+    on_spark = segtool("salvage", evidence, "--out", tmp_path / "spark", "--json", "--master", "local[2]")
+    assert not _driver_mirror().exists(), "the driver staged the evidence: the executors were to read it"
+    in_process = segtool("salvage", evidence, "--out", tmp_path / "in-process", "--json")
+    assert _driver_mirror().exists()
+    assert on_spark.returncode == in_process.returncode == 1, on_spark.stderr
+    assert on_spark.stdout.replace(str(tmp_path / "spark"), "OUT") == \
+        in_process.stdout.replace(str(tmp_path / "in-process"), "OUT")
+    assert _files(tmp_path / "spark") == _files(tmp_path / "in-process")
+    # what makes it a real comparison: every partition and store of the evidence salvaged, damage found
+    report = json.loads(on_spark.stdout)
+    assert len(report["partitions"]) >= 4 and len(report["stores"]) == 2
+    assert all(item["path"].startswith(f"{evidence}/") for item in report["inputs"])
+    assert report["summary"]["damaged_ranges"] > 0
