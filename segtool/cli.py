@@ -47,6 +47,7 @@ class _State:
     json_output = False  # --json (dump: --format json) was asked: failures print an ErrorReport too
     # the exit code when stdout closes early (`| head`): what was found by then keeps its code
     exit_if_output_closed = EXIT_CLEAN
+    mirrored: dict[str, str] = {}  # the mirror of each URI input -> the URI (carve's Spark tasks read the URI)
 
 
 def _version(asked: bool) -> None:
@@ -994,7 +995,7 @@ def carve(
                              progress=progress and progress.task, conf=conf)
         with runner, _interruptible():
             report = carve_on(paths, out, runner, split_bytes=split_bytes, force=force, hash_inputs=not no_hash,
-                              records=records)
+                              records=records, read_from={} if local else _State.mirrored)
     if as_json:
         _print_json(report)
     else:
@@ -1216,6 +1217,7 @@ class _UriArguments:
 
         self.uris = uris
         self.places: dict[str, str] = {}  # local path -> the URI it stands for
+        self.mirrored: dict[str, str] = {}  # a URI input's mirror -> the URI
         self.outgoing: tuple[str, str] | None = None  # (local staging folder, URI)
         end = args.index("--") if "--" in args else len(args)
         words, settings = [], {}
@@ -1285,6 +1287,8 @@ class _UriArguments:
                 continue
             local = self.uris.mirror(uri)
             self.places[local] = uri
+            if self.uris.local_path(uri) is None:
+                self.mirrored[local] = uri
             staged[i] = local
         return staged
 
@@ -1352,6 +1356,7 @@ def _run_command() -> None:
     try:
         arguments = _UriArguments(args)
         args = arguments.stage()
+        _State.mirrored = arguments.mirrored
         if arguments.places:
             sys.stdout, sys.stderr = _AsGiven(sys.stdout, arguments.places), _AsGiven(sys.stderr, arguments.places)
         try:

@@ -306,3 +306,27 @@ def test_salvage_on_spark_reads_s3_evidence_on_the_executors(s3_server, bucket, 
     assert len(report["partitions"]) >= 4 and len(report["stores"]) == 2
     assert all(item["path"].startswith(f"{evidence}/") for item in report["inputs"])
     assert report["summary"]["damaged_ranges"] > 0
+
+
+@pytest.mark.spark
+def test_carve_on_spark_searches_s3_ranges_on_the_executors(s3_server, bucket, carve_evidence, tmp_path,
+                                                              helpers_in_process):  # noqa: F811
+    """A range task reads its range of the URI (plus one maximum find) and meets what the search of the
+    whole file meets there; the Spark run's outputs are the in-process run's over the same URIs."""
+    pytest.importorskip("pyspark")
+    from segtool.pipeline.carve import search_uri_range
+
+    root = carve_evidence
+    s3_server.upload_tree(root / "evidence", bucket, "evidence")
+    image, size = root / "evidence" / "dense.img", (root / "evidence" / "dense.img").stat().st_size
+    middle = (size // 3, 2 * size // 3)
+    ranged = search_uri_range((f"s3://{bucket}/evidence/dense.img", *middle))
+    whole = search_file_range((str(image), *middle))
+    assert ranged == whole and whole.starts
+    spark = segtool("carve", f"s3a://{bucket}/evidence", "--out", tmp_path / "spark", "--records", "--json",
+                    "--split-size", "1MiB", "--master", "local[2]")
+    in_process = segtool("carve", f"s3a://{bucket}/evidence", "--out", tmp_path / "in-process", "--records",
+                         "--json")
+    assert spark.returncode == in_process.returncode == 1, spark.stderr  # duplicates, undecodable batches
+    _same_outputs(tmp_path / "in-process", tmp_path / "spark")
+    assert _placed(spark.stdout, tmp_path / "spark") == _placed(in_process.stdout, tmp_path / "in-process")
