@@ -48,6 +48,7 @@ class _State:
     json_output = False  # --json (dump: --format json) was asked: failures print an ErrorReport too
     # the exit code when stdout closes early (`| head`): what was found by then keeps its code
     exit_if_output_closed = EXIT_CLEAN
+    mirrored: dict[str, str] = {}  # the mirror of each URI input -> the URI (carve's Spark tasks read the URI)
 
 
 def _version(asked: bool) -> None:
@@ -997,7 +998,7 @@ def carve(
                              progress=progress and progress.task, conf=conf)
         with runner, _interruptible():
             report = carve_on(paths, out, runner, split_bytes=split_bytes, force=force, hash_inputs=not no_hash,
-                              records=records)
+                              records=records, read_from={} if local else _State.mirrored)
     if as_json:
         _print_json(report)
     else:
@@ -1219,6 +1220,7 @@ class _UriArguments:
 
         self.uris = uris
         self.places: dict[str, str] = {}  # local path -> the URI it stands for
+        self.mirrored: dict[str, str] = {}  # a URI input's mirror -> the URI
         self.outgoing: tuple[str, str] | None = None  # (local staging folder, URI)
         end = args.index("--") if "--" in args else len(args)
         words, settings = [], {}
@@ -1251,8 +1253,10 @@ class _UriArguments:
                                "s3a://, gs://, abfs://, abfss:// or hdfs://", word)
         return True
 
-    # on an engine these read URI evidence on the executors (``segtool.pipeline.staged``), not from a mirror here
-    _READ_BY_TASKS = ("verify", "rebuild-index", "replicas")
+    # on Spark these read URI evidence on the executors (``segtool.pipeline.staged``), not from a mirror here
+    _READ_BY_TASKS = ("verify", "rebuild-index", "replicas", "salvage")
+    # ... and of those, these write a URI --out from the executors too (the others' is staged here)
+    _WRITTEN_BY_TASKS = ("rebuild-index",)
 
     def _on_spark(self, words: list[str]) -> bool:
         return any(word in ("--master", "--engine=spark") or word.startswith("--master=")
@@ -1260,7 +1264,7 @@ class _UriArguments:
 
     def stage(self) -> list[str]:
         """The arguments with URI inputs as local paths (read from their mirror) and a URI --out as a
-        local staging folder; on Spark, the URIs of verify, rebuild-index and replicas stay as given
+        local staging folder; on Spark, the input URIs of the commands in ``_READ_BY_TASKS`` stay as given
         (``file://`` aside)."""
         if self.command == "scan":
             return self.args
@@ -1279,13 +1283,15 @@ class _UriArguments:
         if out is not None:
             i, uri = out
             local = self._output(uri, [word for _, word in inputs], force="--force" in self.args[:end],
-                                 by_tasks=by_tasks)
+                                 by_tasks=by_tasks and self.command in self._WRITTEN_BY_TASKS)
             staged[i] = f"--out={local}" if staged[i].startswith("--out=") else local
         for i, uri in inputs:
             if by_tasks and self.uris.local_path(uri) is None:
                 continue
             local = self.uris.mirror(uri)
             self.places[local] = uri
+            if self.uris.local_path(uri) is None:
+                self.mirrored[local] = uri
             staged[i] = local
         return staged
 
@@ -1353,6 +1359,7 @@ def _run_command() -> None:
     try:
         arguments = _UriArguments(args)
         args = arguments.stage()
+        _State.mirrored = arguments.mirrored
         if arguments.places:
             sys.stdout, sys.stderr = _AsGiven(sys.stdout, arguments.places), _AsGiven(sys.stderr, arguments.places)
         try:

@@ -276,3 +276,57 @@ def test_carve_and_salvage_of_s3_evidence_into_s3(s3_server, bucket, salvage_evi
     # what was written differs by the names of the copies read, compared above
     assert [item["path"] for item in report.pop("written")] == [item["path"] for item in expected.pop("written")]
     assert report == expected and report["summary"]["finds"] > 0
+
+
+def _driver_mirror() -> Path:
+    from segtool.engine import uris
+
+    return Path(uris.cache_dir()) / "mirror"
+
+
+@pytest.mark.spark
+def test_salvage_on_spark_reads_s3_evidence_on_the_executors(s3_server, bucket, salvage_evidence, tmp_path,
+                                                               helpers_in_process):  # noqa: F811
+    """Each task stages its partition's or store's files itself: the driver's mirror stays empty, and the
+    report and files are the in-process run's over the same URIs (which reads through that mirror)."""
+    pytest.importorskip("pyspark")
+    source, _ = salvage_evidence
+    s3_server.upload_tree(source / "evidence", bucket, "evidence")
+    evidence = f"s3a://{bucket}/evidence"
+    on_spark = segtool("salvage", evidence, "--out", tmp_path / "spark", "--json", "--master", "local[2]")
+    assert not _driver_mirror().exists(), "the driver staged the evidence: the executors were to read it"
+    in_process = segtool("salvage", evidence, "--out", tmp_path / "in-process", "--json")
+    assert _driver_mirror().exists()
+    assert on_spark.returncode == in_process.returncode == 1, on_spark.stderr
+    assert on_spark.stdout.replace(str(tmp_path / "spark"), "OUT") == \
+        in_process.stdout.replace(str(tmp_path / "in-process"), "OUT")
+    assert _files(tmp_path / "spark") == _files(tmp_path / "in-process")
+    # what makes it a real comparison: every partition and store of the evidence salvaged, damage found
+    report = json.loads(on_spark.stdout)
+    assert len(report["partitions"]) >= 4 and len(report["stores"]) == 2
+    assert all(item["path"].startswith(f"{evidence}/") for item in report["inputs"])
+    assert report["summary"]["damaged_ranges"] > 0
+
+
+@pytest.mark.spark
+def test_carve_on_spark_searches_s3_ranges_on_the_executors(s3_server, bucket, carve_evidence, tmp_path,
+                                                              helpers_in_process):  # noqa: F811
+    """A range task reads its range of the URI (plus one maximum find) and meets what the search of the
+    whole file meets there; the Spark run's outputs are the in-process run's over the same URIs."""
+    pytest.importorskip("pyspark")
+    from segtool.pipeline.carve import search_uri_range
+
+    root = carve_evidence
+    s3_server.upload_tree(root / "evidence", bucket, "evidence")
+    image, size = root / "evidence" / "dense.img", (root / "evidence" / "dense.img").stat().st_size
+    middle = (size // 3, 2 * size // 3)
+    ranged = search_uri_range((f"s3://{bucket}/evidence/dense.img", *middle))
+    whole = search_file_range((str(image), *middle))
+    assert ranged == whole and whole.starts
+    spark = segtool("carve", f"s3a://{bucket}/evidence", "--out", tmp_path / "spark", "--records", "--json",
+                    "--split-size", "1MiB", "--master", "local[2]")
+    in_process = segtool("carve", f"s3a://{bucket}/evidence", "--out", tmp_path / "in-process", "--records",
+                         "--json")
+    assert spark.returncode == in_process.returncode == 1, spark.stderr  # duplicates, undecodable batches
+    _same_outputs(tmp_path / "in-process", tmp_path / "spark")
+    assert _placed(spark.stdout, tmp_path / "spark") == _placed(in_process.stdout, tmp_path / "in-process")

@@ -74,7 +74,9 @@ def kafka_suffix(name: str) -> str:
     return name[dot:] if dot >= 0 else ""
 
 
-def detect(path: str) -> DetectedFile:
+def detect(path: str, entries=rocketmq_names.folder_entries) -> DetectedFile:
+    """What ``path`` is, by its name and place (``entries``: what a folder holds, from the disk or from a
+    listing of URIs), and for a few names by its first bytes."""
     name = os.path.basename(path)
     parts = os.path.normpath(os.path.abspath(path)).split(os.sep)
     parent = parts[-2] if len(parts) > 1 else ""
@@ -97,11 +99,11 @@ def detect(path: str) -> DetectedFile:
     if name == rocketmq_names.CHECKPOINT:
         directory = os.path.dirname(os.path.abspath(path))
         # DLedger keeps a checkpoint of its own in its directory, which holds an index/ too
-        if rocketmq_names.is_dledger_home(directory):
+        if rocketmq_names.is_dledger_home(directory, entries):
             return DetectedFile(path, FileKind.ROCKETMQ_DLEDGER_CHECKPOINT)
         # the store's checkpoint (StorePathConfigHelper.getStoreCheckpoint) beside the root's directories:
         # its data, config/, or only 5.x's (a DLedger store has no commitlog/)
-        if rocketmq_names.holds_store_directories(directory):
+        if rocketmq_names.holds_store_directories(directory, entries):
             return DetectedFile(path, FileKind.ROCKETMQ_CHECKPOINT)
     if rocketmq_names.is_index_file_name(name) and parent == rocketmq_names.INDEX_DIR:
         return DetectedFile(path, FileKind.ROCKETMQ_INDEXFILE)

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from segtool.rocketmq import store as rs
-from segtool.engine.inventory import Partition, Store, inventory
+from segtool.engine.inventory import Partition, Store, classify
 from segtool.kafka.partition import Segment
 from segtool.kafka.recovery import DEFAULT_INDEX_INTERVAL_BYTES, ProducerTxnState, recover_segment
 from segtool.engine.safe_write import plan_outputs, tree_outputs, write_atomically
@@ -42,7 +42,7 @@ from segtool.rocketmq import store_files as rmq
 from segtool.kafka.log import RecordBatch
 from segtool.kafka.records import base_offset_of
 from segtool.kafka.names import INDEX, LOG, TIME_INDEX, TXN_INDEX, file_name
-from segtool.kafka.state import read_leader_epoch_checkpoint, read_partition_metadata
+from segtool.kafka.state import parse_checkpoint, parse_partition_metadata
 from segtool.formats.file_kinds import FileKind
 from segtool.formats.outcomes import DamageReason, WalkEnd
 from segtool.formats.record_shapes import arrow_fields
@@ -51,7 +51,8 @@ from segtool.formats.ranges import span
 from segtool.ops.file_formats import file_format
 from segtool.ops.output_schema import SalvageReport
 from segtool.ops.progress import RunProgress
-from segtool.ops.task_map import MapTasks, bytes_in, in_process
+from segtool.ops.brokers import LocalTree
+from segtool.ops.task_map import MapTasks, in_process
 from segtool.ops.rebuild_rocketmq import index_geometry
 from segtool.ops.verify_rocketmq.store import DISPATCHED_TRAN_TYPES
 from segtool.source import open_buffer, sha256_of
@@ -63,9 +64,10 @@ DEFAULT_UNITS_PER_FILE = 300_000  # MessageStoreConfig.mappedFileSizeConsumeQueu
 MESSAGES_PARQUET = "salvaged-messages.parquet"
 _FILLER = rmq.CONSUME_QUEUE_UNIT_FAST.pack(0, rmq.CQ_BLANK_UNIT_SIZE, 0)  # ConsumeQueue.fillPreBlank's unit
 
-# copied when they parse: the partition's topic id and its leader epochs stay true of the kept offsets
-_COPIED_STATE = {"partition.metadata": read_partition_metadata,
-                 "leader-epoch-checkpoint": read_leader_epoch_checkpoint}
+# copied when they parse (from their bytes and path): the partition's topic id and its leader epochs stay
+# true of the kept offsets
+_COPIED_STATE = {"partition.metadata": parse_partition_metadata,
+                 "leader-epoch-checkpoint": lambda data, path: parse_checkpoint(data, "leader-epoch", path)}
 _NOT_READ = "not read: salvage reads the segments' .log files (a .swap, .cleaned or .deleted file is left)"
 _NOT_TAKEN = "not a Kafka segment, partition state file or RocketMQ store file: salvage leaves it"
 
@@ -82,7 +84,7 @@ class _Found(NamedTuple):
 
 def salvage(paths: list[str], out_dir: str, *, index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES,
             force: bool = False, progress: RunProgress | None = None,
-            map_tasks: MapTasks = in_process) -> SalvageReport:
+            map_tasks: MapTasks = in_process, tree: LocalTree = LocalTree()) -> SalvageReport:
     """Salvage the Kafka partitions or the RocketMQ stores below ``paths`` into ``out_dir``.
 
     Each partition and each store is one unit of work handed to ``map_tasks`` (in this process, or
@@ -93,11 +95,15 @@ def salvage(paths: list[str], out_dir: str, *, index_interval_bytes: int = DEFAU
     the given path that holds it (``out_dir/<partition>/`` for a log dir, ``out_dir/broker1/<partition>/``
     for replicas side by side, ``out_dir/<store>/`` beside them: ``safe_write.tree_outputs``), so
     Kafka and RocketMQ data found together are salvaged in one run, each to its own place.
+
+    ``tree`` is how the inputs are seen here: the local filesystem, or the listing of URI trees on the
+    paths their mirror would have (``pipeline.staged.ListedTrees``: the units of work then stage their
+    own files).
     """
     for path in paths:
-        if not os.path.lexists(path):
+        if not tree.lexists(path):
             raise UnreadableInput("no such file or directory", path)
-    found = inventory(paths)
+    found = classify(entry for path in paths for entry in tree.inventory(path).entries)
     partitions = [partition for partition in found.partitions if partition.logs]
     stores = [store for store in found.stores if store.commitlog]
     unreadable = [{"path": entry.path, "reason": entry.unreadable} for entry in found.unreadable]
@@ -115,7 +121,7 @@ def salvage(paths: list[str], out_dir: str, *, index_interval_bytes: int = DEFAU
         read = [log for partition in partitions for log in partition.logs] + [f for store in stores for f in store.commitlog]
         progress.plan((f.path, f.size) for f in read)
     if partitions:
-        _salvage_partitions(partitions, paths, places, index_interval_bytes, force, progress, report, map_tasks)
+        _salvage_partitions(partitions, paths, places, index_interval_bytes, force, progress, report, map_tasks, tree)
     if stores:
         _salvage_stores(stores, paths, places, force, progress, report, map_tasks)
     taken = [partition.files for partition in partitions] + [store.files for store in stores]
@@ -198,7 +204,7 @@ def _out_partition(partition: Partition, places: dict[str, str]) -> str:
 
 
 def _salvage_partitions(partitions: list[Partition], paths, places, interval, force, progress,
-                        report: dict, map_tasks: MapTasks) -> None:
+                        report: dict, map_tasks: MapTasks, tree: LocalTree) -> None:
     copies: dict[str, list[str]] = {}  # partition directory -> state files that parse
     targets = []
     for partition in partitions:
@@ -214,7 +220,7 @@ def _salvage_partitions(partitions: list[Partition], paths, places, interval, fo
                 continue
             if name in _COPIED_STATE:
                 try:
-                    _COPIED_STATE[name](entry.path)
+                    _COPIED_STATE[name](tree.read(entry.path), entry.path)
                 except SegtoolError as exc:
                     report["skipped"].append({"path": entry.path, "reason": f"not copied: unreadable ({exc})"})
                     continue
@@ -389,7 +395,7 @@ def _salvage_stores(stores: list[Store], paths, places, force, progress, report:
                                  for f in store.files if f.kind != FileKind.ROCKETMQ_COMMITLOG)
     items = [(store, _out_store(store, places), paths) for store in stores]
     for salvaged, inputs in map_tasks(partial(_salvage_store, force=force, progress=progress), items,
-                                      [bytes_in(store.root) for store in stores]):
+                                      [sum(f.size for f in store.files) for store in stores]):
         report["stores"].append(salvaged)
         report["inputs"].extend(inputs)
 

@@ -23,7 +23,8 @@ from dataclasses import dataclass
 from typing import Iterator
 
 from segtool.engine import uris
-from segtool.engine.inventory import Inventory, classify
+from segtool.engine.detect import detect
+from segtool.engine.inventory import FoundFile, Inventory, classify
 from segtool.errors import SegtoolError
 from segtool.ops.brokers import LocalTree
 from segtool.pipeline import storage
@@ -125,8 +126,8 @@ class ListedTrees(LocalTree):
         top = os.path.normpath(path)
         if not self.lists(top):
             return super().inventory(path)
-        return classify((found, size) for tree in self.trees for found, size in tree.files
-                        if found == top or found.startswith(top + os.sep))
+        return classify(FoundFile(found, detect(found, self.entries).kind, size) for tree in self.trees
+                        for found, size in tree.files if found == top or found.startswith(top + os.sep))
 
     def read(self, path: str) -> bytes:
         path = os.path.normpath(path)

@@ -139,17 +139,16 @@ def holds_store_directories(path, entries=folder_entries) -> bool:
                                       for name in CONFIG_FILES)
 
 
-def is_dledger_home(path) -> bool:
+def is_dledger_home(path, entries=folder_entries) -> bool:
     """Is ``path`` DLedger's own directory (``DLedgerConfig.getDefaultPath``: ``<root>/dledger-<selfId>``
     with ``data/`` and ``index/``), where ``checkpoint`` is DLedger's text checkpoint, not the store's
     (``StorePathConfigHelper.getStoreCheckpoint``: ``<root>/checkpoint``)?  A store root that happens
     to be named ``dledger-...`` holds more than an ``index/`` of a store's directories and is not one."""
-    root = Path(path)
-    if not is_dledger_dir(root.name):
+    if not is_dledger_dir(Path(path).name):
         return False
-    try:
-        names = {entry.name for entry in os.scandir(root) if entry.is_dir()}
-    except OSError:
+    held = entries(path)
+    if held is None:
         return False
+    names = {name for name, is_dir in held.items() if is_dir is True}
     return not names & {COMMITLOG_DIR, CONSUMEQUEUE_DIR, CONFIG_DIR, TIMERLOG_DIR, BATCH_CONSUMEQUEUE_DIR} \
         and not any(is_dledger_dir(name) for name in names)
