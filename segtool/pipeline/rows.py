@@ -37,8 +37,8 @@ from segtool.pipeline.schema import (COLUMNS, FILE_SCHEMA, HEADER_TYPE, KAFKA, R
 from segtool.rocketmq.message_shape import MESSAGE_COLUMNS
 from segtool.source import release_pages
 
-DEFAULT_CHUNK_ROWS = 65536
-DEFAULT_CHUNK_BYTES = 64 * 1024 * 1024  # keys and values (bodies) held before a row group is written
+DEFAULT_CHUNK_ROWS = 16384
+DEFAULT_CHUNK_BYTES = 16 * 1024 * 1024  # keys and values (bodies) held before a row group is written
 _INT32_MAX = 2**31 - 1
 _sha256 = hashlib.sha256
 
