@@ -17,14 +17,16 @@ from __future__ import annotations
 
 import hashlib
 import json
+import mmap
+import os
 
 import numpy as np
 import pyarrow as pa
 
 from segtool.errors import CorruptData
 from segtool.findings import FindingKind, finding
-from segtool.engine.salvage import DamagedRange, commitlog_pieces, kafka_pieces
-from segtool.kafka.log import DEFAULT_CAP, NO_TIMESTAMP, RecordBatch
+from segtool.engine.salvage import DamagedRange, body_crc_valid, commitlog_pieces, kafka_pieces
+from segtool.kafka.log import DEFAULT_CAP, LOG_ENTRY_HEADER_FAST, LOG_OVERHEAD, NO_TIMESTAMP, BatchScan, RecordBatch
 from segtool.kafka.record_columns import batch_columns
 from segtool.kafka.records import base_offset_of, batch_records, control_record_type
 from segtool.formats.outcomes import WalkEnd
@@ -33,9 +35,10 @@ from segtool.ops.render import damaged_range_text
 from segtool.pipeline.schema import (COLUMNS, FILE_SCHEMA, HEADER_TYPE, KAFKA, ROCKETMQ, TIMESTAMP, TIMESTAMP_MAX_MS,
                                      TIMESTAMP_MIN_MS)
 from segtool.rocketmq.message_shape import MESSAGE_COLUMNS
+from segtool.source import release_pages
 
-DEFAULT_CHUNK_ROWS = 65536
-DEFAULT_CHUNK_BYTES = 64 * 1024 * 1024  # keys and values (bodies) held before a row group is written
+DEFAULT_CHUNK_ROWS = 16384
+DEFAULT_CHUNK_BYTES = 16 * 1024 * 1024  # keys and values (bodies) held before a row group is written
 _INT32_MAX = 2**31 - 1
 _sha256 = hashlib.sha256
 
@@ -68,6 +71,162 @@ def _file_batch(columns: dict, n: int) -> pa.RecordBatch:
     """A record batch of the part files' schema: the other broker's columns are nulls."""
     arrays = [columns[field.name] if field.name in columns else pa.nulls(n, field.type) for field in FILE_SCHEMA]
     return pa.RecordBatch.from_arrays(arrays, schema=FILE_SCHEMA)
+
+
+# -- a task's byte range -------------------------------------------------------
+
+WINDOW_BYTES = 8 * 1024 * 1024  # a URI task reads its range this much at a time
+# the largest batch or message read whole into memory; the search past damage looks for none larger
+WHOLE_MOST = 64 * 1024 * 1024
+_RELEASE_EVERY = 8 * 1024 * 1024  # a mapped range's pages leave the resident set this often
+
+
+class _TaskRange:
+    """Bytes ``start..stop`` of one input file, as a task reads them.
+
+    A local file is mapped whole and read as one buffer (``rest``), its pages
+    released as the walkers pass them.  A URI is read a window at a time
+    (``window``) while the windows hold whole, valid batches or messages; from
+    the first place where they do not (damage, the data's end, one batch or
+    message over ``WHOLE_MOST``) ``rest`` spills the rest of the range to a
+    sparse temporary file (zero-filled windows stay holes) and maps it, so the
+    walkers read past damage exactly as over a whole file, and memory stays
+    bounded either way.
+    """
+
+    def __init__(self, path: str, start: int, end: int | None):
+        self.path = path
+        self.start = start
+        self.window_bytes = WINDOW_BYTES  # read here, so a test can make windows small
+        self.windowed = storage.is_uri(path)
+        self.mapping = None
+        if self.windowed:
+            size = storage.size(path)
+        else:
+            self.mapping, _ = storage.read_range(path)
+            size = len(self.mapping)
+        self.stop = size if end is None else min(end, size)
+
+    def window(self, first: int, last: int) -> bytes:
+        data, _ = storage.read_range(self.path, first, last)
+        return data
+
+    def rest(self, first: int):
+        """(buffer, shift): bytes ``first..stop`` are ``buffer[first - shift:stop - shift]``."""
+        if not self.windowed:
+            return self.mapping, 0
+        if first >= self.stop:
+            return b"", first
+        import tempfile
+
+        handle, spill = tempfile.mkstemp(prefix="segtool-range-")
+        try:
+            os.unlink(spill)  # the mapping keeps it: nothing is left behind, however the task ends
+            for at in range(first, self.stop, self.window_bytes):
+                data = self.window(at, min(self.stop, at + self.window_bytes))
+                if np.frombuffer(data, np.uint8).any():
+                    os.pwrite(handle, data, at - first)
+            os.ftruncate(handle, self.stop - first)
+            return mmap.mmap(handle, 0, access=mmap.ACCESS_READ), first
+        finally:
+            os.close(handle)
+
+
+def _kafka_pieces(source: _TaskRange):
+    """(batch or ``DamagedRange``, shift) of ``kafka_pieces`` over a task's range: positions plus shift are
+    file positions.  Over a URI the windows' batches come first, then ``kafka_pieces`` over the rest from
+    where they stop, with the offset after the last valid batch it would have seen."""
+    path, pos, stop = source.path, source.start, source.stop
+    after = None
+    while source.windowed and pos < stop:
+        window = source.window(pos, min(stop, pos + source.window_bytes))
+        if pos + len(window) < stop and len(window) >= LOG_OVERHEAD:
+            whole = LOG_OVERHEAD + LOG_ENTRY_HEADER_FAST.unpack_from(window)[1]
+            if len(window) < whole <= min(WHOLE_MOST, stop - pos):
+                window = source.window(pos, pos + whole)  # one batch larger than a window: read whole
+        scan = BatchScan(window, 0, len(window), path)
+        resume = None
+        try:
+            for batch in scan:
+                if not batch.crc_valid:
+                    resume = batch.position
+                    break
+                yield batch, pos
+                after = batch.last_offset + 1
+        except CorruptData:
+            resume = scan.valid_bytes
+        if resume is None:
+            if scan.stop_reason is None:
+                pos += len(window)
+                continue
+            if pos + len(window) < stop and scan.valid_bytes > 0:  # a batch runs on into the next window
+                pos += scan.valid_bytes
+                continue
+            resume = scan.valid_bytes
+        pos += resume
+        break
+    if pos < stop:
+        buf, shift = source.rest(pos)
+        for piece in kafka_pieces(buf, path, base_offset=after, start=pos - shift, end=stop - shift):
+            yield piece, shift
+
+
+def _runs_past(window, at: int) -> bool:
+    """Does the CommitLog record at ``at`` run past the window (or is its header cut by it)?"""
+    from segtool.rocketmq.store_files import BLANK_RECORD_FAST, MIN_MESSAGE_SIZE
+
+    if len(window) - at < BLANK_RECORD_FAST.size:
+        return True
+    total_size, _ = BLANK_RECORD_FAST.unpack_from(window, at)
+    return total_size >= MIN_MESSAGE_SIZE and at + total_size > len(window)
+
+
+def _commitlog_pieces(source: _TaskRange, file_from_offset: int, keep_body: bool):
+    """(message, ``DamagedRange`` or ``CommitLogEnd``, shift) of ``commitlog_pieces`` over a task's range:
+    positions plus shift are file positions.  Over a URI the windows' messages come first, then
+    ``commitlog_pieces`` over the rest from where they stop, with the last valid message before it."""
+    from segtool.rocketmq.store_files import BLANK_RECORD_FAST, walk_commitlog
+
+    path, pos, stop = source.path, source.start, source.stop
+    file = storage.basename(path)
+    previous = None
+    while source.windowed and pos < stop:
+        window = source.window(pos, min(stop, pos + source.window_bytes))
+        if pos + len(window) < stop and len(window) >= BLANK_RECORD_FAST.size:
+            whole, _ = BLANK_RECORD_FAST.unpack_from(window)
+            if len(window) < whole <= min(WHOLE_MOST, stop - pos):
+                window = source.window(pos, pos + whole)  # one message larger than a window: read whole
+        resume = None
+        for step in walk_commitlog(window, file_from_offset=file_from_offset + pos, file=file, path=path,
+                                   keep_body=keep_body):
+            if isinstance(step, dict):
+                if not body_crc_valid(step):
+                    resume = step["fileOffset"]
+                    break
+                yield step, pos
+                previous = step
+                continue
+            at = step.file_offset
+            if pos + at == stop and step.kind is WalkEnd.END_OF_FILE:
+                yield step, pos
+                return
+            if pos + len(window) < stop and (at == len(window) or at > 0 and _runs_past(window, at)):
+                pos += at  # the next window goes on from the message the window cut
+            else:
+                resume = at
+        if resume is not None:
+            pos += resume
+            break
+    buf, shift = source.rest(pos)
+    view = memoryview(buf)[pos - shift:stop - shift]
+    released = (pos - shift) - (pos - shift) % mmap.PAGESIZE
+    for piece in commitlog_pieces(view, file_from_offset=file_from_offset + pos, file=file, path=path,
+                                  previous=previous, keep_body=keep_body):
+        yield piece, pos
+        if isinstance(piece, dict):  # a view's walker cannot release the mapping's pages: done here
+            at = pos - shift + piece["fileOffset"]
+            if at - released > _RELEASE_EVERY:
+                released = release_pages(buf, released, at)
 
 
 # -- Kafka ------------------------------------------------------------------
@@ -289,13 +448,11 @@ def kafka_rows(task: dict, stats: dict, with_values: bool = False, cap: int = DE
     reported and skipped.
     """
     path = task["path"]
-    start, end = task["start"], task["end"]
-    buf, shift = storage.read_range(path, start, end)
-    stop = shift + len(buf) if end is None else min(end, shift + len(buf))
+    source = _TaskRange(path, task["start"], task["end"])
     builder = _KafkaBuilder(task, with_values)
     key = (task["topic"], task["partition"])
     errors = stats["errors"]
-    for piece in kafka_pieces(buf, path, start=start - shift, end=stop - shift):
+    for piece, shift in _kafka_pieces(source):
         if isinstance(piece, DamagedRange):
             damage = piece.as_dict()
             damage.update(first_byte=damage["first_byte"] + shift, last_byte=damage["last_byte"] + shift)
@@ -318,7 +475,7 @@ def kafka_rows(task: dict, stats: dict, with_values: bool = False, cap: int = DE
         if builder.rows >= chunk_rows or builder.payload_bytes >= chunk_bytes:
             stats["rows"] += builder.rows
             yield key, builder.flush()
-    stats["scanned_to"] = stop
+    stats["scanned_to"] = source.stop
     if builder.rows:
         stats["rows"] += builder.rows
         yield key, builder.flush()
@@ -366,24 +523,20 @@ def rocketmq_rows(task: dict, stats: dict, with_values: bool = False, chunk_rows
     fills ``stats``."""
     from segtool.rocketmq.store_files import CommitLogEnd
 
-    path = task["path"]
-    start, end = task["start"], task["end"]
-    buf, shift = storage.read_range(path, start, end)
-    stop = shift + len(buf) if end is None else min(end, shift + len(buf))
-    view = memoryview(buf)[start - shift:stop - shift]
+    end = task["end"]
+    source = _TaskRange(task["path"], task["start"], end)
     pending: list[dict] = []
     pending_bytes = 0
     messages = 0
-    for piece in commitlog_pieces(view, file_from_offset=task["base_offset"] + start, file=storage.basename(path),
-                                  path=path, keep_body=with_values):
+    for piece, shift in _commitlog_pieces(source, task["base_offset"], with_values):
         if isinstance(piece, DamagedRange):
             damage = piece.as_dict()
-            damage.update(first_byte=damage["first_byte"] + start, last_byte=damage["last_byte"] + start)
+            damage.update(first_byte=damage["first_byte"] + shift, last_byte=damage["last_byte"] + shift)
             stats["errors"].append(finding(FindingKind.DAMAGED_RANGE, damage["first_byte"], damaged_range_text(damage)))
         elif isinstance(piece, CommitLogEnd):
-            stats["scanned_to"] = start + piece.file_offset
+            stats["scanned_to"] = shift + piece.file_offset
             if piece.kind is WalkEnd.BLANK and not piece.blank_size_matches and end is None:
-                stats["errors"].append(finding(FindingKind.BLANK_SIZE, start + piece.file_offset,
+                stats["errors"].append(finding(FindingKind.BLANK_SIZE, shift + piece.file_offset,
                                                "blank end-of-file record whose size does not reach the file end"))
             elif piece.kind in (WalkEnd.BLANK, WalkEnd.ZERO_TAIL) and end is not None:
                 stats["stop_reason"] = piece.kind  # a middle split should run to its end

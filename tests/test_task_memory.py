@@ -1,0 +1,153 @@
+"""Memory per scan task is bounded, and reading a URI's range in windows gives the rows of a whole read.
+
+The windowed read of a URI task (``rows._TaskRange``) must list exactly what the
+local task, which reads the whole mapped file, lists: every corpus case is scanned
+both ways with windows far smaller than a batch and splits of 16 KiB, damaged
+cases included, and the part files' rows, the problems and where each task stopped
+must be the same.  The memory tests run one task of a big input made of corpus
+records in a fresh interpreter and require its peak resident set (interpreter,
+pyarrow and numpy included) under ``PEAK_MB``.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from tests.conftest import CORPUS
+from tests.task_memory_inputs import MIB, commitlog_file, kafka_segment, task_peak
+
+pq = pytest.importorskip("pyarrow.parquet")
+
+from segtool.pipeline import rows  # noqa: E402
+from segtool.pipeline.engines import LocalEngine  # noqa: E402
+from segtool.pipeline.inputs import discover  # noqa: E402
+from segtool.pipeline.scan import scan  # noqa: E402
+from segtool.pipeline.splits import plan_tasks  # noqa: E402
+
+PEAK_MB = 300
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+needs_corpus = pytest.mark.skipif(not CORPUS.exists(), reason="the conformance corpus is not at ../shared/corpus")
+
+
+# the fast tier's cases: damage of every kind both brokers' walkers read past, and a clean multi-file store
+_DAMAGED = ("c11a-crc-byte-flip", "c11b-truncated-last-batch", "c11c-zero-tail-64k", "c08-legacy-formats",
+            "corrupt-body-crc", "corrupt-torn-tail", "corrupt-truncated-commitlog", "clean-multi")
+
+
+def _scannable_cases() -> list:
+    if not CORPUS.exists():
+        return []
+    cases = sorted(CORPUS.glob("kafka/*/data")) + sorted(CORPUS.glob("rocketmq/*/store"))
+    found = [case for case in cases if any(case.glob("*/*.log")) or any(case.glob("commitlog/*"))]
+    return [case if case.parent.name in _DAMAGED else pytest.param(case, marks=pytest.mark.slow) for case in found]
+
+
+def _dataset(out) -> tuple[list, list, list]:
+    """Each part file's rows (the columns naming the input place aside), the problems and each task's end."""
+    import json
+
+    parts = sorted(str(p.relative_to(out)) for p in out.rglob("part-*.parquet"))
+    tables = [(part, pq.read_table(out / part).drop(["source_dir", "broker_label"])) for part in parts]
+    report = json.loads((out / "_segtool_report.json").read_text())
+    problems = [(p["kind"], p["message"].replace("file://", "")) for p in report["problems"]]
+    ends = [(t["rows"], t["scanned_to"], t["stop_reason"]) for t in report["task_results"]]
+    return tables, problems, ends
+
+
+@needs_corpus
+@pytest.mark.parametrize("window", [100])
+@pytest.mark.parametrize("case", _scannable_cases(), ids=lambda case: case.parent.name)
+def test_windowed_uri_read_gives_the_rows_of_the_whole_file(case, window, tmp_path, monkeypatch):
+    local = scan([str(case)], str(tmp_path / "local"), LocalEngine(workers=1), split_bytes=16384,
+                 with_values=True, hash_inputs=False)
+    monkeypatch.setattr(rows, "WINDOW_BYTES", window)
+    remote = scan([f"file://{case}"], str(tmp_path / "uri"), LocalEngine(workers=1), split_bytes=16384,
+                  with_values=True, hash_inputs=False)
+    assert remote["dataset"]["rows"] == local["dataset"]["rows"] > 0
+    local_tables, local_problems, local_ends = _dataset(tmp_path / "local")
+    uri_tables, uri_problems, uri_ends = _dataset(tmp_path / "uri")
+    assert [part for part, _ in uri_tables] == [part for part, _ in local_tables]
+    for (part, uri_table), (_, local_table) in zip(uri_tables, local_tables):
+        assert uri_table.equals(local_table), part
+    assert uri_problems == local_problems
+    assert uri_ends == local_ends
+
+
+def _peak_of_largest_task(path: str, split: int, with_values: bool, tmp_path, env: dict | None = None) -> dict:
+    tasks, _ = plan_tasks(discover([path]), split)
+    task = max(tasks, key=lambda t: t["bytes"])
+    result = task_peak(task, str(tmp_path / "run"), with_values, REPO, env)
+    assert result["scanned_to"] == task["start"] + task["bytes"]
+    return {**result, "task": task}
+
+
+@pytest.fixture(scope="module")
+def kafka_160(tmp_path_factory):
+    return kafka_segment(tmp_path_factory.mktemp("k160") / "orders-0", 160 * MIB).parent
+
+
+@pytest.fixture(scope="module")
+def commitlog_160(tmp_path_factory):
+    root = tmp_path_factory.mktemp("r160") / "store"
+    commitlog_file(root, 160 * MIB)
+    return root
+
+
+@needs_corpus
+@pytest.mark.slow
+@pytest.mark.parametrize("scheme", ["", "file://"])
+@pytest.mark.parametrize("broker", ["kafka", "rocketmq"])
+def test_a_64mib_split_stays_under_the_bound(broker, scheme, kafka_160, commitlog_160, tmp_path):
+    found = _peak_of_largest_task(scheme + str(kafka_160 if broker == "kafka" else commitlog_160), 64 * MIB,
+                                  False, tmp_path)
+    assert found["task"]["bytes"] > 48 * MIB and found["rows"] > 0
+    assert found["peak_mb"] < PEAK_MB
+
+
+@needs_corpus
+@pytest.mark.slow
+@pytest.mark.parametrize("broker", ["kafka", "rocketmq"])
+def test_a_64mib_split_on_the_s3_server_stays_under_the_bound(broker, kafka_160, commitlog_160, s3_server, tmp_path):
+    folder = kafka_160 if broker == "kafka" else commitlog_160
+    s3_server.client().create_bucket(Bucket=f"memory-{broker}")
+    s3_server.upload_tree(folder, f"memory-{broker}", "evidence")
+    os.environ.update(s3_server.environment)  # planning in this process reads the .index there
+    found = _peak_of_largest_task(f"s3://memory-{broker}/evidence", 64 * MIB, False, tmp_path,
+                                  s3_server.environment)
+    assert found["task"]["bytes"] > 48 * MIB and found["rows"] > 0
+    assert found["peak_mb"] < PEAK_MB
+
+
+@needs_corpus
+@pytest.mark.slow
+@pytest.mark.parametrize("scheme", ["", "file://"])
+@pytest.mark.parametrize("broker", ["kafka", "rocketmq"])
+def test_a_256mib_split_with_values_stays_under_the_bound(broker, scheme, tmp_path_factory, tmp_path):
+    folder = tmp_path_factory.mktemp("big")
+    if broker == "kafka":
+        kafka_segment(folder / "orders-0", 600 * MIB)
+    else:
+        commitlog_file(folder / "store", 600 * MIB)
+    found = _peak_of_largest_task(scheme + str(folder), 256 * MIB, True, tmp_path)
+    assert found["task"]["bytes"] > 192 * MIB and found["rows"] > 0
+    assert found["peak_mb"] < PEAK_MB
+
+
+@needs_corpus
+@pytest.mark.slow
+@pytest.mark.parametrize("broker", ["kafka", pytest.param("rocketmq", marks=pytest.mark.xfail(
+    strict=True, reason="measured 316 MB (1,361 MB before windows): what still grows over a 1 GiB "
+                        "CommitLog task is not found yet"))])
+def test_one_1gib_file_without_index_as_one_uri_task_stays_under_the_bound(broker, tmp_path_factory, tmp_path):
+    """A URI segment without its .index cannot be split (finding batch starts would read it all): one task."""
+    folder = tmp_path_factory.mktemp("gib")
+    if broker == "kafka":
+        kafka_segment(folder / "orders-0", 1024 * MIB, with_index=False)
+    else:
+        commitlog_file(folder / "store", 1024 * MIB)
+    found = _peak_of_largest_task(f"file://{folder}", 64 * MIB if broker == "kafka" else 4096 * MIB, False, tmp_path)
+    assert found["task"]["bytes"] >= 1024 * MIB and found["rows"] > 0
+    assert found["peak_mb"] < PEAK_MB
