@@ -17,6 +17,7 @@ import pytest
 
 from tests.conftest import CORPUS
 from tests.task_memory_inputs import MIB, commitlog_file, kafka_segment, task_peak
+from tests.s3_server import s3_server  # noqa: F401  (the session fixture)
 
 pq = pytest.importorskip("pyarrow.parquet")
 
@@ -110,11 +111,13 @@ def test_a_64mib_split_stays_under_the_bound(broker, scheme, kafka_160, commitlo
 @needs_corpus
 @pytest.mark.slow
 @pytest.mark.parametrize("broker", ["kafka", "rocketmq"])
-def test_a_64mib_split_on_the_s3_server_stays_under_the_bound(broker, kafka_160, commitlog_160, s3_server, tmp_path):
+def test_a_64mib_split_on_the_s3_server_stays_under_the_bound(broker, kafka_160, commitlog_160, s3_server,  # noqa: F811
+                                                              tmp_path, monkeypatch):
     folder = kafka_160 if broker == "kafka" else commitlog_160
     s3_server.client().create_bucket(Bucket=f"memory-{broker}")
     s3_server.upload_tree(folder, f"memory-{broker}", "evidence")
-    os.environ.update(s3_server.environment)  # planning in this process reads the .index there
+    for key, value in s3_server.environment.items():  # planning in this process reads the .index there
+        monkeypatch.setenv(key, value)
     found = _peak_of_largest_task(f"s3://memory-{broker}/evidence", 64 * MIB, False, tmp_path,
                                   s3_server.environment)
     assert found["task"]["bytes"] > 48 * MIB and found["rows"] > 0
