@@ -98,7 +98,10 @@ print(json.dumps({"peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss 
 def task_peak(task: dict, run_root: str, with_values: bool, cwd: str, env: dict | None = None) -> dict:
     """Run one scan task in a fresh interpreter whose working directory (first on ``sys.path``) is ``cwd``;
     its peak resident set in MB, rows, where it stopped and its parts."""
+    # only what a task needs from the environment: settings other tests of the session leave behind must not
+    # change what is measured
+    kept = {key: os.environ[key] for key in ("PATH", "HOME", "LANG", "TMPDIR") if key in os.environ}
     done = subprocess.run([sys.executable, "-c", _CHILD, json.dumps([task, run_root, with_values])], cwd=cwd,
-                          capture_output=True, text=True, env={**os.environ, **(env or {})}, timeout=1800)
+                          capture_output=True, text=True, env={**kept, **(env or {})}, timeout=1800)
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.splitlines()[-1])

@@ -71,7 +71,8 @@ def test_progress_bar_only_on_a_terminal_and_never_when_quiet(command, tmp_path)
     code, stdout, terminal = _run_on_terminal(args)
     assert code == 0
     # the current file with its partition (scan: its pool's tasks, one piece of work)
-    name = b"segtool scan" if command == "scan" else f"{PARTITION.name}/00000000000000000000.log".encode()
+    # the file being read, with its partition (which one the bar catches at its 10 redraws a second depends on load)
+    name = b"segtool scan" if command == "scan" else f"{PARTITION.name}/".encode()
     assert name in terminal and "━".encode() in terminal  # rich's bar
     for quiet in (args + ["--quiet"], ["--quiet"] + args, args[:1] + ["-q"] + args[1:], args + ["--json"]):
         quiet_code, quiet_stdout, quiet_terminal = _run_on_terminal(quiet)

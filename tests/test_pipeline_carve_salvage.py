@@ -293,7 +293,8 @@ def test_salvage_on_spark_reads_s3_evidence_on_the_executors(s3_server, bucket, 
     source, _ = salvage_evidence
     s3_server.upload_tree(source / "evidence", bucket, "evidence")
     evidence = f"s3a://{bucket}/evidence"
-    on_spark = segtool("salvage", evidence, "--out", tmp_path / "spark", "--json", "--master", "local[2]")
+    on_spark = segtool("salvage", evidence, "--out", tmp_path / "spark", "--json", "--master", "local[2]",
+                       *s3_server.s3a_conf)  # a Spark context started earlier in this process keeps its environment
     assert not _driver_mirror().exists(), "the driver staged the evidence: the executors were to read it"
     in_process = segtool("salvage", evidence, "--out", tmp_path / "in-process", "--json")
     assert _driver_mirror().exists()
@@ -324,7 +325,7 @@ def test_carve_on_spark_searches_s3_ranges_on_the_executors(s3_server, bucket, c
     whole = search_file_range((str(image), *middle))
     assert ranged == whole and whole.starts
     spark = segtool("carve", f"s3a://{bucket}/evidence", "--out", tmp_path / "spark", "--records", "--json",
-                    "--split-size", "1MiB", "--master", "local[2]")
+                    "--split-size", "1MiB", "--master", "local[2]", *s3_server.s3a_conf)
     in_process = segtool("carve", f"s3a://{bucket}/evidence", "--out", tmp_path / "in-process", "--records",
                          "--json")
     assert spark.returncode == in_process.returncode == 1, spark.stderr  # duplicates, undecodable batches

@@ -51,7 +51,7 @@ def test_verify_on_spark_reads_on_the_executors(s3_server, bucket, helpers_in_pr
     for prefix, case in VERIFY_TREES.items():
         s3_server.upload_tree(corpus_path(*case), bucket, f"evidence/{prefix}")
     evidence = f"s3://{bucket}/evidence"
-    on_spark = segtool("verify", "--deep", "--json", evidence, *SPARK)
+    on_spark = segtool("verify", "--deep", "--json", evidence, *SPARK, *s3_server.s3a_conf)
     assert not _driver_mirror().exists(), "the driver staged the evidence: the executors were to read it"
     in_process = segtool("verify", "--deep", "--json", evidence)
     assert _driver_mirror().exists()
@@ -66,7 +66,7 @@ def test_verify_on_spark_reads_on_the_executors(s3_server, bucket, helpers_in_pr
 def test_rebuild_index_on_spark_writes_from_the_executors(s3_server, bucket, helpers_in_process):  # noqa: F811
     s3_server.upload_tree(corpus_path(*REBUILD_CASE, "data"), bucket, "kafka-logs")
     on_spark = segtool("rebuild-index", f"s3a://{bucket}/kafka-logs", "--out", f"s3a://{bucket}/spark/indexes",
-                       "--json", *SPARK)
+                       "--json", *SPARK, *s3_server.s3a_conf)
     assert on_spark.returncode == 0, on_spark.stderr
     assert not _driver_mirror().exists(), "the driver staged the evidence: the executors were to read it"
     written = _objects(s3_server, bucket, "spark/indexes")
@@ -86,7 +86,7 @@ def test_rebuild_index_on_spark_writes_from_the_executors(s3_server, bucket, hel
 def test_rebuild_index_on_spark_from_s3_into_a_local_folder(s3_server, bucket, tmp_path,
                                                              helpers_in_process):  # noqa: F811
     s3_server.upload_tree(corpus_path(*REBUILD_CASE, "data"), bucket, "kafka-logs")
-    on_spark = segtool("rebuild-index", f"s3://{bucket}/kafka-logs", "--out", tmp_path / "spark", "--json", *SPARK)
+    on_spark = segtool("rebuild-index", f"s3://{bucket}/kafka-logs", "--out", tmp_path / "spark", "--json", *SPARK, *s3_server.s3a_conf)
     assert on_spark.returncode == 0, on_spark.stderr
     assert not _driver_mirror().exists()
     in_process = segtool("rebuild-index", f"s3://{bucket}/kafka-logs", "--out", tmp_path / "local", "--json")

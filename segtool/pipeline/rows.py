@@ -510,14 +510,16 @@ def _rocketmq_batch(task: dict, messages: list[dict], with_values: bool) -> pa.R
 
 class _QueueRows:
     """Messages waiting to be written, by (topic, queue id): at most ``chunk_rows`` of them and about
-    ``chunk_bytes`` of bodies over all queues.
+    ``chunk_bytes`` of bodies over all queues, held as Arrow columns.
 
     Each batch is one row group of its queue's part file, and a Parquet writer
     holds every row group's metadata (about 50 KB of 60 columns) until the file
     closes; cutting every chunk by queue gave each queue a row group per chunk, so
     a 1 GiB CommitLog of 28 queues made 2,824 row groups, 140 MB.  When a bound is
     reached only the fullest queue is written, so row groups stay as large as the
-    bound allows, and the rows pending stay within it.
+    bound allows, and the rows pending stay within it.  The messages of a chunk are
+    turned into columns as they come (columns built from messages held longer cost
+    26-45% more CPU) and a queue's columns are joined when it is written.
     """
 
     def __init__(self, task: dict, with_values: bool, chunk_rows: int, chunk_bytes: int):
@@ -525,18 +527,34 @@ class _QueueRows:
         self.with_values = with_values
         self.chunk_rows = chunk_rows
         self.chunk_bytes = chunk_bytes
-        self.queues: dict[tuple, list[dict]] = {}
+        self.fresh: list[dict] = []  # not yet in columns
+        self.fresh_bytes = 0
+        self.queues: dict[tuple, list[pa.RecordBatch]] = {}
+        self.queue_rows: dict[tuple, int] = {}
         self.queue_bytes: dict[tuple, int] = {}
         self.rows = 0
         self.bytes = 0
 
     def add(self, message: dict) -> None:
-        key = (message["topic"], message["queueId"])
-        self.queues.setdefault(key, []).append(message)
-        size = max(message["bodyLength"], 0) if self.with_values else 0
-        self.queue_bytes[key] = self.queue_bytes.get(key, 0) + size
-        self.rows += 1
-        self.bytes += size
+        self.fresh.append(message)
+        if self.with_values:
+            self.fresh_bytes += max(message["bodyLength"], 0)
+        if len(self.fresh) >= self.chunk_rows or self.fresh_bytes >= self.chunk_bytes:
+            self._to_columns()
+
+    def _to_columns(self) -> None:
+        members: dict[tuple, list[dict]] = {}
+        for message in self.fresh:
+            members.setdefault((message["topic"], message["queueId"]), []).append(message)
+        for key, queued in members.items():
+            batch = _rocketmq_batch(self.task, queued, self.with_values)
+            size = sum(max(m["bodyLength"], 0) for m in queued) if self.with_values else 0
+            self.queues.setdefault(key, []).append(batch)
+            self.queue_rows[key] = self.queue_rows.get(key, 0) + batch.num_rows
+            self.queue_bytes[key] = self.queue_bytes.get(key, 0) + size
+            self.rows += batch.num_rows
+            self.bytes += size
+        self.fresh, self.fresh_bytes = [], 0
 
     def full(self) -> bool:
         return self.rows >= self.chunk_rows or self.bytes >= self.chunk_bytes
@@ -547,19 +565,23 @@ class _QueueRows:
         if self.bytes >= self.chunk_bytes:
             key = max(self.queue_bytes, key=self.queue_bytes.__getitem__)
         else:
-            key = max(self.queues, key=lambda queue: len(self.queues[queue]))
+            key = max(self.queue_rows, key=self.queue_rows.__getitem__)
         return self._flush(key)
 
     def flush_all(self):
         """((topic, queue id), record batch) of every queue still holding rows, in the order of their oldest message."""
+        if self.fresh:
+            self._to_columns()
         for key in list(self.queues):
             yield self._flush(key)
 
     def _flush(self, key: tuple):
-        members = self.queues.pop(key)
-        self.rows -= len(members)
+        batches = self.queues.pop(key)
+        self.rows -= self.queue_rows.pop(key)
         self.bytes -= self.queue_bytes.pop(key)
-        return key, _rocketmq_batch(self.task, members, self.with_values)
+        if len(batches) == 1:
+            return key, batches[0]
+        return key, pa.Table.from_batches(batches).combine_chunks().to_batches()[0]
 
 
 def rocketmq_rows(task: dict, stats: dict, with_values: bool = False, chunk_rows: int = DEFAULT_CHUNK_ROWS,

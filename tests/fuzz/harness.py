@@ -245,9 +245,20 @@ def _without_helper_processes() -> None:
     source.fork_quietly = checksums.fork_quietly = _no_fork
 
 
+def _address_space() -> int:
+    """This process's virtual size: a worker forked from a long test session starts with that session's."""
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmSize:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
 def _init_worker(root: str) -> None:
     global _WORKER
-    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
+    # the bound is on what the commands add to what the worker was forked with
+    limit = _address_space() + MEMORY_LIMIT
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     _without_helper_processes()
     _WORKER = Worker(Path(tempfile.mkdtemp(dir=root)))
 
