@@ -4,7 +4,7 @@
 the CRC, so each copy stays valid) with increasing base offsets; ``commitlog_file`` repeats a corpus
 CommitLog's messages with their queue and physical offsets rewritten (outside the body CRC), as
 RocketMQ would have written them one after another.  ``task_peak`` runs ``run_scan_task`` on one
-task in a fresh interpreter and returns its peak resident set (``ru_maxrss``), which includes the
+task in a fresh interpreter and returns its peak resident set (``VmHWM``), which includes the
 interpreter, pyarrow and numpy.
 """
 
@@ -85,12 +85,15 @@ def commitlog_file(store: Path, size: int) -> Path:
             written += len(chunk)
 
 
+# VmHWM is this process image's own peak: getrusage's ru_maxrss keeps, across exec, the resident size of the
+# forked copy of the parent (a long pytest session's hundreds of MB)
 _CHILD = """
-import json, resource, sys
+import json, sys
 from segtool.pipeline.scan import run_scan_task
 task, run_root, with_values = json.loads(sys.argv[1])
 stats = run_scan_task(task, run_root, with_values=with_values)
-print(json.dumps({"peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "rows": stats["rows"],
+hwm = next(int(line.split()[1]) for line in open("/proc/self/status") if line.startswith("VmHWM:"))
+print(json.dumps({"peak_mb": hwm / 1024, "rows": stats["rows"],
                   "scanned_to": stats["scanned_to"], "parts": stats["parts"]}))
 """
 
