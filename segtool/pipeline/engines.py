@@ -183,10 +183,13 @@ PARENT_POLL_SECONDS = 1.0
 
 
 def _start_worker(parent_pid: int, states) -> None:
-    """A pool worker's start: it ends when its parent does, SIGTERM ends it, and it notes its tasks."""
+    """A pool worker's start: it ends when its parent does, SIGTERM ends it, Ctrl-C is the driver's to answer
+    (it ends the pool; a worker's own KeyboardInterrupt printed multiprocessing's "Process ForkProcess-4:"), and
+    it notes its tasks."""
     global _TASK_STATES
     _TASK_STATES = states
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # the driver's handler, inherited, would keep it alive
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     _end_with_parent(parent_pid)
 
 
