@@ -187,6 +187,7 @@ def test_salvage_on_the_local_pool_is_the_in_process_salvage(salvage_evidence):
     _same_salvage(root, report, "pool", pooled)
 
 
+@pytest.mark.slow
 def test_cli_carve_and_salvage_take_the_engine_options(carve_evidence, salvage_evidence, tmp_path):
     root = carve_evidence
     run = segtool("carve", root / "evidence", "--out", tmp_path / "carved", "--records", "--workers", "2",
@@ -232,6 +233,7 @@ def _remote_files(s3_server, bucket: str, prefix: str) -> dict[str, bytes]:  # n
             if not key.endswith("/")}
 
 
+@pytest.mark.slow
 def test_carve_and_salvage_of_s3_evidence_into_s3(s3_server, bucket, salvage_evidence, tmp_path):  # noqa: F811
     """The same outputs as the local run of the same evidence: the printed report names the URIs, the
     files name the copies read (carve's Parquet ``file`` column and its report, as before)."""

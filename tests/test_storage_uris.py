@@ -112,6 +112,7 @@ def test_hdfs_without_libhdfs_names_what_is_missing(monkeypatch):
     assert line.startswith("segtool: hdfs://namenode:8020/evidence/orders-0: hdfs:// needs libhdfs and a Java runtime")
 
 
+@pytest.mark.slow  # seconds of waiting on a store that does not answer
 def test_gs_without_credentials_fails_within_seconds():
     """It hung 15 minutes and ignored SIGTERM: now one line after the client's bounded retries."""
     began = time.monotonic()
@@ -123,6 +124,7 @@ def test_gs_without_credentials_fails_within_seconds():
     assert time.monotonic() - began < 60
 
 
+@pytest.mark.slow  # seconds of waiting on a store that does not answer
 def test_sigterm_ends_a_run_waiting_on_a_store(tmp_path):
     """A native SDK call that blocks does not hold the main thread: SIGTERM ends the run (143), no trace."""
     import signal
