@@ -354,11 +354,11 @@ def _truncate_to_latest_snapshot(plan: PartitionPlan, epochs: list[EpochEntry]) 
     plan.leader_epochs_dropped = list(epochs)
     plan.leader_epoch_start_moved_to = None
     plan.producer_snapshots_deleted = sorted(set(plan.producer_snapshots_deleted)
-                                             | set(_producer_snapshot_offsets(plan.directory)))
+                                             | set(producer_snapshot_offsets(plan.directory)))
     plan.log_end_offset = plan.new_recovery_point = plan.new_log_start_offset = latest[0]
 
 
-def _producer_snapshot_offsets(directory: str) -> list[int]:
+def producer_snapshot_offsets(directory: str) -> list[int]:
     return [kafka_names.offset_from_file_name(name) for name in os.listdir(directory)
             if name.endswith(kafka_names.PRODUCER_SNAPSHOT) and kafka_names.has_offset_name(name)]
 
@@ -435,7 +435,7 @@ def startup_plan(view: PartitionView, state_files: bool = True) -> PartitionPlan
             epochs = read_leader_epoch_checkpoint(epoch_file)
         except SegtoolError:  # inspect reports it; the log end does not depend on it
             epochs = []
-    snapshots = _producer_snapshot_offsets(view.directory) if state_files else []
+    snapshots = producer_snapshot_offsets(view.directory) if state_files else []
     return plan_partition(view.directory, view.segments, view.notes, clean, recovery_point, log_start, epochs,
                           snapshots, state == "delete")
 

@@ -30,7 +30,9 @@ from segtool.kafka import replication as rules
 from segtool.kafka.log_dir import BrokerIdentity, broker_identity_of, unreadable_meta_properties
 from segtool.kafka.names import META_PROPERTIES
 from segtool.kafka.partition import PartitionView
-from segtool.kafka.startup import LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_CHECKPOINT, load_partition
+from segtool.kafka.log import increment_sequence
+from segtool.kafka.startup import (LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_CHECKPOINT, load_partition,
+                                   producer_snapshot_offsets)
 from segtool.kafka.state import (PARTITION_METADATA, EpochEntry, parse_partition_metadata,
                                  read_leader_epoch_checkpoint, read_offset_checkpoint, read_producer_snapshot)
 from segtool.ops.brokers import LocalTree, broker_roots
@@ -396,7 +398,8 @@ def _dropped_runs(follower: _Replica, indexes: np.ndarray, leader: _Replica, com
         elif records > before_start:
             totals["lost_keys"][key] = (records - before_start, committed)
         producer = (int(b["producer_id"][i]), int(b["producer_epoch"][i]), int(b["epoch"][i]), on_leader)
-        last_sequence = -1 if b["base_sequence"][i] < 0 else int(b["base_sequence"][i]) + key[1] - key[0]
+        last_sequence = -1 if b["base_sequence"][i] < 0 else increment_sequence(int(b["base_sequence"][i]),
+                                                                                   key[1] - key[0])
         if runs and runs[-1]["_key"] == producer:
             run = runs[-1]
             run.update(last_offset=key[1], last_sequence=last_sequence, batches=run["batches"] + 1,
@@ -449,9 +452,7 @@ def _latest_snapshot(directory: str, plan, log_end: int, gaps: list[str]):
     """The producer snapshot the load rebuilds producer state from (the latest at or below the log end that the
     load keeps), as (offset, entries); None without one."""
     deleted = set(plan.producer_snapshots_deleted) if plan is not None else set()
-    offsets = sorted(o for o in (kafka_names.offset_from_file_name(name) for name in os.listdir(directory)
-                                 if name.endswith(kafka_names.PRODUCER_SNAPSHOT) and kafka_names.has_offset_name(name))
-                     if o <= log_end and o not in deleted)
+    offsets = sorted(o for o in producer_snapshot_offsets(directory) if o <= log_end and o not in deleted)
     if not offsets:
         return None
     path = os.path.join(directory, kafka_names.file_name(offsets[-1], kafka_names.PRODUCER_SNAPSHOT))
@@ -497,7 +498,7 @@ def _producer_state(batches: held.ReplicaBatches, snapshot) -> dict[int, dict]:
         entry["producer_epoch"] = int(batches["producer_epoch"][i])
         base, last = int(batches["base_offset"][i]), int(batches["last_offset"][i])
         if batches["base_sequence"][i] >= 0:
-            entry["last_sequence"] = (int(batches["base_sequence"][i]) + last - base) % (2**31)
+            entry["last_sequence"] = increment_sequence(int(batches["base_sequence"][i]), last - base)
         entry["last_offset"] = last
         if attrs & 0x10 and entry["open_transaction_first_offset"] is None:
             entry["open_transaction_first_offset"] = base
