@@ -332,9 +332,11 @@ def recovery_loss(plan) -> RecoveryLoss | None:
         return None
     from segtool.source import open_buffer
 
+    # by identity: a partition of 10,000 damaged segments compared steps field by field 50 million times
+    next_base = {id(step): later.base_offset for step, later in zip(plan.segments, plan.segments[1:])}
+
     def following_base(step) -> int | None:
-        later = plan.segments[plan.segments.index(step) + 1:]
-        return later[0].base_offset if later else None
+        return next_base.get(id(step))
 
     cuts = []
     for step in plan.cuts:
