@@ -156,6 +156,8 @@ class _ForkedSha256:
             return
         pid = fork_quietly()
         if pid is None:
+            os.close(answer)
+            os.close(answer_write)
             return
         if pid == 0:
             code = 1

@@ -4,6 +4,7 @@ equals hashlib's, and an input that cannot be read fails as ``sha256_of`` fails.
 from __future__ import annotations
 
 import hashlib
+import os
 
 import pytest
 
@@ -51,3 +52,27 @@ def test_early_hash_is_taken_up_or_stopped(tmp_path):
     assert not source._EARLY
     with pytest.raises(ChildProcessError):  # killed and reaped: no child left
         os.waitpid(pid, os.WNOHANG)
+
+
+def _open_descriptors() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="counts descriptors in /proc/self/fd")
+def test_a_failed_fork_leaves_no_pipe_open(tmp_path, monkeypatch):
+    """When fork fails (EAGAIN under load, or a caller that keeps the work in-process) the pipes made for
+    the child are closed: a long-lived caller (a fuzzing worker, a notebook) ran out of descriptors after
+    about 500 rebuild-index runs."""
+    from segtool.formats import checksums
+
+    monkeypatch.setattr(source, "fork_quietly", lambda: None)
+    monkeypatch.setattr(checksums, "fork_quietly", lambda: None)
+    data = bytes(range(256)) * 64
+    path = tmp_path / "00000000000000000000.log"
+    path.write_bytes(data)
+    before = _open_descriptors()
+    for _ in range(50):
+        assert source.sha256_beside(path, fork=True).result() == hashlib.sha256(data).hexdigest()
+        with checksums.ChecksumHelper(data) as helper:
+            assert not helper.alive and not helper.submit([0], [len(data)])
+    assert _open_descriptors() == before

@@ -56,11 +56,18 @@ class ChecksumHelper:
         self._pid = None
         try:
             request_read, self._requests = os.pipe()
+        except OSError:
+            return
+        try:
             self._answers, answer_write = os.pipe()
         except OSError:
+            os.close(request_read)
+            os.close(self._requests)
             return
         pid = fork_quietly()
         if pid is None:
+            for fd in (request_read, self._requests, self._answers, answer_write):
+                os.close(fd)
             return
         if pid == 0:
             code = 1
