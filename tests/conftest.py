@@ -6,6 +6,7 @@ import ctypes
 import gc
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -40,6 +41,23 @@ def case_dirs(family: str) -> list[Path]:
     if not root.exists():
         return []
     return sorted(p for p in root.iterdir() if p.is_dir() and (p / "case.json").exists())
+
+
+# tmpfs big enough for the suite's largest inputs (the memory tests' 300-512 MiB files, several at once)
+_TMPFS = Path("/dev/shm")
+_TMPFS_NEEDED = 8 << 30
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config):
+    """Test outputs on tmpfs where there is room: the writing commands fsync every file they publish,
+    and on a disk those waits were half of some tests' time.  An explicit --basetemp is kept; the
+    folder is this run's own (runs side by side never share it) and goes at the end."""
+    if config.option.basetemp or hasattr(config, "workerinput"):
+        return
+    if _TMPFS.is_dir() and os.access(_TMPFS, os.W_OK) and shutil.disk_usage(_TMPFS).free >= _TMPFS_NEEDED:
+        config.option.basetemp = str(_TMPFS / f"segtool-tests-{os.getpid()}")
+        config.add_cleanup(lambda: shutil.rmtree(config.option.basetemp, ignore_errors=True))
 
 
 # a test that uses one of these fixtures (directly or through another) carries its tier's mark

@@ -24,6 +24,10 @@ from tests.conftest import CORPUS
 
 MIB = 1 << 20
 KAFKA_SOURCE = CORPUS / "kafka" / "c03-codecs" / "data" / "c03-rdk-zstd-0" / "00000000000000000000.log"
+# 66 bytes a record: scanning is paced by records, so the inputs of the largest tasks mix in plain batches
+# of about 250 bytes a record (c01-plain-0, every segment), ten zstd batches in each repetition
+PLAIN_SOURCES = sorted((CORPUS / "kafka" / "c01-multiseg-clean" / "data" / "c01-plain-0").glob("*.log"))
+ZSTD_BATCHES_MIXED_IN = 10
 COMMITLOG_SOURCE = CORPUS / "rocketmq" / "clean-multi" / "store" / "commitlog"
 _QUEUE_OFFSET = rmq.MESSAGE_PREFIX_FAST.field("queueOffset")
 _QUEUE_OFFSET_AT = rmq.MESSAGE_PREFIX_FAST.field_offset("queueOffset")
@@ -31,11 +35,19 @@ _PHYSICAL_OFFSET = rmq.MESSAGE_PREFIX_FAST.field("physicalOffset")
 _PHYSICAL_OFFSET_AT = rmq.MESSAGE_PREFIX_FAST.field_offset("physicalOffset")
 
 
-def kafka_segment(directory: Path, size: int, with_index: bool = True) -> Path:
-    """A segment of about ``size`` bytes of a corpus segment's batches repeated (and its ``.index``)."""
-    buf = open_buffer(str(KAFKA_SOURCE))
+def _batches(path: Path) -> list[tuple[bytes, int]]:
+    """Each batch of a segment with its record count."""
+    buf = open_buffer(str(path))
     positions, end, _ = frame_batches(buf, 0, len(buf), 1 << 20)
-    batches = [(bytes(buf[p:q]), batch_at(buf, p).last_offset_delta + 1) for p, q in zip(positions, positions[1:] + [end])]
+    return [(bytes(buf[p:q]), batch_at(buf, p).last_offset_delta + 1) for p, q in zip(positions, positions[1:] + [end])]
+
+
+def kafka_segment(directory: Path, size: int, with_index: bool = True, mixed: bool = False) -> Path:
+    """A segment of about ``size`` bytes of a corpus segment's zstd batches repeated (``mixed``: mostly plain
+    batches, some zstd), and its ``.index``."""
+    batches = _batches(KAFKA_SOURCE)
+    if mixed:
+        batches = [batch for source in PLAIN_SOURCES for batch in _batches(source)] + batches[:ZSTD_BATCHES_MIXED_IN]
     directory.mkdir(parents=True, exist_ok=True)
     log = directory / "00000000000000000000.log"
     offset = written = 0

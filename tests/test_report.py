@@ -96,7 +96,6 @@ def test_the_page_renders_and_agrees_with_verify(case, browser, tmp_path):
     page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
     page.goto(out.as_uri())
     page.wait_for_selector(".js-plotly-plot .main-svg", timeout=30_000)
-    page.screenshot(path=str(tmp_path / "report.png"), full_page=True)
     plots = page.locator(".js-plotly-plot").count()
     drawn = page.locator(".js-plotly-plot .main-svg").count()
     figures = page.evaluate("JSON.parse(document.getElementById('segtool-figures').textContent)")
