@@ -159,7 +159,7 @@ def replicas(paths: list[str], map_tasks: MapTasks = in_process, hashing: Hashin
                       [sum(bytes_in(m.directory) for m in members) for members in found.groups])
     rocketmq, store_digests = rocketmq_replica_sets(found.stores, map_tasks, plan.stores, hashing) \
         if len(found.stores) > 1 else ([], [])
-    rest = map_tasks(hash_files, [(files, hashing) for files in plan.rest],
+    rest = map_tasks(hash_files, plan.rest,
                      [sum(plan.sizes[path] for path in files) for files in plan.rest]) if hashing.enabled else []
     return assemble(found, [result for result, _ in kafka],
                     rocketmq, plan, [digests for _, digests in kafka] + store_digests + rest)

@@ -7,7 +7,6 @@ can run it in another process or on Spark; ops never import the pipeline.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from dataclasses import dataclass
 from typing import Callable, Optional, Sequence
@@ -57,7 +56,6 @@ def digests_beside(paths: Sequence[str], hashing: Hashing) -> Callable[[], list[
                     for digest in started.result()]
 
 
-def hash_files(item: tuple[list[str], Hashing]) -> list[FileDigest]:
-    """Task: the digests of local files that no other task reads (``digests_beside`` with nothing beside)."""
-    paths, hashing = item
-    return digests_beside(paths, dataclasses.replace(hashing, fork=False))()
+def hash_files(paths: list[str]) -> list[FileDigest]:
+    """Task: the digests of local files that no other task reads (nothing to hash beside)."""
+    return digests_beside(paths, Hashing(fork=False))()

@@ -32,13 +32,12 @@ from typing import Callable, Sequence
 from segtool.engine import uris
 from segtool.engine.detect import detect
 from segtool.errors import SegtoolError
-from segtool.ops.task_map import FileDigest, Hashing
 from segtool.formats.file_kinds import Scope
 from segtool.ops.brokers import broker_roots
 from segtool.ops.output_schema import ReplicasReport
 from segtool.ops.replicas import Member, assemble, discover, kafka_replica_set, plan_hashes, replicas
 from segtool.ops.replicas_rocketmq import rocketmq_replica_sets
-from segtool.ops.task_map import bytes_in, in_process
+from segtool.ops.task_map import FileDigest, Hashing, bytes_in, in_process
 from segtool.pipeline import staged, storage
 from segtool.pipeline.engines import LocalEngine
 
@@ -58,9 +57,8 @@ def replicas_on(paths: list[str], engine, notify: Callable[[str], None] = lambda
     return replicas(paths, partial(_engine_map, engine), hashing)
 
 
-def hash_listed(item: tuple[list[str], Hashing]) -> list[FileDigest]:
+def hash_listed(sources: list[str]) -> list[FileDigest]:
     """Task: the digests of files (URIs or local paths) that no comparison reads, through the storage layer."""
-    sources, _ = item
     digests: list[FileDigest] = []
     for source in sources:
         try:
@@ -134,7 +132,7 @@ def _replicas_listed(paths: list[str], engine, notify: Callable[[str], None], ha
     kafka = engine.map(staged_replica_set, items, costs, description="segtool replicas: kafka replica set")
     rocketmq, store_digests = rocketmq_replica_sets(found.stores, in_process if mirrored else partial(_engine_map, engine),
                                                     plan.stores, hashing) if len(found.stores) > 1 else ([], [])
-    rest = engine.map(hash_listed, [([staged.source_of(path, trees) for path in files], hashing) for files in plan.rest],
+    rest = engine.map(hash_listed, [[staged.source_of(path, trees) for path in files] for files in plan.rest],
                       [sum(plan.sizes[path] for path in files) for files in plan.rest],
                       description="segtool replicas: sha256 of the files no comparison reads") if hashing.enabled else []
     return staged.as_given(assemble(found, [result for result, _ in kafka], rocketmq, plan,
