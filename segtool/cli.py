@@ -467,6 +467,7 @@ def replicas(
     workers: Optional[int] = typer.Option(None, "--workers", help="local engine: worker processes (default: one per core; small inputs in-process).", metavar="N"),
     conf: Optional[List[str]] = typer.Option(None, "--conf", help="A Spark setting, KEY=VALUE (repeatable; with --engine spark).", metavar="KEY=VALUE"),
     retries: int = typer.Option(DEFAULT_TASK_RETRIES, "--retries", help="Try a task whose worker dies (the OOM killer, a crash) this many more times; Spark: a failed task.", metavar="N"),
+    no_hash: bool = typer.Option(False, "--no-hash", help="Skip the sha256 of each input file (faster on huge files)."),
     as_json: bool = typer.Option(False, "--json", help="One JSON report on stdout."),
 ):
     """Replicas: what each broker holds of a partition, where the copies part, what an election loses.
@@ -479,7 +480,8 @@ def replicas(
     those below a high watermark counted as committed.  RocketMQ master/slave and DLedger
     stores are compared by CommitLog bytes and DLedger terms (docs/replicas.md).  Each
     partition (each RocketMQ group) is one task, on a local process pool or on Spark; the
-    report is the same on either.
+    report is the same on either.  Every file below the brokers is reported with its
+    sha256, hashed by the task reading it.
 
     Exit code 0 when the copies agree, 1 when they part, a replica is damaged, the best
     election still loses committed records, or nothing is held by two brokers; 2 when an
@@ -502,7 +504,7 @@ def replicas(
         runner = make_engine(engine, master, workers, quiet=_State.quiet, progress=progress and progress.task,
                              conf=conf, retries=retries)
         with runner, _interruptible():
-            report = replicas_on(paths, runner, notify=_notice)
+            report = replicas_on(paths, runner, notify=_notice, hash_inputs=not no_hash)
     _State.exit_if_output_closed = exit_code(report)
     if as_json:
         _print_json(report)

@@ -104,6 +104,31 @@ def sha256_beside(path: str | os.PathLike, fork: bool):
     return future
 
 
+def sha256_each_beside(paths: list[str], fork: bool):
+    """Start hashing ``paths`` one after another beside the caller's work, in one child process (``fork``) or
+    one thread for them all: a partition holds thousands of files, and one hash at a time keeps a core for the
+    caller.  Its ``result()`` is, in their order, each file's hex digest or the ``UnreadableInput`` that
+    stopped its hash."""
+    if fork and hasattr(os, "fork"):
+        return _ForkedSha256Each(paths)
+    from concurrent.futures import ThreadPoolExecutor
+
+    executor = ThreadPoolExecutor(max_workers=1)
+    future = executor.submit(_sha256_each, paths)
+    executor.shutdown(wait=False)  # the thread ends with its one task
+    return future
+
+
+def _sha256_each(paths: list[str]) -> list:
+    digests: list = []
+    for path in paths:
+        try:
+            digests.append(sha256_of(path))
+        except UnreadableInput as exc:
+            digests.append(exc)
+    return digests
+
+
 _HEX_DIGEST = 64
 _EARLY: dict[str, "_ForkedSha256"] = {}  # hashes started before the command's code loaded, by real path
 
@@ -187,6 +212,43 @@ class _ForkedSha256:
         self._reap()
         self._pid = None
         return data.decode() if len(data) == _HEX_DIGEST else sha256_of(self._path)
+
+
+class _ForkedSha256Each:
+    """``_sha256_each`` in a forked child writing one line per file to an unnamed temporary file (a pipe would
+    fill and stop the child until the caller reads): the digest, or ``!`` and why the file cannot be read.
+    When the child cannot start or does not finish, ``result`` hashes here."""
+
+    def __init__(self, paths: list[str]):
+        import tempfile
+
+        self._paths = paths
+        self._answers = tempfile.TemporaryFile()
+        self._pid = fork_quietly()
+        if self._pid == 0:
+            code = 1
+            try:
+                lines = ("!" + " ".join(d.message.split()) if isinstance(d, UnreadableInput) else d
+                         for d in _sha256_each(paths))
+                os.write(self._answers.fileno(), "".join(line + "\n" for line in lines).encode())
+                code = 0
+            finally:
+                os._exit(code)
+        if self._pid is not None:
+            self._reap = weakref.finalize(self, os.waitpid, self._pid, 0)
+
+    def result(self) -> list:
+        finished = False
+        if self._pid is not None:
+            self._reap.detach()
+            finished = os.waitstatus_to_exitcode(os.waitpid(self._pid, 0)[1]) == 0
+        with self._answers:
+            self._answers.seek(0)
+            lines = self._answers.read().decode().splitlines()
+        if not finished or len(lines) != len(self._paths):
+            return _sha256_each(self._paths)
+        return [UnreadableInput(line[1:], path) if line.startswith("!") else line
+                for path, line in zip(self._paths, lines)]
 
 
 def _reap(pid: int, answer: int) -> None:

@@ -12,6 +12,7 @@ construction), so the tasks are known to compare what the scenario built.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 import uuid
@@ -21,6 +22,7 @@ import pytest
 
 from segtool.engine import uris
 from segtool.ops.replicas import Member, replicas
+from segtool.ops.task_map import Hashing
 from segtool.ops.task_map import in_process
 from segtool.pipeline.engines import LocalEngine
 from segtool.pipeline.replicas import replicas_on, staged_replica_set
@@ -28,6 +30,7 @@ from tests import rocketmq_replica_sets as rocketmq_build
 from tests.conftest import corpus_path, segtool
 from tests.kafka_replica_sets import build
 from tests.s3_server import s3_server  # noqa: F401  (the session fixture)
+from tests.test_replicas_command import assert_each_file_named_once
 
 # clean shutdowns all (a broker's one clean-shutdown marker covers all its partitions)
 SCENARIOS = ("unclean_election", "multi_round", "lagging_follower", "recreated_topic", "hanging_transaction",
@@ -126,6 +129,11 @@ def test_the_pool_and_in_process_print_the_same_json(evidence):
     assert len(report["kafka"]) == _kafka_groups(replica_sets)
     assert [[s["broker"] for s in item["stores"]] or [n["broker"] for n in item["nodes"]]
             for item in report["rocketmq"]] == [paths[-6:-4], paths[-4:-3], paths[-3:]]
+    # each file hashed by the task reading it (a set's, a store's, or its log dir's), each once, alike
+    assert_each_file_named_once(report, paths)
+    unhashed = segtool("replicas", "--json", "--no-hash", "--workers", "2", *paths)
+    assert unhashed.returncode == 1
+    assert_each_file_named_once(json.loads(unhashed.stdout), paths, hashed=False)
 
 
 def test_one_task_per_partition_and_per_store(evidence):
@@ -133,8 +141,9 @@ def test_one_task_per_partition_and_per_store(evidence):
     engine = _CountingEngine(workers=2)
     with engine:
         pooled = replicas_on(paths, engine)
+    # and one hashing each Kafka log dir's own files (meta.properties, checkpoints), which no comparison reads
     assert engine.maps == [("kafka_replica_set", _kafka_groups(replica_sets)), ("open_store", 6),
-                           ("master_slave_set", 2), ("dledger_set", 1)]
+                           ("master_slave_set", 2), ("dledger_set", 1), ("hash_files", 6)]
     assert pooled == replicas(paths)
 
 
@@ -257,6 +266,9 @@ def test_spark_over_s3_compares_kafka_sets_on_the_executors(evidence, s3_server,
     # metadata log keeps none), as on disk
     assert all(r["high_watermark_checkpoint"] is not None for s in report["kafka"] if s["topic"] != "__cluster_metadata"
                for r in s["replicas"])
+    # every file hashed on the executors (the staged copies, and the log dirs' own files through the storage
+    # layer), named by its URI, with the digest of the bytes on disk
+    assert_each_file_named_once(json.loads(local.stdout), [str(folder)])
 
 
 @pytest.mark.spark
@@ -285,6 +297,13 @@ def test_spark_over_s3_compares_rocketmq_stores_on_the_driver(evidence, s3_serve
     report = json.loads(on_spark.stdout)
     assert [[s["broker"] for s in item["stores"]] or [n["broker"] for n in item["nodes"]]
             for item in report["rocketmq"]] == [stores[:2], stores[2:3], stores[3:]]
+    # the files staged by the Kafka tasks, mirrored for the stores and read through the storage layer, each
+    # with the digest of the uploaded bytes
+    named = [item for broker in report["brokers"] for item in broker["files"]]
+    assert len(named) == sum(1 for path in paths for found in Path(path).rglob("*") if found.is_file())
+    for item in named:
+        uri, path = next((uri, path) for uri, path in zip(given, paths) if item["path"].startswith(f"{uri}/"))
+        assert item["sha256"] == hashlib.sha256(Path(path + item["path"][len(uri):]).read_bytes()).hexdigest()
 
 
 def test_a_copy_a_task_cannot_stage_is_named_in_its_set(evidence, s3_server, bucket):  # noqa: F811
@@ -295,16 +314,22 @@ def test_a_copy_a_task_cannot_stage_is_named_in_its_set(evidence, s3_server, buc
     topic = f"{replica_sets[0].topic}-0"
     for log_dir in log_dirs:
         s3_server.upload_tree(log_dir, bucket, f"brokers/{log_dir.name}")
-    members, sources = [], []
+    members, sources, hashed = [], [], {}
     for log_dir in log_dirs:
         base = f"s3://{bucket}/brokers/{log_dir.name}"
         broker = int(log_dir.name.removeprefix("broker"))
         members.append(Member(f"broker {broker}", broker, f"{base}/{topic}"))
         sources.append([f"{base}/{topic}/{p.name}" for p in sorted((log_dir / topic).iterdir())]
                        + [f"{base}/{name}" for name in CHECKPOINTS])
+        hashed.update({f"{base}/{topic}/{p.name}": p for p in sorted((log_dir / topic).iterdir())})
     gone = sources[1][0]
     s3_server.client().delete_object(Bucket=bucket, Key=gone.removeprefix(f"s3://{bucket}/"))
-    result = staged_replica_set((members, sources, {"/planning/brokers": f"s3://{bucket}/brokers"}))
+    result, digests = staged_replica_set((members, sources, {"/planning/brokers": f"s3://{bucket}/brokers"},
+                                          list(hashed), Hashing(fork=False)))
+    # the staged copies are hashed beside the comparison; the copy that could not be staged is not there
+    for (source, local), digest in zip(hashed.items(), digests):
+        assert digest == ((None, "no such file") if source.startswith(f"{members[1].directory}/")
+                          else (hashlib.sha256(local.read_bytes()).hexdigest(), None)), source
     [entry] = result["unreadable"]
     assert entry["broker"] == members[1].broker and entry["directory"] == members[1].directory
     assert entry["problem"].startswith(gone), entry["problem"]

@@ -10,7 +10,10 @@ again and how many committed records the election loses.
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -152,6 +155,62 @@ def test_hanging_transaction_and_sequence_gaps(built):
                                                                   and mine.last_sequence < state.last_sequence)):
                     expected[pid] = max(expected.get(pid, -1), state.last_sequence)
         assert {g["producer_id"]: g["last_sequence_elsewhere"] for g in candidate["sequence_gaps"]} == expected
+
+
+def assert_each_file_named_once(report: dict, paths: list[str], hashed: bool = True) -> None:
+    """Every regular file below ``paths`` (or named by one) is named once, in its broker's ``files`` or in
+    ``skipped``; each named file's size and sha256 are those of its bytes (sha256 null when not ``hashed``)."""
+    named = [f for broker in report["brokers"] for f in broker["files"]] + [
+        entry for entry in report["skipped"] if entry["size"] is not None]
+    on_disk = [found for path in map(Path, paths) for found in ([path] if path.is_file() else path.rglob("*"))
+               if found.is_file()]
+    assert sorted(os.path.realpath(f["path"]) for f in named) == sorted(os.path.realpath(p) for p in on_disk)
+    for item in named:
+        data = Path(item["path"]).read_bytes()
+        assert item["size"] == len(data), item["path"]
+        assert item["sha256"] == (hashlib.sha256(data).hexdigest() if hashed else None), item["path"]
+
+
+@pytest.mark.parametrize("name", ["unclean_election", "recreated_topic", "damaged_replica"])
+def test_every_file_is_hashed_once(built, name):
+    """Segments, indexes, snapshots, checkpoints, meta.properties and partition.metadata of the copies compared,
+    and of the partitions held once (recreated_topic), each with the sha256 of its bytes; ``--no-hash`` names
+    the same files with null digests and changes nothing else."""
+    replica_set, run, report = built(name)
+    paths = [str(path) for path in replica_set.brokers.values()]
+    assert_each_file_named_once(report, paths)
+    kinds = {Path(f["path"]).name.rsplit(".", 1)[-1] for broker in report["brokers"] for f in broker["files"]}
+    assert {"log", "index", "timeindex", "properties", "metadata", "replication-offset-checkpoint"} <= kinds
+    unhashed = segtool("replicas", "--json", "--no-hash", *paths)
+    assert unhashed.returncode == run.returncode
+    without = json.loads(unhashed.stdout)
+    assert_each_file_named_once(without, paths, hashed=False)
+    for broker in report["brokers"]:
+        for item in broker["files"]:
+            item["sha256"] = None
+    assert without == report
+
+
+def test_a_skipped_file_is_hashed_and_each_broker_has_a_line(built, tmp_path):
+    """A file given where a log dir belongs is skipped with its size and sha256; the text gives each broker's
+    file count and bytes, and says when they were not hashed."""
+    replica_set, _, _ = built("unclean_election")
+    stray = tmp_path / "replication-offset-checkpoint"
+    shutil.copyfile(replica_set.brokers[1] / "replication-offset-checkpoint", stray)
+    paths = [str(stray), *map(str, replica_set.brokers.values())]
+    report = json.loads(segtool("replicas", "--json", *paths).stdout)
+    (skipped,) = report["skipped"]
+    assert skipped["path"] == str(stray) and skipped["reason"].startswith("not a directory")
+    assert_each_file_named_once(report, paths)
+    text = segtool("replicas", *paths).stdout.splitlines()
+    for broker in report["brokers"]:
+        size = sum(f.stat().st_size for f in Path(broker["path"]).rglob("*") if f.is_file())
+        count = sum(1 for f in Path(broker["path"]).rglob("*") if f.is_file())
+        assert f"{broker['broker']} ({broker['path']}): {count} files hashed, {size} bytes (each sha256 in --json)" \
+            in text
+    unhashed = segtool("replicas", "--no-hash", *paths).stdout
+    assert f"{report['brokers'][0]['broker']} ({report['brokers'][0]['path']}): " in unhashed
+    assert unhashed.count("not hashed (--no-hash)") == len(report["brokers"])
 
 
 def test_text_names_the_parting_and_the_best_election(built):

@@ -28,7 +28,7 @@ def _schema() -> dict:
 
 
 def _sets(stores) -> list[dict]:
-    sets = rocketmq_replica_sets([(label, str(path)) for label, path in stores])
+    sets, _ = rocketmq_replica_sets([(label, str(path)) for label, path in stores])
     for item in sets:
         jsonschema.validate(item, _schema())
     assert rocketmq_replicas_lines(sets)

@@ -86,6 +86,16 @@ class LocalTree:
 
         return bytes(open_buffer(path))
 
+    def files_below(self, path: str) -> list[tuple[str, int]]:
+        """(path, size) of each readable regular file below ``path`` (or ``path`` itself, a file), in walk order:
+        what a report hashes.  The unreadable entries are the inventory's to name."""
+        import os
+
+        from segtool.engine.walk import walk
+
+        return [(os.path.normpath(entry.path), os.path.getsize(entry.path)) for entry in walk([path])
+                if entry.unreadable is None]
+
 
 def broker_roots(paths: list[str], tree: LocalTree = LocalTree()) -> tuple[list[str], list[str]]:
     """(Kafka log dirs, RocketMQ store roots): a path that is one is taken as it is; below any other

@@ -1455,11 +1455,23 @@ class TransactionsReport(TypedDict):
 # -- replicas: several brokers' copies of a partition or store (ops/replicas.py, docs/replicas.md) ----
 
 class ReplicaBroker(TypedDict):
-    """A broker whose copy was read: ``meta.properties``' id where it names one, else its folder."""
+    """A broker whose copy was read: ``meta.properties``' id where it names one, else its folder; ``files``:
+    every file below its log dir or store (those of a broker below it are that broker's), in walk order, each
+    with its sha256 (null with --no-hash), hashed by the task that reads it."""
     broker: str  # "broker <id>", or the folder
     broker_id: int | None
     path: str
     kind: Literal["kafka", "rocketmq"]
+    files: list[InputFile]
+
+
+class ReplicasSkipped(TypedDict):
+    """An entry replicas leaves, with why; ``size`` and ``sha256`` where it is a readable file (null otherwise,
+    and sha256 null with --no-hash)."""
+    path: str
+    reason: str  # "unreadable: ..." for an entry or file that cannot be read (exit 2)
+    size: int | None
+    sha256: str | None
 
 
 class EpochStart(TypedDict):
@@ -1654,7 +1666,7 @@ class ReplicasReport(TypedDict):
     kafka: list[KafkaReplicaSet]
     rocketmq: list["RocketMQReplicaSet"]  # RocketMQ master/slave and DLedger groups
     single_copies: list[SingleCopy]
-    skipped: list[PathReason]
+    skipped: list[ReplicasSkipped]
     notes: list[str]
     summary: ReplicasSummary
 

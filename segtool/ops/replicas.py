@@ -12,6 +12,11 @@ maps them through ``map_tasks``, in-process here, or as tasks of the pipeline's 
 (``segtool.pipeline.replicas``), which give the results back in the sets' order.  Finding the sets
 (``discover``) only looks at the tree through a ``LocalTree``, so a pipeline's driver can find them in a listing
 of URIs and leave the reading to its tasks.
+
+Every file below each broker's log dir or store is reported with its sha256 (``brokers[].files``), hashed once,
+by the task that reads it, beside its reading (``task_map.digests_beside``): a set's task hashes its copies'
+partition directories, a store's task (when stores are compared) the store; the files no comparison reads (the
+log dirs' own files, partitions held once, what is skipped) are hashed by one task per broker (``hash_files``).
 """
 
 from __future__ import annotations
@@ -38,7 +43,8 @@ from segtool.kafka.state import (PARTITION_METADATA, EpochEntry, parse_partition
 from segtool.ops.brokers import LocalTree, broker_roots
 from segtool.ops.output_schema import ReplicasReport
 from segtool.ops.replicas_rocketmq import rocketmq_replica_problems, rocketmq_replica_sets
-from segtool.ops.task_map import MapTasks, bytes_in, in_process
+from segtool.ops.task_map import (FileDigest, Hashing, MapTasks, bytes_in, digests_beside, hash_files,
+                                  in_process)
 
 REPLICATION_OFFSET_CHECKPOINT = "replication-offset-checkpoint"
 LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
@@ -57,7 +63,8 @@ class Member:
 class Discovery:
     """What ``replicas`` finds below its paths before comparing anything: the brokers, the Kafka replica sets
     (``groups``: the unit of work each), the partitions held once, the RocketMQ stores ((broker label, root)
-    each), and what was skipped or noted on the way."""
+    each), and what was skipped or noted on the way; ``files``: each broker's files ((path, size), a broker's
+    below another's its own), and ``skipped_files`` the sizes of the skipped entries that are readable files."""
 
     brokers: list[dict]
     groups: list[list[Member]]
@@ -65,6 +72,50 @@ class Discovery:
     stores: list[tuple[str, str]]
     skipped: list[dict]
     notes: list[str]
+    files: list[list[tuple[str, int]]]
+    skipped_files: dict[str, int]
+
+
+@dataclass
+class HashPlan:
+    """The files each unit of work hashes, each file in one: per Kafka set its copies' directories', per
+    compared store its own, and the rest (per broker, then the skipped files)."""
+
+    sets: list[list[str]]
+    stores: list[list[str]]
+    rest: list[list[str]]
+    sizes: dict[str, int]
+
+
+def plan_hashes(found: Discovery, compared_stores: bool) -> HashPlan:
+    """Which task hashes each file ``found`` holds: the deepest of a set's copy, a compared store and a
+    broker that holds it."""
+    owners: dict[str, tuple[str, int]] = {}
+    for i, broker in enumerate(found.brokers):
+        owners[os.path.normpath(broker["path"])] = ("rest", i)
+    if compared_stores:
+        for i, (_, root) in enumerate(found.stores):
+            owners[os.path.normpath(root)] = ("stores", i)
+    for g, members in enumerate(found.groups):
+        for member in members:
+            owners[os.path.normpath(member.directory)] = ("sets", g)
+    plan = HashPlan([[] for _ in found.groups], [[] for _ in found.stores] if compared_stores else [],
+                    [[] for _ in found.brokers] + [list(found.skipped_files)], dict(found.skipped_files))
+    for files in found.files:
+        for path, size in files:
+            kind, i = _deepest_owner(path, owners)
+            getattr(plan, kind)[i].append(path)
+            plan.sizes[path] = size
+    plan.rest = [files for files in plan.rest if files]  # a task for each broker with files left to hash
+    return plan
+
+
+def _deepest_owner(path: str, owners: dict[str, tuple[str, int]]) -> tuple[str, int]:
+    """The owner of the deepest folder holding ``path`` (every file listed lies below a broker's)."""
+    folder = path
+    while folder not in owners:
+        folder = os.path.dirname(folder) or os.curdir  # normpath names the current folder "."
+    return owners[folder]
 
 
 def discover(paths: list[str], tree: LocalTree = LocalTree()) -> Discovery:
@@ -89,25 +140,55 @@ def discover(paths: list[str], tree: LocalTree = LocalTree()) -> Discovery:
     notes += group_notes
     if len(store_members) == 1:
         notes.append(f"one RocketMQ store ({store_members[0][1]}): nothing to compare it with")
-    return Discovery(brokers, groups, single, store_members, skipped, notes)
+    below = {os.path.normpath(broker["path"]): tree.files_below(broker["path"]) for broker in brokers}
+    # a broker's log dir or store below another broker's is its own: its files are listed with it alone
+    owner = {path: root for root in sorted(below, key=len) for path, _ in below[root]}
+    files = [[(path, size) for path, size in below[os.path.normpath(broker["path"])]
+              if owner[path] == os.path.normpath(broker["path"])] for broker in brokers]
+    skipped_files = {path: size for entry in skipped if tree.isfile(entry["path"])
+                     for path, size in tree.files_below(entry["path"]) if path not in owner}
+    return Discovery(brokers, groups, single, store_members, skipped, notes, files, skipped_files)
 
 
-def replicas(paths: list[str], map_tasks: MapTasks = in_process) -> ReplicasReport:
+def replicas(paths: list[str], map_tasks: MapTasks = in_process, hashing: Hashing = Hashing()) -> ReplicasReport:
     """The replica sets found below ``paths`` (each a broker's log dir or store, or a folder holding several);
-    each set is compared by ``map_tasks``."""
+    each set is compared by ``map_tasks``, every file hashed as ``hashing`` says."""
     found = discover(paths)
-    kafka = map_tasks(kafka_replica_set, found.groups,
+    plan = plan_hashes(found, compared_stores=len(found.stores) > 1)
+    kafka = map_tasks(kafka_replica_set, [(members, files, hashing) for members, files in zip(found.groups, plan.sets)],
                       [sum(bytes_in(m.directory) for m in members) for members in found.groups])
-    return assemble(found, kafka, rocketmq_replica_sets(found.stores, map_tasks) if len(found.stores) > 1 else [])
+    rocketmq, store_digests = rocketmq_replica_sets(found.stores, map_tasks, plan.stores, hashing) \
+        if len(found.stores) > 1 else ([], [])
+    rest = map_tasks(hash_files, plan.rest,
+                     [sum(plan.sizes[path] for path in files) for files in plan.rest]) if hashing.enabled else []
+    return assemble(found, [result for result, _ in kafka],
+                    rocketmq, plan, [digests for _, digests in kafka] + store_digests + rest)
 
 
-def assemble(found: Discovery, kafka: list[dict], rocketmq: list[dict]) -> ReplicasReport:
+def assemble(found: Discovery, kafka: list[dict], rocketmq: list[dict], plan: HashPlan,
+             digests: list[list[FileDigest]]) -> ReplicasReport:
     """The report of what ``found`` holds, its Kafka sets compared (``kafka_replica_set`` each, in the groups'
-    order) and its RocketMQ sets."""
-    return {"brokers": found.brokers, "kafka": kafka, "rocketmq": rocketmq,
+    order) and its RocketMQ sets; ``digests``: the tasks' digests of ``plan``'s files (sets, stores, then the
+    rest; none at all without hashing).  A file whose hash finds it unreadable is named in ``skipped``."""
+    hashed = dict(zip((path for files in plan.sets + plan.stores + plan.rest for path in files),
+                      (digest for each in digests for digest in each)))
+    unhashed = (None, None)
+    skipped = [{**entry, "size": found.skipped_files.get(os.path.normpath(entry["path"])),
+                "sha256": hashed.get(os.path.normpath(entry["path"]), unhashed)[0]} for entry in found.skipped]
+    brokers = []
+    for broker, files in zip(found.brokers, found.files):
+        listed = []
+        for path, size in files:
+            digest, problem = hashed.get(path, unhashed)
+            if problem is None:
+                listed.append({"path": path, "size": size, "sha256": digest})
+            else:
+                skipped.append({"path": path, "reason": f"unreadable: {problem}", "size": size, "sha256": None})
+        brokers.append({**broker, "files": listed})
+    return {"brokers": brokers, "kafka": kafka, "rocketmq": rocketmq,
             "single_copies": [{"topic": _topic_partition(m.directory)[0], "partition": _topic_partition(m.directory)[1],
                                "broker": m.broker, "directory": m.directory} for m in found.single],
-            "skipped": found.skipped, "notes": found.notes, "summary": _summary(kafka, rocketmq)}
+            "skipped": skipped, "notes": found.notes, "summary": _summary(kafka, rocketmq)}
 
 
 def exit_code(report: ReplicasReport) -> int:
@@ -295,8 +376,16 @@ def _epochs(entries: list[EpochEntry]) -> list[dict]:
     return [{"epoch": e.epoch, "start_offset": e.start_offset} for e in entries]
 
 
-def kafka_replica_set(members: list[Member]) -> dict:
-    """The comparison of one partition's copies (the unit of work on the local pool and on Spark)."""
+def kafka_replica_set(item: tuple[list[Member], list[str], Hashing]) -> tuple[dict, list[FileDigest]]:
+    """The unit of work on the local pool and on Spark: one partition's copies compared, and the files given
+    (its copies' directories') hashed beside the comparison."""
+    members, files, hashing = item
+    digests = digests_beside(files, hashing)
+    return compare_replica_set(members), digests()
+
+
+def compare_replica_set(members: list[Member]) -> dict:
+    """The comparison of one partition's copies."""
     topic, partition = _topic_partition(members[0].directory)
     read, unreadable = [], []
     for member in members:

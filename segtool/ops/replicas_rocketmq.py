@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from segtool.engine.salvage import store_recovery_loss
-from segtool.ops.task_map import MapTasks, bytes_in, in_process
+from segtool.ops.task_map import NO_HASHING, FileDigest, Hashing, MapTasks, bytes_in, digests_beside, in_process
 from segtool.rocketmq import names as rocketmq_names
 from segtool.rocketmq import replication as rep
 
@@ -220,16 +220,19 @@ def _dledger_homes(root: Path) -> list[Path]:
     return sorted(p for p in root.iterdir() if p.is_dir() and rocketmq_names.is_dledger_dir(p.name))
 
 
-def open_store(store: tuple[str, str]) -> tuple[list[tuple[str, rep.CommitLogCopy]], list[tuple[str, rep.DLedgerNode]]]:
+def open_store(item: tuple[tuple[str, str], list[str], Hashing]) -> tuple[
+        list[tuple[str, rep.CommitLogCopy]], list[tuple[str, rep.DLedgerNode]], list[FileDigest]]:
     """One store ((broker label, store root)) as its broker would load it: its CommitLog copy, or its DLedger
     nodes (a store root may hold several ``dledger-<selfId>`` homes: each is a node, labelled
-    ``<broker>/<selfId>``).  A unit of work of ``rocketmq_replica_sets``."""
-    label, root = store
+    ``<broker>/<selfId>``), and the files given (the store's) hashed beside.  A unit of work of
+    ``rocketmq_replica_sets``."""
+    (label, root), files, hashing = item
+    digests = digests_beside(files, hashing)
     homes = _dledger_homes(Path(root))
     if not homes:
-        return [(label, rep.open_commitlog_copy(root))], []
+        return [(label, rep.open_commitlog_copy(root))], [], digests()
     return [], [(label if len(homes) == 1 else f"{label}/{home.name[len('dledger-'):]}", rep.open_dledger_node(home))
-                for home in homes]
+                for home in homes], digests()
 
 
 def master_slave_set(members: tuple[list[str], list[rep.CommitLogCopy]]) -> dict:
@@ -246,14 +249,19 @@ def dledger_set(members: tuple[list[str], list[str], list[rep.DLedgerNode]]) -> 
     return _dledger_set(labels, roots, nodes, notes)
 
 
-def rocketmq_replica_sets(stores: list[tuple[str, str]], map_tasks: MapTasks = in_process) -> list[dict]:
+def rocketmq_replica_sets(stores: list[tuple[str, str]], map_tasks: MapTasks = in_process,
+                          files: list[list[str]] | None = None,
+                          hashing: Hashing = NO_HASHING) -> tuple[list[dict], list[list[FileDigest]]]:
     """One ``RocketMQReplicaSet`` per group of the given stores ((broker label, store root) each) that
-    replicate each other: master/slave CommitLogs, and DLedger nodes.  ``map_tasks`` opens the stores, then
-    compares each group."""
+    replicate each other: master/slave CommitLogs, and DLedger nodes; and the digests of each store's
+    ``files``, hashed as ``hashing`` says while it is opened.  ``map_tasks`` opens the stores, then compares
+    each group."""
     sizes = [bytes_in(root) for _, root in stores]
+    files = files if files is not None else [[] for _ in stores]
     copy_labels, copies, copy_sizes = [], [], []
     node_labels, node_roots, nodes, node_sizes = [], [], [], []
-    for (label, root), size, (found_copies, found_nodes) in zip(stores, sizes, map_tasks(open_store, stores, sizes)):
+    opened = map_tasks(open_store, [(store, own, hashing) for store, own in zip(stores, files)], sizes)
+    for (label, root), size, (found_copies, found_nodes, _) in zip(stores, sizes, opened):
         for copy_label, copy in found_copies:
             copy_labels.append(copy_label)
             copies.append(copy)
@@ -265,12 +273,13 @@ def rocketmq_replica_sets(stores: list[tuple[str, str]], map_tasks: MapTasks = i
             node_sizes.append(size // len(found_nodes))
     copy_groups = rep.group_members(len(copies), lambda a, b: rep.first_records_agree(copies[a], copies[b]))
     node_groups = rep.group_members(len(nodes), lambda a, b: rep.first_entries_agree(nodes[a], nodes[b]))
-    return (map_tasks(master_slave_set, [([copy_labels[i] for i in group], [copies[i] for i in group])
-                                         for group in copy_groups],
-                      [sum(copy_sizes[i] for i in group) for group in copy_groups])
+    sets = (map_tasks(master_slave_set, [([copy_labels[i] for i in group], [copies[i] for i in group])
+                                          for group in copy_groups],
+                       [sum(copy_sizes[i] for i in group) for group in copy_groups])
             + map_tasks(dledger_set, [([node_labels[i] for i in group], [node_roots[i] for i in group],
                                        [nodes[i] for i in group]) for group in node_groups],
                         [sum(node_sizes[i] for i in group) for group in node_groups]))
+    return sets, [digests for _, _, digests in opened]
 
 
 def _grouping_notes(labels: list[str], members: list, agree) -> list[str]:

@@ -141,7 +141,7 @@ def _report(paths: list[str], deep: bool, hash_inputs: bool, now_ms: int, progre
                      for store, paths in zip(found.stores, store_files)]
     if len(partitions) > TIMELINE_POINTS // MIN_PARTITION_POINTS:
         notes.append(f"{len(partitions)} partitions: each timeline has at most {share} points")
-    compared = _replicas(paths, found, notes)
+    compared = _replicas(paths, found, notes, hash_inputs)
     _name_copies(compared, partition_figures, store_figures)
     return {
         "generated_at": now_ms,
@@ -164,7 +164,7 @@ def _same_place(path: str) -> str:
     return os.path.realpath(path)
 
 
-def _replicas(paths: list[str], found, notes: list[str]) -> ReplicasReport | None:
+def _replicas(paths: list[str], found, notes: list[str], hash_inputs: bool) -> ReplicasReport | None:
     """``segtool replicas`` of the same paths when they hold a partition name in two or more directories
     or two or more stores (DLedger nodes are stores to replicas, not to the inventory: a path that is a
     store root counts); None otherwise: nothing to compare, nothing read twice."""
@@ -173,9 +173,10 @@ def _replicas(paths: list[str], found, notes: list[str]) -> ReplicasReport | Non
     if max(names.values(), default=0) < 2 and stores < 2:
         return None
     from segtool.ops.replicas import replicas
+    from segtool.ops.task_map import Hashing
 
     try:
-        compared = replicas(paths)
+        compared = replicas(paths, hashing=Hashing(enabled=hash_inputs))
     except SegtoolError as exc:
         notes.append(f"replicas: the copies are not compared ({exc.message})")
         return None

@@ -177,13 +177,16 @@ def transactions_lines(report: dict) -> Iterator[Styled]:
 
 def replicas_lines(report: dict) -> Iterator[Styled]:
     """Per Kafka replica set: each copy, where copies part, each election's cost (best first), producers;
-    then the RocketMQ groups, what was skipped and the summary."""
+    then the RocketMQ groups, each broker's files hashed (the digests are the JSON's), what was skipped and the
+    summary."""
     for replica_set in report["kafka"]:
         yield from _kafka_replica_set_lines(replica_set)
     for line in rocketmq_replicas_lines(report["rocketmq"]):
         yield line, None
     for single in report["single_copies"]:
         yield f"{single['topic']}-{single['partition']}: held by {single['broker']} alone", "dim"
+    for broker in report["brokers"]:
+        yield _broker_files_line(broker), "dim"
     for skipped in report["skipped"]:
         yield f"skipped {skipped['path']}: {skipped['reason']}", "dim"
     for note in report["notes"]:
@@ -194,6 +197,15 @@ def replicas_lines(report: dict) -> Iterator[Styled]:
     yield (f"{summary['kafka_replica_sets']} Kafka replica sets, {summary['rocketmq_replica_sets']} RocketMQ groups: "
            f"{summary['diverged']} diverged, {summary['damaged']} damaged replicas, "
            f"{summary['committed_loss_at_best']} committed records lost by the best elections"), "bold"
+
+
+def _broker_files_line(broker: dict) -> str:
+    files = broker["files"]
+    name = broker["broker"] if broker["broker"] == broker["path"] else f"{broker['broker']} ({broker['path']})"
+    size = sum(f["size"] for f in files)
+    if files and all(f["sha256"] is None for f in files):
+        return f"{name}: {len(files)} files, {size} bytes, not hashed (--no-hash)"
+    return f"{name}: {len(files)} files hashed, {size} bytes (each sha256 in --json)"
 
 
 def _kafka_replica_set_lines(replica_set: dict) -> Iterator[Styled]:

@@ -133,6 +133,12 @@ class ListedTrees(LocalTree):
         path = os.path.normpath(path)
         return bytes(storage.read_all(source_of(path, self.trees))) if self.lists(path) else super().read(path)
 
+    def files_below(self, path: str) -> list[tuple[str, int]]:
+        top = os.path.normpath(path)
+        if not self.lists(top):
+            return super().files_below(path)
+        return [(found, size) for found, size in self.files.items() if found == top or found.startswith(top + os.sep)]
+
     def below(self, directory: str) -> list[str]:
         """The listed files directly in ``directory``."""
         return [os.path.join(directory, name) for name, is_folder in self.folders.get(directory, {}).items()
