@@ -123,6 +123,31 @@ def test_exit_codes(built):
         assert built(name)[1].returncode == 1, name
 
 
+def _sets_and_files(stdout: str, top: Path) -> tuple[list, list]:
+    """The replica sets and each broker's files of a report, paths made absolute from ``top``."""
+    found = json.loads(stdout)
+    sets = [(s["topic"], s["partition"], sorted((r["broker"], os.path.abspath(top / r["directory"]))
+                                                for r in s["replicas"])) for s in found["kafka"]]
+    files = sorted((b["broker"], sorted(os.path.abspath(top / f["path"]) for f in b["files"])) for b in found["brokers"])
+    return sets, files
+
+
+def test_the_current_folder_is_a_folder_like_any_other(built):
+    """``replicas .`` in the folder holding the brokers, and ``.`` for one broker beside another, compare what
+    the same folders named in full compare (the folder "." has no parent name: it was once a broker holding
+    nothing, its partitions skipped in silence)."""
+    replica_set, _, _ = built("unclean_election")
+    top = replica_set.brokers[1].parent
+    named = segtool("replicas", "--json", *[str(path) for path in replica_set.brokers.values()])
+    here = segtool("replicas", "--json", ".", cwd=top)
+    assert here.returncode == named.returncode == 1
+    assert _sets_and_files(here.stdout, top) == _sets_and_files(named.stdout, Path("/"))
+    pair = segtool("replicas", "--json", ".", "../broker2", cwd=replica_set.brokers[1])
+    sets, _ = _sets_and_files(pair.stdout, replica_set.brokers[1])
+    assert sets == [(s[0], s[1], [r for r in s[2] if r[0] in ("broker 1", "broker 2")])
+                    for s in _sets_and_files(named.stdout, Path("/"))[0]]
+
+
 def test_a_recreated_topic_is_two_partitions(built):
     replica_set, _, report = built("recreated_topic")
     ids = {r.topic_id for r in replica_set.replicas.values()}

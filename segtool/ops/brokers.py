@@ -118,8 +118,10 @@ def broker_roots(paths: list[str], tree: LocalTree = LocalTree()) -> tuple[list[
                           if topic_partition(os.path.basename(os.path.normpath(p.directory)))[1] is not None})
         roots = sorted({os.path.normpath(store.root) for store in found.stores})
         top = os.path.normpath(path)
-        # only what lies below the path: a partition directory named alone is not its log dir
-        holders = [d for d in holders if d == top or d.startswith(top + os.sep)]
+        # only what lies below the path: a partition directory named alone is not its log dir ("." and
+        # the relative names found below it compared as absolute paths)
+        below = os.path.join(os.path.abspath(top), "")
+        holders = [d for d in holders if d == top or os.path.abspath(d).startswith(below)]
         if top in holders or tree.exists(os.path.join(path, META_PROPERTIES)) \
                 or tree.exists(os.path.join(path, CLEAN_SHUTDOWN)) or not (holders or roots):
             log_dirs.append(path)  # a log dir itself (or nothing of a broker's: inspect says so)

@@ -256,7 +256,7 @@ def kafka_replica_groups(identities: dict[str, tuple[str, BrokerIdentity]], skip
             directory = os.path.normpath(partition.directory)
             name = os.path.basename(directory)
             topic, number = kafka_names.topic_partition(name)
-            if os.path.dirname(directory) != os.path.normpath(log_dir):
+            if (os.path.dirname(directory) or os.curdir) != os.path.normpath(log_dir):  # "." has no dirname
                 continue  # a log dir below this one is its own broker
             state = kafka_names.renamed_directory_state(name)
             if number is None or state is not None:

@@ -141,7 +141,7 @@ def _report(paths: list[str], deep: bool, hash_inputs: bool, now_ms: int, progre
                      for store, paths in zip(found.stores, store_files)]
     if len(partitions) > TIMELINE_POINTS // MIN_PARTITION_POINTS:
         notes.append(f"{len(partitions)} partitions: each timeline has at most {share} points")
-    compared = _replicas(paths, found, notes, hash_inputs)
+    compared = _replicas(paths, found, notes)
     _name_copies(compared, partition_figures, store_figures)
     return {
         "generated_at": now_ms,
@@ -164,7 +164,7 @@ def _same_place(path: str) -> str:
     return os.path.realpath(path)
 
 
-def _replicas(paths: list[str], found, notes: list[str], hash_inputs: bool) -> ReplicasReport | None:
+def _replicas(paths: list[str], found, notes: list[str]) -> ReplicasReport | None:
     """``segtool replicas`` of the same paths when they hold a partition name in two or more directories
     or two or more stores (DLedger nodes are stores to replicas, not to the inventory: a path that is a
     store root counts); None otherwise: nothing to compare, nothing read twice."""
@@ -173,10 +173,10 @@ def _replicas(paths: list[str], found, notes: list[str], hash_inputs: bool) -> R
     if max(names.values(), default=0) < 2 and stores < 2:
         return None
     from segtool.ops.replicas import replicas
-    from segtool.ops.task_map import Hashing
+    from segtool.ops.task_map import NO_HASHING
 
     try:
-        compared = replicas(paths, hashing=Hashing(enabled=hash_inputs))
+        compared = replicas(paths, hashing=NO_HASHING)  # the report's own file list hashes each file once
     except SegtoolError as exc:
         notes.append(f"replicas: the copies are not compared ({exc.message})")
         return None
@@ -210,6 +210,9 @@ def _bound_replicas(compared: ReplicasReport, notes: list[str]) -> None:
             replica_set["producers"] = [producers[i] for i in sorted(kept)]
             notes.append(f"{name}: {REPLICA_PRODUCERS_SHOWN} of {len(producers)} producers across the replicas "
                          "are listed (those the replicas disagree on first); `segtool replicas --json` lists every one")
+    for broker in compared["brokers"]:
+        broker["files"] = []
+    notes.append("replicas: each broker's files are in the report's own file list, with their sha256")
     singles = compared["single_copies"]
     if len(singles) > SINGLE_COPIES_SHOWN:
         del singles[SINGLE_COPIES_SHOWN:]
