@@ -111,7 +111,7 @@ def _peak_of_largest_task(path: str, split: int, with_values: bool, tmp_path, en
 
 @pytest.fixture(scope="module")
 def kafka_160(tmp_path_factory):
-    return kafka_segment(tmp_path_factory.mktemp("k160") / "orders-0", 160 * MIB).parent
+    return kafka_segment(tmp_path_factory.mktemp("k160") / "orders-0", 160 * MIB, mixed=True).parent
 
 
 @pytest.fixture(scope="module")
