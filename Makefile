@@ -10,9 +10,8 @@ TXN := $(KAFKA)/c04-transactions/data/c04-txn-0
 # the full tier's marks (pyproject.toml); the fast tier is every test without one of them
 FAST := not slow and not spark and not cluster and not browser and not fuzz
 # one pytest worker per core (pytest-xdist); a module's tests stay on one worker, so its fixtures
-# (a Spark session, the corpus scanned) are made once; modules are handed out in collection order, the
-# longest first (tests/conftest.py), not by their number of tests (which left the longest to the end)
-XDIST := -n auto --dist loadfile --no-loadscope-reorder
+# (a Spark session, the corpus scanned) are made once
+XDIST := -n auto --dist loadfile
 
 .PHONY: demo test check bench install docs
 

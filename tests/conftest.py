@@ -64,26 +64,11 @@ def pytest_configure(config):
 _FIXTURE_MARKS = {"spark_engine": "spark", "browser": "browser", "cluster": "cluster"}
 
 
-# The modules that take longest in the full tier (measured), dispatched first: pytest-xdist hands modules
-# out in collection order, and a long one left to the end ran alone for minutes while the other worker
-# idled.  Only the order changes; every module still runs.
-_LONGEST_FIRST = ("test_task_memory", "test_fuzz", "test_pipeline", "test_report", "test_commit_protocol",
-                  "test_damage_matrix", "test_spark_cluster", "test_dump_runs", "test_storage_uris",
-                  "test_pipeline_replicas", "test_pipeline_carve_salvage", "test_docs_usage")
-
-
-def _dispatch_rank(item) -> int:
-    module = getattr(item, "module", None)
-    name = module.__name__.rsplit(".", 1)[-1] if module is not None else ""
-    return _LONGEST_FIRST.index(name) if name in _LONGEST_FIRST else len(_LONGEST_FIRST)
-
-
 def pytest_collection_modifyitems(config, items):
     for item in items:
         for fixture, mark in _FIXTURE_MARKS.items():
             if fixture in getattr(item, "fixturenames", ()):
                 item.add_marker(mark)
-    items.sort(key=_dispatch_rank)  # stable: each module's own order is kept
 
 
 @pytest.fixture(scope="module", autouse=True)

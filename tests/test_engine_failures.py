@@ -113,6 +113,29 @@ def test_a_killed_pool_worker_costs_one_retry_and_no_row(inputs, undisturbed, tm
     assert produced == _parts(undisturbed)  # the same part files, byte for byte
 
 
+def test_a_worker_lost_while_tasks_are_handed_out_costs_a_retry(tmp_path, monkeypatch):
+    """The pool breaks while the driver is still submitting (the first task killed its worker at once): the
+    run goes on in a fresh pool as for a worker lost later (it was "internal error: BrokenProcessPool")."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    from segtool.pipeline.engines import LocalEngine
+
+    monkeypatch.setenv(KILL_ONCE_ENV, str(tmp_path / "killed"))
+    submit = ProcessPoolExecutor.submit
+
+    def slow_submit(self, *args, **kwargs):
+        future = submit(self, *args, **kwargs)
+        time.sleep(0.2)  # time for the first task to kill its worker before the next is handed out
+        return future
+
+    monkeypatch.setattr(ProcessPoolExecutor, "submit", slow_submit)
+    engine = LocalEngine(workers=2)
+    assert engine.map(abs, [-1, -2, -3, -4, -5, -6], [1] * 6) == [1, 2, 3, 4, 5, 6]
+    assert (tmp_path / "killed").exists()
+    (retry,) = engine.retried
+    assert retry["reason"] == "was killed by SIGKILL (as the kernel's OOM killer does)"
+
+
 def test_a_task_that_keeps_losing_its_worker_fails_the_run_in_one_line(inputs, tmp_path):
     """With no retry allowed, the first worker killed stops the run: one line naming the task, exit 2,
     and no dataset that looks complete."""

@@ -110,27 +110,35 @@ def test_a_checksum_helper_process_changes_no_answer_on_generated_segments(tmp_p
 
 
 def test_a_helper_that_dies_is_replaced_by_checksumming_here(tmp_path, monkeypatch):
-    """The helper is killed after its first answer: every later chunk is checksummed in-process."""
+    """The helper dies with its second request unanswered (stopped before it can answer, then killed): that
+    request and every later chunk are checksummed in-process."""
     import os
     import signal
 
     log = _generated(tmp_path, damage=True)
     monkeypatch.setattr(kafka_log.HeaderScan, "CHUNK", 11)
     alone = _answers(log)
-    answered = []
-    original = ChecksumHelper.result
+    submitted, answered = [], []
+    original_submit, original_result = ChecksumHelper.submit, ChecksumHelper.result
 
-    def result_then_die(self):
-        sums = original(self)
-        answered.append(sums)
-        if len(answered) == 1:
-            os.kill(self._pid, signal.SIGKILL)
-        return sums
+    def submit_then_die(self, starts, stops):
+        submitted.append(len(starts))
+        if len(submitted) != 2:
+            return original_submit(self, starts, stops)
+        os.kill(self._pid, signal.SIGSTOP)  # the request reaches the pipe, the answer never comes
+        accepted = original_submit(self, starts, stops)
+        os.kill(self._pid, signal.SIGKILL)
+        return accepted
 
-    monkeypatch.setattr(ChecksumHelper, "result", result_then_die)
+    def result(self):
+        answered.append(original_result(self))
+        return answered[-1]
+
+    monkeypatch.setattr(ChecksumHelper, "submit", submit_then_die)
+    monkeypatch.setattr(ChecksumHelper, "result", result)
     _helper_for_every_file(monkeypatch, 11)
     assert _answers(log, parallel=True) == alone
-    assert answered[0] is not None and None in answered, "the helper answered once, then was gone"
+    assert answered[0] is not None and answered[1] is None, "the helper answered once, then was gone"
 
 
 def test_the_helper_checksums_what_the_parent_would(tmp_path):

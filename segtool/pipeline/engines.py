@@ -124,10 +124,14 @@ class _PoolRun:
         pool = ProcessPoolExecutor(max_workers=min(self.workers, len(pending)), initializer=_start_worker,
                                    initargs=(os.getpid(), states))
         try:
-            futures = {pool.submit(_tracked, self.fn, i, self.items[i]): i for i in pending}
+            futures, broken = {}, False
+            try:
+                for i in pending:
+                    futures[pool.submit(_tracked, self.fn, i, self.items[i])] = i
+            except BrokenProcessPool:  # a worker died while tasks were still being handed out
+                broken = True
             processes = dict(pool._processes)  # forked at the first submit; the executor names no other way
-            broken = False
-            for future in as_completed(futures):
+            for future in ([] if broken else as_completed(futures)):
                 try:
                     outcome = future.result()
                 except BrokenProcessPool:
