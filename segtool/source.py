@@ -96,10 +96,15 @@ def sha256_beside(path: str | os.PathLike, fork: bool):
     """
     if fork and hasattr(os, "fork"):
         return _EARLY.pop(os.path.realpath(path), None) or _ForkedSha256(path)
+    return _on_a_thread(sha256_of, path)
+
+
+def _on_a_thread(fn, argument):
+    """``fn(argument)`` started on a thread of its own; its future."""
     from concurrent.futures import ThreadPoolExecutor  # here: commands that never hash start without it
 
     executor = ThreadPoolExecutor(max_workers=1)
-    future = executor.submit(sha256_of, path)
+    future = executor.submit(fn, argument)
     executor.shutdown(wait=False)  # the thread ends with its one task
     return future
 
@@ -111,15 +116,11 @@ def sha256_each_beside(paths: list[str], fork: bool):
     stopped its hash."""
     if fork and hasattr(os, "fork"):
         return _ForkedSha256Each(paths)
-    from concurrent.futures import ThreadPoolExecutor
-
-    executor = ThreadPoolExecutor(max_workers=1)
-    future = executor.submit(_sha256_each, paths)
-    executor.shutdown(wait=False)  # the thread ends with its one task
-    return future
+    return _on_a_thread(sha256_each, paths)
 
 
-def _sha256_each(paths: list[str]) -> list:
+def sha256_each(paths: list[str]) -> list:
+    """Each file's hex digest, or the ``UnreadableInput`` that stopped its hash, in the paths' order."""
     digests: list = []
     for path in paths:
         try:
@@ -215,7 +216,7 @@ class _ForkedSha256:
 
 
 class _ForkedSha256Each:
-    """``_sha256_each`` in a forked child writing one line per file to an unnamed temporary file (a pipe would
+    """``sha256_each`` in a forked child writing one line per file to an unnamed temporary file (a pipe would
     fill and stop the child until the caller reads): the digest, or ``!`` and why the file cannot be read.
     When the child cannot start or does not finish, ``result`` hashes here."""
 
@@ -229,7 +230,7 @@ class _ForkedSha256Each:
             code = 1
             try:
                 lines = ("!" + " ".join(d.message.split()) if isinstance(d, UnreadableInput) else d
-                         for d in _sha256_each(paths))
+                         for d in sha256_each(paths))
                 os.write(self._answers.fileno(), "".join(line + "\n" for line in lines).encode())
                 code = 0
             finally:
@@ -246,7 +247,7 @@ class _ForkedSha256Each:
             self._answers.seek(0)
             lines = self._answers.read().decode().splitlines()
         if not finished or len(lines) != len(self._paths):
-            return _sha256_each(self._paths)
+            return sha256_each(self._paths)
         return [UnreadableInput(line[1:], path) if line.startswith("!") else line
                 for path, line in zip(self._paths, lines)]
 

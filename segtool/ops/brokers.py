@@ -91,10 +91,9 @@ class LocalTree:
         what a report hashes.  The unreadable entries are the inventory's to name."""
         import os
 
-        from segtool.engine.walk import walk
+        from segtool.engine.walk import walk_files
 
-        return [(os.path.normpath(entry.path), os.path.getsize(entry.path)) for entry in walk([path])
-                if entry.unreadable is None]
+        return [(os.path.normpath(found), os.path.getsize(found)) for found in walk_files([path])]
 
 
 def broker_roots(paths: list[str], tree: LocalTree = LocalTree()) -> tuple[list[str], list[str]]:

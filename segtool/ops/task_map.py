@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Callable, Optional, Sequence
 
 from segtool.errors import UnreadableInput
-from segtool.source import sha256_each_beside
+from segtool.source import sha256_each, sha256_each_beside
 
 # ``map_tasks(fn, items, costs)``: ``[fn(item) for item in items]`` in the items' order; ``costs`` are their
 # bytes, so that an engine can start the largest first
@@ -52,10 +52,13 @@ def digests_beside(paths: Sequence[str], hashing: Hashing) -> Callable[[], list[
     if not hashing.enabled or not paths:
         return lambda: [(None, None)] * len(paths)
     started = sha256_each_beside(list(paths), hashing.fork)
-    return lambda: [(None, digest.message) if isinstance(digest, UnreadableInput) else (digest, None)
-                    for digest in started.result()]
+    return lambda: [_file_digest(digest) for digest in started.result()]
 
 
 def hash_files(paths: list[str]) -> list[FileDigest]:
     """Task: the digests of local files that no other task reads (nothing to hash beside)."""
-    return digests_beside(paths, Hashing(fork=False))()
+    return [_file_digest(digest) for digest in sha256_each(paths)]
+
+
+def _file_digest(digest: str | UnreadableInput) -> FileDigest:
+    return (None, digest.message) if isinstance(digest, UnreadableInput) else (digest, None)
